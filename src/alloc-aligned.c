@@ -1,0 +1,161 @@
+/* Aligned allocation. Blocks are 16-byte aligned by construction; larger
+   alignments come from a size class whose blocks happen to be aligned, or
+   from over-allocating and handing out an aligned pointer inside the block
+   (the page is then marked so that free finds the block's start). */
+#include "internal.h"
+
+static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
+                                               bool zero) {
+  size_t n = size + alignment - 1;
+  void* p;
+  if (n > MI_MEDIUM_BLOCK_MAX) {
+    if (!mi_heap_is_initialized(heap)) {
+      heap = _mi_heap_init_thread();
+      if (heap == NULL) return NULL;
+    }
+    mi_page_t* page = _mi_segment_single_alloc(heap, n, 0, zero);
+    p = (page != NULL ? page->start : NULL);
+  } else {
+    p = _mi_heap_malloc_zero(heap, n, zero);
+  }
+  if (p == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & (alignment - 1))) & (alignment - 1);
+  if (adjust == 0) return p;
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  page->flags |= MI_PAGE_FLAG_HAS_ALIGNED;
+  return (uint8_t*)p + adjust;
+}
+
+static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
+                                            bool zero) {
+  if (alignment == 0 || !_mi_is_power_of_two(alignment)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (alignment > MI_ALIGNMENT_MAX || size > MI_MAX_ALLOC_SIZE - MI_ALIGNMENT_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
+    return _mi_heap_malloc_zero(heap, size, zero);
+  }
+  /* a size class that is a multiple of the alignment gives aligned blocks
+     when pages start aligned (pages start on OS page boundaries) */
+  if (offset == 0 && alignment <= _mi_os_page_size() && size <= MI_MEDIUM_BLOCK_MAX) {
+    size_t asize = _mi_align_up(size == 0 ? 1 : size, alignment);
+    if (asize <= MI_MEDIUM_BLOCK_MAX && (_mi_bin_size(_mi_bin(asize)) & (alignment - 1)) == 0) {
+      void* p = _mi_heap_malloc_zero(heap, asize, zero);
+      if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+      mi_free(p);
+    }
+  }
+  return mi_heap_malloc_aligned_at_generic(heap, size, alignment, offset, zero);
+}
+
+void* mi_heap_malloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, offset, false);
+}
+
+void* mi_heap_malloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, 0, false);
+}
+
+void* mi_heap_zalloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, offset, true);
+}
+
+void* mi_heap_zalloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, 0, true);
+}
+
+void* mi_heap_calloc_aligned_at(mi_heap_t* heap, size_t count, size_t size, size_t alignment, size_t offset) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_malloc_aligned_at_zero(heap, total, alignment, offset, true);
+}
+
+void* mi_heap_calloc_aligned(mi_heap_t* heap, size_t count, size_t size, size_t alignment) {
+  return mi_heap_calloc_aligned_at(heap, count, size, alignment, 0);
+}
+
+void* mi_malloc_aligned_at(size_t size, size_t alignment, size_t offset) {
+  return mi_heap_malloc_aligned_at(mi_get_default_heap(), size, alignment, offset);
+}
+
+void* mi_malloc_aligned(size_t size, size_t alignment) {
+  return mi_heap_malloc_aligned(mi_get_default_heap(), size, alignment);
+}
+
+void* mi_zalloc_aligned_at(size_t size, size_t alignment, size_t offset) {
+  return mi_heap_zalloc_aligned_at(mi_get_default_heap(), size, alignment, offset);
+}
+
+void* mi_zalloc_aligned(size_t size, size_t alignment) {
+  return mi_heap_zalloc_aligned(mi_get_default_heap(), size, alignment);
+}
+
+void* mi_calloc_aligned_at(size_t count, size_t size, size_t alignment, size_t offset) {
+  return mi_heap_calloc_aligned_at(mi_get_default_heap(), count, size, alignment, offset);
+}
+
+void* mi_calloc_aligned(size_t count, size_t size, size_t alignment) {
+  return mi_heap_calloc_aligned(mi_get_default_heap(), count, size, alignment);
+}
+
+static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment,
+                                             size_t offset, bool zero) {
+  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
+    return _mi_heap_realloc_zero(heap, p, newsize, zero);
+  }
+  if (p == NULL) return mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, zero);
+  size_t size = _mi_usable_size(p);
+  if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) return p;
+  void* newp = mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, false);
+  if (newp == NULL) return NULL; /* the original block stays valid */
+  size_t newusable = _mi_usable_size(newp);
+  if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
+  memcpy(newp, p, (newsize < size ? newsize : size));
+  mi_free(p);
+  return newp;
+}
+
+void* mi_heap_realloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset) {
+  return mi_heap_realloc_aligned_at_zero(heap, p, newsize, alignment, offset, false);
+}
+
+void* mi_heap_realloc_aligned(mi_heap_t* heap, void* p, size_t newsize, size_t alignment) {
+  return mi_heap_realloc_aligned_at_zero(heap, p, newsize, alignment, 0, false);
+}
+
+void* mi_realloc_aligned_at(void* p, size_t newsize, size_t alignment, size_t offset) {
+  return mi_heap_realloc_aligned_at(mi_get_default_heap(), p, newsize, alignment, offset);
+}
+
+void* mi_realloc_aligned(void* p, size_t newsize, size_t alignment) {
+  return mi_heap_realloc_aligned(mi_get_default_heap(), p, newsize, alignment);
+}
+
+void* mi_aligned_recalloc(void* p, size_t newcount, size_t size, size_t alignment) {
+  size_t total;
+  if (_mi_mul_overflow(newcount, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, 0, true);
+}
+
+void* mi_aligned_offset_recalloc(void* p, size_t newcount, size_t size, size_t alignment, size_t offset) {
+  size_t total;
+  if (_mi_mul_overflow(newcount, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, offset, true);
+}

@@ -1,0 +1,247 @@
+/* Allocation entry points: the thread-local fast path and the calls built on it. */
+#include "internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+/* The fast path: a size class lookup, one page, one free-list pop. No lock,
+   no atomic read-modify-write. Everything else is in _mi_malloc_generic. */
+static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size) {
+  if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
+    size_t bin = _mi_bin(size);
+    mi_page_t* page = heap->pages[bin].first;
+    mi_block_t* block = page->free;
+    if (mi_likely(block != NULL)) {
+      page->free = block->next;
+      page->used++;
+#if MI_STAT
+      heap->stat_malloc[bin]++;
+#endif
+      return block;
+    }
+  }
+  return _mi_malloc_generic(heap, size, false);
+}
+
+void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+  if (!zero) return mi_heap_malloc_inline(heap, size);
+  return _mi_malloc_generic(heap, size, true);
+}
+
+void* mi_heap_malloc(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_inline(heap, size);
+}
+
+void* mi_malloc(size_t size) {
+  return mi_heap_malloc_inline(mi_get_default_heap(), size);
+}
+
+void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_inline(heap, size);
+}
+
+void* mi_malloc_small(size_t size) {
+  return mi_heap_malloc_inline(mi_get_default_heap(), size);
+}
+
+void* mi_heap_zalloc(mi_heap_t* heap, size_t size) {
+  return _mi_malloc_generic(heap, size, true);
+}
+
+void* mi_zalloc(size_t size) {
+  return _mi_malloc_generic(mi_get_default_heap(), size, true);
+}
+
+void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) {
+  return _mi_malloc_generic(heap, size, true);
+}
+
+void* mi_zalloc_small(size_t size) {
+  return _mi_malloc_generic(mi_get_default_heap(), size, true);
+}
+
+void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return _mi_malloc_generic(heap, total, true);
+}
+
+void* mi_calloc(size_t count, size_t size) {
+  return mi_heap_calloc(mi_get_default_heap(), count, size);
+}
+
+void* mi_heap_mallocn(mi_heap_t* heap, size_t count, size_t size) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_malloc(heap, total);
+}
+
+void* mi_mallocn(size_t count, size_t size) {
+  return mi_heap_mallocn(mi_get_default_heap(), count, size);
+}
+
+/* ---- Reallocation ------------------------------------------------------------ */
+
+void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  if (p == NULL) return _mi_heap_malloc_zero(heap, newsize, zero);
+  if (newsize > MI_MAX_ALLOC_SIZE) {
+    errno = ENOMEM;
+    return NULL; /* the original block stays valid */
+  }
+  size_t size = _mi_usable_size(p);
+  /* keep the block when the new size fits and does not waste more than half of it */
+  if (newsize <= size && newsize >= (size / 2) && newsize > 0) return p;
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (segment->kind == MI_SEGMENT_SINGLE && newsize > MI_MEDIUM_BLOCK_MAX &&
+      _mi_page_block_start(&segment->pages[0], p) == p && _mi_segment_single_resize(segment, newsize)) {
+    /* grown or shrunk in place inside its own segment */
+    if (zero && newsize > size) memset((uint8_t*)p + size, 0, _mi_usable_size(p) - size);
+    return p;
+  }
+  void* newp = _mi_heap_malloc_zero(heap, newsize, false);
+  if (mi_unlikely(newp == NULL)) return NULL; /* errno set; the original block stays valid */
+  size_t newusable = _mi_usable_size(newp);
+  if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
+  memcpy(newp, p, (newsize < size ? newsize : size));
+  mi_free(p);
+  return newp;
+}
+
+void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) {
+  return _mi_heap_realloc_zero(heap, p, newsize, false);
+}
+
+void* mi_realloc(void* p, size_t newsize) {
+  return _mi_heap_realloc_zero(mi_get_default_heap(), p, newsize, false);
+}
+
+void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_realloc(heap, p, total);
+}
+
+void* mi_reallocn(void* p, size_t count, size_t size) {
+  return mi_heap_reallocn(mi_get_default_heap(), p, count, size);
+}
+
+void* mi_heap_reallocf(mi_heap_t* heap, void* p, size_t newsize) {
+  void* newp = mi_heap_realloc(heap, p, newsize);
+  if (newp == NULL && p != NULL) mi_free(p);
+  return newp;
+}
+
+void* mi_reallocf(void* p, size_t newsize) {
+  return mi_heap_reallocf(mi_get_default_heap(), p, newsize);
+}
+
+void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) {
+  return _mi_heap_realloc_zero(heap, p, newsize, true);
+}
+
+void* mi_rezalloc(void* p, size_t newsize) {
+  return _mi_heap_realloc_zero(mi_get_default_heap(), p, newsize, true);
+}
+
+void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t count, size_t size) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_rezalloc(heap, p, total);
+}
+
+void* mi_recalloc(void* p, size_t count, size_t size) {
+  return mi_heap_recalloc(mi_get_default_heap(), p, count, size);
+}
+
+void* mi_expand(void* p, size_t newsize) {
+  if (p == NULL) return NULL;
+  size_t size = _mi_usable_size(p);
+  if (newsize > size) return NULL;
+  return p;
+}
+
+void* mi__expand(void* p, size_t newsize) {
+  void* res = mi_expand(p, newsize);
+  if (res == NULL) errno = ENOMEM;
+  return res;
+}
+
+/* ---- Strings -------------------------------------------------------------------- */
+
+char* mi_heap_strdup(mi_heap_t* heap, const char* s) {
+  if (s == NULL) return NULL;
+  size_t n = strlen(s);
+  char* t = (char*)mi_heap_malloc(heap, n + 1);
+  if (t != NULL) memcpy(t, s, n + 1);
+  return t;
+}
+
+char* mi_strdup(const char* s) {
+  return mi_heap_strdup(mi_get_default_heap(), s);
+}
+
+char* mi_heap_strndup(mi_heap_t* heap, const char* s, size_t n) {
+  if (s == NULL) return NULL;
+  const char* end = (const char*)memchr(s, 0, n);
+  size_t m = (end != NULL ? (size_t)(end - s) : n);
+  char* t = (char*)mi_heap_malloc(heap, m + 1);
+  if (t == NULL) return NULL;
+  memcpy(t, s, m);
+  t[m] = 0;
+  return t;
+}
+
+char* mi_strndup(const char* s, size_t n) {
+  return mi_heap_strndup(mi_get_default_heap(), s, n);
+}
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+char* mi_heap_realpath(mi_heap_t* heap, const char* fname, char* resolved_name) {
+  if (resolved_name != NULL) return realpath(fname, resolved_name);
+  char buf[PATH_MAX + 1];
+  char* rname = realpath(fname, buf);
+  if (rname == NULL) return NULL;
+  return mi_heap_strdup(heap, rname);
+}
+
+char* mi_realpath(const char* fname, char* resolved_name) {
+  return mi_heap_realpath(mi_get_default_heap(), fname, resolved_name);
+}
+
+/* ---- Sizes ------------------------------------------------------------------------ */
+
+size_t _mi_usable_size(const void* p) {
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if (mi_unlikely(page->flags & MI_PAGE_FLAG_HAS_ALIGNED)) {
+    const mi_block_t* block = _mi_page_block_start(page, p);
+    return page->block_size - (size_t)((const uint8_t*)p - (const uint8_t*)block);
+  }
+  return page->block_size;
+}
+
+size_t mi_usable_size(const void* p) {
+  if (p == NULL) return 0;
+  return _mi_usable_size(p);
+}
+
+size_t mi_good_size(size_t size) {
+  if (size <= MI_MEDIUM_BLOCK_MAX) return _mi_bin_size(_mi_bin(size));
+  if (size > MI_MAX_ALLOC_SIZE) return size;
+  return _mi_align_up(size, _mi_os_page_size());
+}

@@ -1,0 +1,68 @@
+/* Build switches of mimalloc-pprof, in one place. Each is set by the CMake
+   option of the same name (or a compiler -D) and defaults to off.
+
+   | switch          | levels | what it adds                                        |
+   |-----------------|--------|-----------------------------------------------------|
+   | MI_DEBUG        | 0..3   | 1: cheap assertions; 2: internal invariants on the  |
+   |                 |        | slow paths; 3: full heap-consistency walks          |
+   | MI_SECURE       | 0/1    | hardened build (see docs/secure-mode.md)            |
+   | MI_STAT         | 0/1    | per-size-class allocation counts on the fast path   |
+   | MI_OVERRIDE     | 0/1    | export malloc/free/... from the shared library      |
+   | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard)          |
+   | MI_LOCKORDER    | 0/1    | run-time lock-order checker (src/lockorder)         |
+   | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives          |
+   | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
+   | MI_TRACK_VALGRIND | 0/1  | Valgrind client requests for blocks                 |
+   | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
+
+   Optional machinery compiles to nothing when its switch is 0. */
+#ifndef MI_CONFIG_H
+#define MI_CONFIG_H
+
+#ifndef MI_DEBUG
+#define MI_DEBUG 0
+#endif
+#ifndef MI_SECURE
+#define MI_SECURE 0
+#endif
+#ifndef MI_STAT
+#define MI_STAT 0
+#endif
+
+/* ---- Layout ----------------------------------------------------------------
+   Segments are 4 MiB aligned, so a block's segment is its address with the low
+   22 bits cleared: pointer to page in O(1) without any table. */
+#define MI_SEGMENT_SHIFT 22
+#define MI_SEGMENT_SIZE ((size_t)1 << MI_SEGMENT_SHIFT)
+#define MI_SEGMENT_MASK (MI_SEGMENT_SIZE - 1)
+
+#define MI_SMALL_PAGE_SHIFT 16 /* 64 KiB pages for blocks up to 8 KiB */
+#define MI_MEDIUM_PAGE_SHIFT 19 /* 512 KiB pages for blocks up to 128 KiB */
+#define MI_SMALL_PAGE_SIZE ((size_t)1 << MI_SMALL_PAGE_SHIFT)
+#define MI_MEDIUM_PAGE_SIZE ((size_t)1 << MI_MEDIUM_PAGE_SHIFT)
+#define MI_SMALL_PAGES_PER_SEGMENT (MI_SEGMENT_SIZE / MI_SMALL_PAGE_SIZE)
+#define MI_MEDIUM_PAGES_PER_SEGMENT (MI_SEGMENT_SIZE / MI_MEDIUM_PAGE_SIZE)
+
+#define MI_SMALL_BLOCK_MAX ((size_t)8 * 1024)
+#define MI_MEDIUM_BLOCK_MAX ((size_t)128 * 1024)
+
+/* Blocks above MI_MEDIUM_BLOCK_MAX get a segment of their own ("single-block"
+   segments): "large" when they fit a standard segment (these segments are
+   cached for reuse), "huge" above that (unmapped as soon as they are freed). */
+
+#define MI_MAX_ALIGN_SIZE 16 /* every block is at least this aligned */
+#define MI_MAX_ALLOC_SIZE ((size_t)PTRDIFF_MAX)
+
+/* Size classes: 16-byte steps up to 128 bytes, then 8 classes per doubling, so
+   that above 128 bytes rounding wastes less than 1/8 of a block. */
+#define MI_BIN_SMALL_MAX 56   /* last bin of small pages (8 KiB) */
+#define MI_BIN_MEDIUM_MAX 88  /* last bin of medium pages (128 KiB) */
+#define MI_BIN_FULL (MI_BIN_MEDIUM_MAX + 1) /* queue of pages with no free block */
+#define MI_BIN_COUNT (MI_BIN_FULL + 1)
+
+/* Free segments kept for reuse before they are unmapped. */
+#define MI_SEGMENT_CACHE_MAX 32
+/* Full pages scanned per slow-path call for frees from other threads. */
+#define MI_FULL_SCAN_BATCH 8
+
+#endif

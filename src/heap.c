@@ -1,0 +1,252 @@
+/* First-class heaps: creation, deletion, destruction, collection and
+   inspection. A heap belongs to the thread that created it. */
+#include "internal.h"
+
+void* _mi_meta_alloc(void) mi_decl_hidden;
+void _mi_meta_free(void* p) mi_decl_hidden;
+void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
+
+void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) {
+  memcpy(heap, &_mi_heap_empty, sizeof(*heap));
+  heap->tld = tld;
+  heap->thread_id = tld->thread_id;
+  heap->is_backing = is_backing;
+  for (size_t bin = 0; bin < MI_BIN_COUNT; bin++) heap->pages[bin].block_size = _mi_bin_size(bin);
+}
+
+mi_heap_t* mi_heap_get_default(void) {
+  mi_heap_t* heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) heap = _mi_heap_init_thread();
+  return heap;
+}
+
+mi_heap_t* mi_heap_get_backing(void) {
+  mi_heap_t* heap = mi_heap_get_default();
+  return (heap != NULL ? heap->tld->heap_backing : NULL);
+}
+
+mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
+  mi_heap_t* old = mi_heap_get_default();
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return old;
+  _mi_heap_default = heap;
+  return old;
+}
+
+mi_heap_t* mi_heap_new(void) {
+  mi_heap_t* backing = mi_heap_get_backing();
+  if (backing == NULL) return NULL;
+  mi_heap_t* heap = (mi_heap_t*)_mi_meta_alloc();
+  if (heap == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  mi_tld_t* tld = backing->tld;
+  _mi_heap_init(heap, tld, false);
+  heap->next = tld->heaps;
+  tld->heaps = heap;
+  return heap;
+}
+
+static void mi_heap_unlink(mi_heap_t* heap) {
+  mi_tld_t* tld = heap->tld;
+  mi_heap_t** p = &tld->heaps;
+  while (*p != NULL && *p != heap) p = &(*p)->next;
+  if (*p == heap) *p = heap->next;
+  if (_mi_heap_default == heap) _mi_heap_default = tld->heap_backing;
+}
+
+/* Move every page of `from` to `to` (both of this thread). */
+static void mi_heap_absorb(mi_heap_t* to, mi_heap_t* from) {
+  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
+    mi_page_queue_t* pq = &from->pages[bin];
+    while (pq->last != NULL) {
+      mi_page_t* page = pq->first;
+      _mi_page_queue_remove(pq, page);
+      page->heap = to;
+      _mi_page_queue_push(to, &to->pages[bin], page);
+      to->page_count++;
+    }
+  }
+  from->page_count = 0;
+  _mi_single_heap_delete(from, to);
+#if MI_STAT
+  _mi_stats_merge_heap(from);
+#endif
+}
+
+void mi_heap_delete(mi_heap_t* heap) {
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  if (heap->is_backing) return; /* the backing heap lives as long as its thread */
+  mi_heap_absorb(heap->tld->heap_backing, heap);
+  mi_heap_unlink(heap);
+  _mi_meta_free(heap);
+}
+
+/* Free every page of the heap, whatever blocks it still holds. */
+static void mi_heap_free_all_pages(mi_heap_t* heap) {
+  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    while (pq->last != NULL) {
+      mi_page_t* page = pq->first;
+      _mi_page_queue_remove(pq, page);
+      page->flags = 0;
+      _mi_segment_page_free(page);
+    }
+  }
+  heap->page_count = 0;
+  _mi_single_heap_destroy(heap);
+}
+
+void mi_heap_destroy(mi_heap_t* heap) {
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  if (heap->is_backing) {
+    /* mimalloc semantics: the backing heap cannot be destroyed; collect it instead */
+    mi_heap_collect(heap, true);
+    return;
+  }
+#if MI_STAT
+  _mi_stats_merge_heap(heap);
+#endif
+  mi_heap_free_all_pages(heap);
+  mi_heap_unlink(heap);
+  _mi_meta_free(heap);
+}
+
+/* At thread exit: fold the thread's heaps into its backing heap, free the
+   pages that are empty and abandon the rest. */
+void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
+  mi_heap_t* backing = tld->heap_backing;
+  mi_heap_t* heap = tld->heaps;
+  while (heap != NULL) {
+    mi_heap_t* next = heap->next;
+    if (heap != backing) {
+      mi_heap_absorb(backing, heap);
+      _mi_meta_free(heap);
+    }
+    heap = next;
+  }
+  tld->heaps = backing;
+  backing->next = NULL;
+  _mi_heap_collect_pages(backing, true);
+  _mi_single_heap_delete(backing, NULL);
+#if MI_STAT
+  _mi_stats_merge_heap(backing);
+#endif
+  _mi_segments_abandon(tld);
+}
+
+void mi_heap_collect(mi_heap_t* heap, bool force) {
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  _mi_heap_collect_pages(heap, force);
+  if (force) {
+    _mi_segments_reclaim(heap->tld->heap_backing, SIZE_MAX, true);
+    _mi_heap_collect_pages(heap->tld->heap_backing, force);
+  }
+  _mi_purge_run(force);
+}
+
+void mi_collect(bool force) {
+  mi_heap_t* heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) {
+    _mi_purge_run(force);
+    return;
+  }
+  mi_heap_collect(heap, force);
+}
+
+/* ---- Inspection --------------------------------------------------------------- */
+
+static bool mi_ptr_is_in_page(const mi_page_t* page, const void* p) {
+  const uint8_t* b = (const uint8_t*)p;
+  return (b >= page->start && b < page->start + (size_t)page->reserved * page->block_size);
+}
+
+/* The page that holds `p`, if `p` is inside one of our segments and a page in use. */
+static mi_page_t* mi_checked_page_of(const void* p) {
+  if (p == NULL || !_mi_segment_map_contains(p)) return NULL;
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) return NULL;
+  if ((uintptr_t)p - (uintptr_t)segment >= segment->segment_size) return NULL;
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) return NULL;
+  if (!mi_ptr_is_in_page(page, p)) return NULL;
+  return page;
+}
+
+bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return false;
+  mi_page_t* page = mi_checked_page_of(p);
+  return (page != NULL && page->heap == heap);
+}
+
+bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return false;
+  if (((uintptr_t)p & (MI_MAX_ALIGN_SIZE - 1)) != 0) return false;
+  return mi_heap_contains_block(heap, p);
+}
+
+bool mi_check_owned(const void* p) {
+  return mi_heap_check_owned(mi_get_default_heap(), p);
+}
+
+bool mi_is_in_heap_region(const void* p) {
+  return (mi_checked_page_of(p) != NULL);
+}
+
+/* ---- Visiting ------------------------------------------------------------------ */
+
+typedef struct mi_visit_ctx_s {
+  const mi_heap_t* heap;
+  bool visit_blocks;
+  mi_block_visit_fun* visitor;
+  void* arg;
+} mi_visit_ctx_t;
+
+static void mi_page_area(const mi_page_t* page, mi_heap_area_t* area) {
+  area->blocks = page->start;
+  area->reserved = (size_t)page->reserved * page->block_size;
+  area->committed = (size_t)page->capacity * page->block_size;
+  area->used = page->used;
+  area->block_size = page->block_size;
+  area->full_block_size = page->block_size;
+  area->heap_tag = 0;
+}
+
+/* Visit the blocks of a page that are in use: everything carved out that is
+   on no free list. */
+static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
+  mi_heap_area_t area;
+  _mi_page_collect(page);
+  mi_page_area(page, &area);
+  if (!ctx->visitor(ctx->heap, &area, NULL, area.block_size, ctx->arg)) return false;
+  if (!ctx->visit_blocks || page->used == 0) return true;
+  if (page->reserved == 1) return ctx->visitor(ctx->heap, &area, page->start, page->block_size, ctx->arg);
+  uint64_t free_map[MI_SMALL_PAGE_SIZE / 16 / 64];
+  memset(free_map, 0, sizeof(free_map));
+  for (mi_block_t* b = page->free; b != NULL; b = b->next) {
+    size_t idx = (size_t)((uint8_t*)b - page->start) / page->block_size;
+    free_map[idx / 64] |= (uint64_t)1 << (idx % 64);
+  }
+  for (size_t i = 0; i < page->capacity; i++) {
+    if (free_map[i / 64] & ((uint64_t)1 << (i % 64))) continue;
+    if (!ctx->visitor(ctx->heap, &area, page->start + i * page->block_size, page->block_size, ctx->arg)) return false;
+  }
+  return true;
+}
+
+static bool mi_visit_single(mi_page_t* page, void* arg) {
+  return mi_visit_page(page, (const mi_visit_ctx_t*)arg);
+}
+
+bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block_visit_fun* visitor, void* arg) {
+  if (heap == NULL || !mi_heap_is_initialized(heap) || visitor == NULL) return false;
+  mi_visit_ctx_t ctx = {heap, visit_all_blocks, visitor, arg};
+  mi_heap_t* h = (mi_heap_t*)heap;
+  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
+    mi_page_queue_t* pq = &h->pages[bin];
+    for (mi_page_t* page = (pq->last != NULL ? pq->first : NULL); page != NULL; page = page->next) {
+      if (!mi_visit_page(page, &ctx)) return false;
+    }
+  }
+  return _mi_single_visit(heap, &mi_visit_single, &ctx);
+}

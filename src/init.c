@@ -1,0 +1,180 @@
+/* Process and thread life cycle: lazy initialisation (safe before our own
+   constructor runs, from dlsym and from TLS set-up), thread exit, fork and
+   process exit. */
+#include "internal.h"
+
+typedef struct mi_thread_data_s {
+  mi_heap_t heap;
+  mi_tld_t tld;
+} mi_thread_data_t;
+
+const mi_page_t _mi_page_empty = {0};
+
+#define MI_QUEUE_EMPTY {(mi_page_t*)&_mi_page_empty, NULL, 0}
+#define MI_QUEUES_10 \
+  MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, \
+      MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY
+_Static_assert(MI_BIN_COUNT == 90, "update the empty heap's queue initialiser");
+
+/* The heap of a thread that has not allocated yet: every queue points at the
+   empty page, so the fast path falls through to the slow path, which sets
+   the thread up. */
+const mi_heap_t _mi_heap_empty = {
+    .tld = NULL,
+    .pages = {MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10,
+              MI_QUEUES_10, MI_QUEUES_10},
+};
+
+mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
+
+bool _mi_process_is_initialized = false;
+uintptr_t _mi_process_key = 0;
+static _Atomic(int) mi_process_state; /* 0: new, 1: initialising, 2: ready */
+
+void* _mi_meta_alloc(void) mi_decl_hidden;
+void _mi_meta_free(void* p) mi_decl_hidden;
+void _mi_meta_init(void) mi_decl_hidden;
+void _mi_segments_init(void) mi_decl_hidden;
+void _mi_purge_init(void) mi_decl_hidden;
+void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
+void _mi_stats_print_at_exit(void) mi_decl_hidden;
+
+/* ---- Randomness ---------------------------------------------------------------- */
+
+uintptr_t _mi_random_next(uintptr_t* state) {
+  /* xorshift64*: not for secrets, only for spreading */
+  uint64_t x = *state;
+  if (x == 0) x = 0x9E3779B97F4A7C15ULL;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return (uintptr_t)(x * 0x2545F4914F6CDD1DULL);
+}
+
+static uintptr_t mi_initial_key(void) {
+  uintptr_t key = 0;
+  if (!mi_prim_random_buf(&key, sizeof(key)) || key == 0) {
+    uintptr_t state = (uintptr_t)mi_prim_clock_now() ^ (uintptr_t)&key ^ (uintptr_t)&_mi_heap_empty;
+    key = _mi_random_next(&state);
+  }
+  return key | 1;
+}
+
+/* ---- Threads ------------------------------------------------------------------------ */
+
+static void mi_thread_data_done(mi_thread_data_t* td) {
+  mi_tld_t* tld = &td->tld;
+  if (tld->thread_id != _mi_thread_id()) return;
+  _mi_heap_free_all_of_thread(tld);
+  _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
+  _mi_stat_decrease(&_mi_stats.threads, 1);
+  _mi_meta_free(td);
+}
+
+static void mi_thread_exit_hook(void* value) {
+  if (value != NULL) mi_thread_data_done((mi_thread_data_t*)value);
+}
+
+mi_heap_t* _mi_heap_init_thread(void) {
+  _mi_process_init_once();
+  mi_heap_t* heap = _mi_heap_default;
+  if (mi_heap_is_initialized(heap)) return heap;
+  mi_thread_data_t* td = (mi_thread_data_t*)_mi_meta_alloc();
+  if (td == NULL) return NULL;
+  mi_tld_t* tld = &td->tld;
+  tld->thread_id = _mi_thread_id();
+  tld->heap_backing = &td->heap;
+  _mi_heap_init(&td->heap, tld, true);
+  tld->heaps = &td->heap;
+  _mi_heap_default = &td->heap;
+  _mi_stat_increase(&_mi_stats.threads, 1);
+  /* may allocate (from the heap just set up) for thread-specific storage */
+  mi_prim_thread_exit_hook_set(td);
+  return &td->heap;
+}
+
+void mi_thread_init(void) {
+  (void)_mi_heap_init_thread();
+}
+
+void mi_thread_done(void) {
+  mi_heap_t* heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) return;
+  mi_thread_data_t* td = (mi_thread_data_t*)heap->tld->heap_backing;
+  mi_prim_thread_exit_hook_set(NULL);
+  mi_thread_data_done(td);
+}
+
+/* ---- Fork ----------------------------------------------------------------------------- */
+
+static void mi_fork_prepare(void) {
+  _mi_locks_acquire_all();
+}
+
+static void mi_fork_parent(void) {
+  _mi_locks_release_all();
+}
+
+static void mi_fork_child(void) {
+  _mi_locks_release_all();
+  _mi_purge_after_fork_child();
+}
+
+/* ---- Process ------------------------------------------------------------------------- */
+
+static void mi_process_done(void) {
+  if (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) return;
+  _mi_purge_thread_stop();
+  if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
+    _mi_stats_print_at_exit();
+  }
+}
+
+void _mi_process_init_once(void) {
+  if (mi_likely(atomic_load_explicit(&mi_process_state, memory_order_acquire) == 2)) return;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong_explicit(&mi_process_state, &expected, 1, memory_order_acq_rel,
+                                               memory_order_acquire)) {
+    /* another thread is setting up; nothing in that set-up allocates, so wait */
+    while (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) mi_prim_yield();
+    return;
+  }
+  mi_prim_init(&_mi_os_config);
+  _mi_options_init();
+  _mi_process_key = mi_initial_key();
+  _mi_meta_init();
+  _mi_segments_init();
+  _mi_purge_init();
+  mi_prim_thread_exit_hook_init(&mi_thread_exit_hook);
+  _mi_process_is_initialized = true;
+  atomic_store_explicit(&mi_process_state, 2, memory_order_release);
+  /* these may allocate: the allocator is ready for it now */
+  mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
+  mi_prim_atexit(&mi_process_done);
+  _mi_verbose_message("mimalloc-pprof %d.%d initialised (secure: %d, debug: %d)\n", mi_version() / 100,
+                      mi_version() % 100, MI_SECURE, MI_DEBUG);
+}
+
+void mi_process_init(void) {
+  _mi_process_init_once();
+  (void)_mi_heap_init_thread();
+}
+
+__attribute__((constructor)) static void mi_process_load(void) {
+  mi_process_init();
+}
+
+int mi_version(void) {
+  return MI_MALLOC_VERSION;
+}
+
+void mi_register_deferred_free(mi_deferred_free_fun* deferred_free, void* arg) {
+  /* nothing is deferred in this allocator; accepted for API compatibility */
+  (void)deferred_free;
+  (void)arg;
+}
+
+bool mi_is_redirected(void) {
+  return false;
+}

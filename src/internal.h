@@ -1,0 +1,337 @@
+/* Internal types and cross-file prototypes of mimalloc-pprof. */
+#ifndef MI_INTERNAL_H
+#define MI_INTERNAL_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../include/mimalloc.h"
+#include "config.h"
+#include "prim/prim.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define mi_likely(x) __builtin_expect(!!(x), 1)
+#define mi_unlikely(x) __builtin_expect(!!(x), 0)
+#define mi_noinline __attribute__((noinline))
+#define mi_decl_hidden __attribute__((visibility("hidden")))
+#define mi_decl_thread __thread __attribute__((tls_model("initial-exec")))
+#else
+#define mi_likely(x) (x)
+#define mi_unlikely(x) (x)
+#define mi_noinline
+#define mi_decl_hidden
+#define mi_decl_thread _Thread_local
+#endif
+
+/* ---- Blocks, pages, segments ---------------------------------------------- */
+
+typedef struct mi_block_s {
+  struct mi_block_s* next;
+} mi_block_t;
+
+/* State of a page slot inside its segment. Changed by the owning thread
+   (taking or freeing the page) and by the purge thread (FREE_DIRTY ->
+   PURGING -> FREE_CLEAN) only through compare-and-swap, so the two never
+   both act on one page. */
+typedef enum mi_page_state_e {
+  MI_PAGE_IN_USE = 0,
+  MI_PAGE_FREE_DIRTY = 1, /* free, memory still committed */
+  MI_PAGE_PURGING = 2,    /* the purge thread is returning its memory */
+  MI_PAGE_FREE_CLEAN = 3  /* free, memory returned (or never touched) */
+} mi_page_state_t;
+
+#define MI_PAGE_FLAG_IN_FULL 0x01     /* in the heap's full queue */
+#define MI_PAGE_FLAG_HAS_ALIGNED 0x02 /* holds aligned blocks: pointers may be interior */
+
+typedef struct mi_heap_s mi_heap_t;
+typedef struct mi_tld_s mi_tld_t;
+
+typedef struct mi_page_s {
+  /* fast-path fields first */
+  mi_block_t* free;          /* blocks available to the owner */
+  uint32_t used;             /* blocks handed out and not yet freed back to the owner */
+  uint8_t flags;             /* MI_PAGE_FLAG_* */
+  uint8_t bin;
+  uint8_t is_zero;           /* single-block pages: the block area reads as zero */
+  uint8_t index;             /* slot in the segment */
+  uint32_t capacity;         /* blocks carved out so far */
+  uint32_t reserved;         /* blocks that fit the page */
+  size_t block_size;
+  uint8_t* start;            /* first block */
+  _Atomic(mi_block_t*) xthread_free; /* blocks freed by other threads */
+  mi_heap_t* heap;           /* owning heap; NULL while abandoned */
+  struct mi_page_s* next;    /* in the heap's queue */
+  struct mi_page_s* prev;
+  _Atomic(uint32_t) state;   /* mi_page_state_t */
+  _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned */
+  size_t committed;          /* bytes of this page's area counted as committed */
+} mi_page_t;
+
+typedef enum mi_segment_kind_e {
+  MI_SEGMENT_SMALL = 0,
+  MI_SEGMENT_MEDIUM = 1,
+  MI_SEGMENT_SINGLE = 2 /* one block: large or huge */
+} mi_segment_kind_t;
+
+typedef struct mi_segment_s {
+  _Atomic(uintptr_t) thread_id; /* owner; 0 when abandoned, cached or single-block */
+  uintptr_t cookie;             /* segment ^ process key: recognises our headers */
+  size_t segment_size;          /* bytes mapped */
+  uint8_t kind;
+  uint8_t page_shift;           /* log2 of the page size; 63 for single-block segments */
+  uint8_t in_purge_list;        /* protected by the purge lock */
+  uint8_t is_huge;              /* single-block segment larger than MI_SEGMENT_SIZE */
+  uint32_t page_count;
+  uint32_t used_pages;          /* pages in use (owner only) */
+  size_t info_size;             /* header bytes before page 0's blocks */
+  mi_tld_t* tld;                /* owner thread data (owner only) */
+  struct mi_segment_s* next;    /* tld's segment list, abandoned list or cache */
+  struct mi_segment_s* prev;
+  struct mi_segment_s* free_next; /* tld's list of segments with a free page slot */
+  struct mi_segment_s* free_prev;
+  struct mi_segment_s* purge_next; /* global list of segments with dirty free pages */
+  struct mi_segment_s* purge_prev;
+  int64_t cached_at;            /* when it entered the segment cache */
+  mi_page_t pages[MI_SMALL_PAGES_PER_SEGMENT];
+} mi_segment_t;
+
+typedef struct mi_page_queue_s {
+  mi_page_t* first;
+  mi_page_t* last;
+  size_t block_size;
+} mi_page_queue_t;
+
+typedef struct mi_single_list_s mi_single_list_t;
+
+struct mi_heap_s {
+  mi_tld_t* tld;
+  uintptr_t thread_id;
+  mi_page_queue_t pages[MI_BIN_COUNT];
+  mi_heap_t* next;             /* in the tld's list of heaps */
+  mi_page_t* single_first;     /* this heap's large and huge blocks (under the single lock) */
+  size_t page_count;
+  size_t full_scan_cursor;
+  uint64_t heartbeat;
+  bool is_backing;
+#if MI_STAT
+  uint64_t stat_malloc[MI_BIN_COUNT + 1];
+#endif
+};
+
+typedef struct mi_stat_count_s {
+  _Atomic(int64_t) current;
+  _Atomic(int64_t) peak;
+  _Atomic(int64_t) total;
+} mi_stat_count_t;
+
+typedef struct mi_stats_s {
+  mi_stat_count_t reserved;
+  mi_stat_count_t committed;
+  mi_stat_count_t segments;
+  mi_stat_count_t pages;
+  mi_stat_count_t abandoned;
+  mi_stat_count_t large;     /* large and huge blocks in use */
+  mi_stat_count_t threads;
+  mi_stat_count_t purged;    /* bytes returned to the OS (total) */
+  _Atomic(int64_t) mmap_calls;
+  _Atomic(int64_t) purge_calls;
+  _Atomic(int64_t) reclaimed;
+  _Atomic(int64_t) malloc_bins[MI_BIN_COUNT + 1];
+} mi_stats_t;
+
+struct mi_tld_s {
+  uintptr_t thread_id;
+  mi_heap_t* heap_backing;
+  mi_heap_t* heaps;               /* all heaps of this thread, backing one included */
+  mi_segment_t* segments;         /* owned small and medium segments */
+  mi_segment_t* free_segments[2]; /* owned segments with a free page slot, per kind */
+  size_t segment_count;
+  bool recurse;
+};
+
+/* ---- Globals ------------------------------------------------------------- */
+extern const mi_page_t _mi_page_empty mi_decl_hidden;
+extern const mi_heap_t _mi_heap_empty mi_decl_hidden;
+extern mi_decl_thread mi_heap_t* _mi_heap_default;
+extern mi_stats_t _mi_stats mi_decl_hidden;
+extern mi_prim_config_t _mi_os_config mi_decl_hidden;
+extern bool _mi_process_is_initialized mi_decl_hidden;
+extern uintptr_t _mi_process_key mi_decl_hidden;
+
+/* ---- Locks ---------------------------------------------------------------- */
+/* The allocator's one lock type. Every lock has a class (see lock.c for the
+   order in which they may nest). */
+typedef enum mi_lock_class_e {
+  MI_LOCK_SEGMENT_ABANDONED = 0,
+  MI_LOCK_SINGLE = 1,
+  MI_LOCK_SEGMENT_CACHE = 2,
+  MI_LOCK_PURGE = 3,
+  MI_LOCK_META = 4,
+  MI_LOCK_CLASS_COUNT
+} mi_lock_class_t;
+
+typedef struct mi_lock_s {
+  mi_prim_lock_t lock;
+  mi_lock_class_t lock_class;
+} mi_lock_t;
+
+void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) mi_decl_hidden;
+void _mi_lock_acquire(mi_lock_t* lock) mi_decl_hidden;
+bool _mi_lock_try_acquire(mi_lock_t* lock) mi_decl_hidden;
+void _mi_lock_release(mi_lock_t* lock) mi_decl_hidden;
+/* all global locks, in order; for the fork handlers */
+void _mi_locks_acquire_all(void) mi_decl_hidden;
+void _mi_locks_release_all(void) mi_decl_hidden;
+
+/* ---- Cross-file prototypes, grouped by defining file ----------------------- */
+/* init.c */
+mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
+void _mi_process_init_once(void) mi_decl_hidden;
+uintptr_t _mi_random_next(uintptr_t* state) mi_decl_hidden;
+
+/* options.c */
+void _mi_options_init(void) mi_decl_hidden;
+long _mi_option_get_fast(mi_option_t option) mi_decl_hidden;
+
+/* output.c */
+void _mi_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
+void _mi_verbose_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
+void _mi_warning_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
+void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 2, 3)));
+void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
+void _mi_out_buffered(mi_output_fun* out, void* arg, const char* msg) mi_decl_hidden;
+
+/* os.c */
+void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool* is_zero) mi_decl_hidden;
+void _mi_os_free(void* p, size_t size) mi_decl_hidden;
+bool _mi_os_purge(void* p, size_t size) mi_decl_hidden;
+void* _mi_os_alloc_meta(size_t size) mi_decl_hidden;
+size_t _mi_os_page_size(void) mi_decl_hidden;
+
+/* segment-map.c */
+void _mi_segment_map_set(const mi_segment_t* segment, bool present) mi_decl_hidden;
+bool _mi_segment_map_contains(const void* p) mi_decl_hidden;
+
+/* segment.c */
+mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) mi_decl_hidden;
+void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
+mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
+void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
+bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
+void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
+bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
+void _mi_segment_cache_purge(bool force) mi_decl_hidden;
+void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
+void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
+bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
+void _mi_segments_reinit_after_fork(void) mi_decl_hidden;
+
+/* purge.c */
+void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
+void _mi_purge_unlink_segment(mi_segment_t* segment) mi_decl_hidden;
+void _mi_purge_wake(void) mi_decl_hidden;
+void _mi_purge_due_after_delay(void) mi_decl_hidden;
+void _mi_purge_run(bool force) mi_decl_hidden;
+void _mi_purge_maybe(void) mi_decl_hidden;
+void _mi_purge_thread_stop(void) mi_decl_hidden;
+void _mi_purge_after_fork_child(void) mi_decl_hidden;
+/* purge lock, taken by segment code when it must not race the purge thread */
+extern mi_lock_t _mi_purge_lock mi_decl_hidden;
+
+/* page.c */
+void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void _mi_page_retire(mi_page_t* page) mi_decl_hidden;
+void _mi_page_collect(mi_page_t* page) mi_decl_hidden;
+void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) mi_decl_hidden;
+void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
+void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
+mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) mi_decl_hidden;
+void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
+size_t _mi_bin_size(size_t bin) mi_decl_hidden;
+void _mi_heap_collect_pages(mi_heap_t* heap, bool force) mi_decl_hidden;
+
+/* free.c */
+void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
+mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) mi_decl_hidden;
+
+/* alloc.c */
+void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
+size_t _mi_usable_size(const void* p) mi_decl_hidden;
+
+/* heap.c */
+void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
+mi_heap_t* _mi_heap_alloc_meta(void) mi_decl_hidden;
+void _mi_heap_free_meta(mi_heap_t* heap) mi_decl_hidden;
+
+/* stats.c */
+void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
+void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
+void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
+
+/* ---- Inline helpers ---------------------------------------------------------- */
+
+static inline uintptr_t _mi_thread_id(void) {
+  /* the address of a thread-local is unique among live threads and costs one
+     instruction with the initial-exec TLS model */
+  return (uintptr_t)&_mi_heap_default;
+}
+
+static inline mi_segment_t* _mi_ptr_segment(const void* p) {
+  return (mi_segment_t*)((uintptr_t)p & ~(uintptr_t)MI_SEGMENT_MASK);
+}
+
+static inline mi_page_t* _mi_segment_page_of(mi_segment_t* segment, const void* p) {
+  size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> segment->page_shift;
+  return &segment->pages[idx];
+}
+
+static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
+  return _mi_ptr_segment(page);
+}
+
+static inline size_t _mi_align_up(size_t n, size_t align) {
+  return (n + align - 1) & ~(align - 1);
+}
+
+static inline bool _mi_is_power_of_two(size_t x) {
+  return (x != 0 && (x & (x - 1)) == 0);
+}
+
+static inline bool _mi_mul_overflow(size_t count, size_t size, size_t* total) {
+  return __builtin_mul_overflow(count, size, total);
+}
+
+/* Size class of a request; requests above MI_MEDIUM_BLOCK_MAX have no bin. */
+static inline size_t _mi_bin(size_t size) {
+  if (mi_likely(size <= 128)) return (size <= 16 ? 1 : (size + 15) >> 4);
+  size_t s = size - 1;
+  size_t b = (size_t)(63 - __builtin_clzll((unsigned long long)s));
+  return 9 + (b - 7) * 8 + ((s >> (b - 3)) & 7);
+}
+
+static inline mi_heap_t* mi_get_default_heap(void) {
+  return _mi_heap_default;
+}
+
+static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
+  return (heap != &_mi_heap_empty);
+}
+
+#if MI_DEBUG > 0
+void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) mi_decl_hidden;
+#define mi_assert(x) ((x) ? (void)0 : _mi_assert_fail(#x, __FILE__, __LINE__, __func__))
+#else
+#define mi_assert(x) ((void)0)
+#endif
+#if MI_DEBUG > 1
+#define mi_assert_internal mi_assert
+#else
+#define mi_assert_internal(x) ((void)0)
+#endif
+
+#endif

@@ -1,0 +1,279 @@
+/* Pages and page queues: the allocation slow path. */
+#include "internal.h"
+
+size_t _mi_bin_size(size_t bin) {
+  if (bin <= 8) return (bin == 0 ? 16 : bin * 16);
+  size_t k = (bin - 9) / 8;
+  size_t idx = (bin - 9) % 8;
+  size_t b = 7 + k;
+  return ((size_t)1 << b) + (idx + 1) * ((size_t)1 << (b - 3));
+}
+
+/* ---- Queues --------------------------------------------------------------------- */
+
+mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) {
+  size_t bin = (page->flags & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
+  return &heap->pages[bin];
+}
+
+static inline void mi_queue_set_first(mi_page_queue_t* pq, mi_page_t* page) {
+  /* an empty queue points at the static empty page, so the fast path never tests for NULL */
+  pq->first = (page != NULL ? page : (mi_page_t*)&_mi_page_empty);
+}
+
+void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) {
+  if (page->prev != NULL) page->prev->next = page->next;
+  if (page->next != NULL) page->next->prev = page->prev;
+  if (page == pq->last) pq->last = page->prev;
+  if (page == pq->first) mi_queue_set_first(pq, page->next);
+  page->next = NULL;
+  page->prev = NULL;
+}
+
+void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  (void)heap;
+  page->prev = NULL;
+  page->next = (pq->last != NULL ? pq->first : NULL);
+  if (pq->last != NULL) pq->first->prev = page;
+  else pq->last = page;
+  pq->first = page;
+}
+
+static void mi_page_queue_push_back(mi_page_queue_t* pq, mi_page_t* page) {
+  page->next = NULL;
+  page->prev = pq->last;
+  if (pq->last != NULL) pq->last->next = page;
+  else mi_queue_set_first(pq, page);
+  pq->last = page;
+}
+
+static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  _mi_page_queue_remove(pq, page);
+  page->flags |= MI_PAGE_FLAG_IN_FULL;
+  mi_page_queue_push_back(&heap->pages[MI_BIN_FULL], page);
+}
+
+void _mi_page_unfull(mi_page_t* page) {
+  mi_heap_t* heap = page->heap;
+  _mi_page_queue_remove(&heap->pages[MI_BIN_FULL], page);
+  page->flags &= (uint8_t)~MI_PAGE_FLAG_IN_FULL;
+  _mi_page_queue_push(heap, &heap->pages[page->bin], page);
+}
+
+/* ---- Collecting frees ---------------------------------------------------------- */
+
+/* Move the blocks other threads freed into the owner's free list. */
+void _mi_page_collect(mi_page_t* page) {
+  if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) == NULL) return;
+  mi_block_t* list = atomic_exchange_explicit(&page->xthread_free, NULL, memory_order_acquire);
+  if (list == NULL) return;
+  uint32_t count = 1;
+  mi_block_t* tail = list;
+  while (tail->next != NULL) {
+    tail = tail->next;
+    count++;
+  }
+  tail->next = page->free;
+  page->free = list;
+  page->used -= count;
+}
+
+/* ---- Page set-up --------------------------------------------------------------- */
+
+/* Carve more blocks out of the page's unused area: a few at a time, so a page
+   that is barely used does not touch (and commit) all of its memory. */
+static void mi_page_extend(mi_page_t* page) {
+  size_t bsize = page->block_size;
+  size_t want = (4096 + bsize - 1) / bsize;
+  if (want < 4) want = 4;
+  size_t avail = page->reserved - page->capacity;
+  if (want > avail) want = avail;
+  uint8_t* start = page->start + (size_t)page->capacity * bsize;
+  mi_block_t* first = (mi_block_t*)start;
+  mi_block_t* last = first;
+  for (size_t i = 1; i < want; i++) {
+    mi_block_t* next = (mi_block_t*)(start + i * bsize);
+    last->next = next;
+    last = next;
+  }
+  last->next = page->free;
+  page->free = first;
+  page->capacity += (uint32_t)want;
+}
+
+void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
+  size_t bsize = _mi_bin_size(bin);
+  page->heap = heap;
+  page->bin = (uint8_t)bin;
+  page->block_size = bsize;
+  page->reserved = (uint32_t)(area / bsize);
+  page->capacity = 0;
+  page->used = 0;
+  page->flags = 0;
+  page->is_zero = 0;
+  page->free = NULL;
+  page->next = page->prev = NULL;
+  atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  mi_page_extend(page);
+}
+
+/* ---- Retiring pages ------------------------------------------------------------ */
+
+/* Every block of the page is back. Keep it if it is the only page of its size
+   class (the next allocation would just ask for a fresh one), otherwise give
+   the page back to its segment. */
+void _mi_page_retire(mi_page_t* page) {
+  mi_heap_t* heap = page->heap;
+  mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
+  if (!(page->flags & MI_PAGE_FLAG_IN_FULL) && pq->first == page && pq->last == page) return;
+  _mi_page_queue_remove(pq, page);
+  page->flags = 0;
+  heap->page_count--;
+  _mi_segment_page_free(page);
+}
+
+/* ---- The slow path ------------------------------------------------------------- */
+
+/* Look at a few full pages for blocks freed by other threads; pages that got
+   blocks back return to their size-class queue. Bounded per call, so a heap
+   with many full pages pays a constant amount per slow path. */
+static void mi_heap_scan_full(mi_heap_t* heap, size_t max) {
+  mi_page_queue_t* fq = &heap->pages[MI_BIN_FULL];
+  if (max == SIZE_MAX) {
+    mi_page_t* page = (fq->last != NULL ? fq->first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) != NULL) {
+        _mi_page_collect(page);
+        _mi_page_unfull(page);
+        if (page->used == 0) _mi_page_retire(page);
+      }
+      page = next;
+    }
+    return;
+  }
+  for (size_t n = 0; n < max && fq->last != NULL; n++) {
+    mi_page_t* page = fq->first;
+    if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) != NULL) {
+      _mi_page_collect(page);
+      _mi_page_unfull(page);
+      if (page->used == 0) _mi_page_retire(page);
+    } else if (page != fq->last) {
+      /* rotate, so the next scan starts with pages not looked at yet */
+      _mi_page_queue_remove(fq, page);
+      mi_page_queue_push_back(fq, page);
+    }
+  }
+}
+
+/* Find a page of the size class with a free block: collect frees, extend,
+   retire pages that have nothing, and as a last resort take a fresh page. */
+static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
+  mi_page_queue_t* pq = &heap->pages[bin];
+  mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+  while (page != NULL) {
+    mi_page_t* next = page->next;
+    _mi_page_collect(page);
+    if (page->free == NULL && page->capacity < page->reserved) mi_page_extend(page);
+    if (page->free != NULL) {
+      if (page != pq->first) {
+        _mi_page_queue_remove(pq, page);
+        _mi_page_queue_push(heap, pq, page);
+      }
+      return page;
+    }
+    mi_page_to_full(heap, pq, page);
+    page = next;
+  }
+  /* before taking new memory, see whether other threads gave blocks back */
+  mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
+  page = (pq->last != NULL ? pq->first : NULL);
+  if (page != NULL && page->free != NULL) return page;
+  page = _mi_segment_page_alloc(heap, bin);
+  if (page == NULL) {
+    /* out of memory: scan every full page, then try once more */
+    mi_heap_scan_full(heap, SIZE_MAX);
+    page = (pq->last != NULL ? pq->first : NULL);
+    if (page != NULL && page->free != NULL) return page;
+    page = _mi_segment_page_alloc(heap, bin);
+    if (page == NULL) return NULL;
+  }
+  heap->page_count++;
+  _mi_page_queue_push(heap, pq, page);
+  return page;
+}
+
+static void mi_heap_heartbeat(mi_heap_t* heap) {
+  heap->heartbeat++;
+  if ((heap->heartbeat & 63) == 0) {
+    mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
+    _mi_purge_maybe();
+  }
+}
+
+void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
+    heap = _mi_heap_init_thread();
+    if (heap == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
+    _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
+    errno = ENOMEM;
+    return NULL;
+  }
+  mi_heap_heartbeat(heap);
+  if (size > MI_MEDIUM_BLOCK_MAX) {
+    mi_page_t* page = _mi_segment_single_alloc(heap, size, 0, zero);
+    if (page == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    return page->start;
+  }
+  size_t bin = _mi_bin(size);
+  mi_page_t* page = heap->pages[bin].first;
+  if (page->free == NULL) {
+    page = mi_find_page(heap, bin);
+    if (page == NULL) {
+      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  mi_block_t* block = page->free;
+  page->free = block->next;
+  page->used++;
+#if MI_STAT
+  heap->stat_malloc[bin]++;
+#endif
+  if (zero) memset(block, 0, page->block_size);
+  return block;
+}
+
+/* ---- Collection ----------------------------------------------------------------- */
+
+void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
+  (void)force;
+  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      _mi_page_collect(page);
+      if (page->flags & MI_PAGE_FLAG_IN_FULL) {
+        if (page->free != NULL) _mi_page_unfull(page);
+      }
+      if (page->used == 0) {
+        mi_page_queue_t* q = _mi_page_queue_of(heap, page);
+        _mi_page_queue_remove(q, page);
+        page->flags = 0;
+        heap->page_count--;
+        _mi_segment_page_free(page);
+      }
+      page = next;
+    }
+  }
+}

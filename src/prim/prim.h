@@ -1,0 +1,95 @@
+/* The OS contract. Everything the allocator asks of the operating system goes
+   through these functions and nothing else in src/ includes a system header
+   for memory, threads or locks. That boundary is what lets fault injection
+   wrap every call and lets a Windows implementation stand beside the POSIX
+   one.
+
+   Every function assumes:
+   - addresses and sizes are multiples of mi_prim_page_size() and non-zero;
+   - results come back through out-pointers, and the return value is 0 on
+     success or an errno-style code (ENOMEM, EINVAL, ...) on failure;
+   - no function here allocates from the allocator. */
+#ifndef MI_PRIM_H
+#define MI_PRIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mi_prim_config_s {
+  size_t page_size;        /* OS page size */
+  size_t alloc_granularity;/* granularity of reservations */
+  size_t large_page_size;  /* 2 MiB pages where available, else 0 */
+  bool has_overcommit;     /* the OS lends address space that is committed on touch */
+  bool has_madv_free;
+} mi_prim_config_t;
+
+/* Fill in the configuration; called once at process start. */
+void mi_prim_init(mi_prim_config_t* config);
+
+/* Reserve (and, if `commit`, make read/write) `size` bytes of fresh zeroed
+   address space. `try_alignment` is a hint the implementation may ignore.
+   With `allow_large`, transparent huge pages may back the range. */
+int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_large, bool* is_large, void** addr);
+/* Return a range obtained from mi_prim_alloc (or a page-aligned part of one) to the OS. */
+int mi_prim_free(void* addr, size_t size);
+/* Make a reserved range usable; `*is_zero` tells whether it reads as zero. */
+int mi_prim_commit(void* addr, size_t size, bool* is_zero);
+/* Make a range unusable and give its memory back; it must be committed again before use. */
+int mi_prim_decommit(void* addr, size_t size);
+/* Give the memory of a range back while keeping it usable: it reads as zero
+   after (`*is_zero` true) or keeps unspecified contents (MADV_FREE). */
+int mi_prim_purge(void* addr, size_t size, bool allow_lazy, bool* is_zero);
+/* Make a range inaccessible (protect) or read/write again. */
+int mi_prim_protect(void* addr, size_t size, bool protect);
+/* Reserve explicit huge (1 GiB) pages; fails with ENOTSUP where unavailable. */
+int mi_prim_alloc_huge_os_pages(size_t size, void** addr);
+
+/* Monotonic clock in milliseconds. */
+int64_t mi_prim_clock_now(void);
+/* Fill `buf` with random bytes from the OS; false if none are available. */
+bool mi_prim_random_buf(void* buf, size_t size);
+/* Process-wide figures for mi_process_info. */
+typedef struct mi_prim_process_info_s {
+  int64_t elapsed_ms, utime_ms, stime_ms;
+  size_t current_rss, peak_rss, page_faults;
+} mi_prim_process_info_t;
+void mi_prim_process_info(mi_prim_process_info_t* info);
+/* Write a message to standard error without allocating. */
+void mi_prim_out_stderr(const char* msg);
+/* Read an environment variable into `result` (NUL-terminated); false if unset. */
+bool mi_prim_getenv(const char* name, char* result, size_t result_size);
+
+/* ---- Locks: the one lock type of the allocator -------------------------- */
+typedef struct mi_prim_lock_s {
+  _Alignas(8) unsigned char opaque[48];
+} mi_prim_lock_t;
+void mi_prim_lock_init(mi_prim_lock_t* lock);
+void mi_prim_lock_acquire(mi_prim_lock_t* lock);
+bool mi_prim_lock_try_acquire(mi_prim_lock_t* lock);
+void mi_prim_lock_release(mi_prim_lock_t* lock);
+/* Wait on / signal the event of the background purge thread. A lock and a
+   condition in one, since that thread is the only waiter. */
+typedef struct mi_prim_event_s {
+  _Alignas(8) unsigned char opaque[96];
+} mi_prim_event_t;
+void mi_prim_event_init(mi_prim_event_t* ev);
+/* Wait until signalled or `timeout_ms` has passed (<0: no timeout). */
+void mi_prim_event_wait(mi_prim_event_t* ev, int64_t timeout_ms);
+void mi_prim_event_signal(mi_prim_event_t* ev);
+
+/* ---- Threads ---------------------------------------------------------------- */
+/* Start a detached-joinable background thread; false on failure. */
+bool mi_prim_thread_start(void (*fn)(void), void** handle);
+void mi_prim_thread_join(void* handle);
+/* Ask for `done(value)` to be called when the calling thread exits, once
+   `value` has been set for it (value NULL: nothing is called). */
+void mi_prim_thread_exit_hook_init(void (*done)(void* value));
+void mi_prim_thread_exit_hook_set(void* value);
+void mi_prim_yield(void);
+/* Register the handlers run around fork(). */
+void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+/* Run `fn` at process exit. */
+void mi_prim_atexit(void (*fn)(void));
+
+#endif

@@ -1,0 +1,314 @@
+/* POSIX implementation of the OS contract in prim.h (Linux first, other
+   POSIX systems where the calls exist). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "../prim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/random.h>
+#endif
+
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
+static mi_prim_config_t prim_config;
+static int64_t prim_start_ms;
+
+void mi_prim_init(mi_prim_config_t* config) {
+  long ps = sysconf(_SC_PAGESIZE);
+  config->page_size = (ps > 0 ? (size_t)ps : 4096);
+  config->alloc_granularity = config->page_size;
+  config->large_page_size = 2 * 1024 * 1024;
+  config->has_overcommit = true;
+#if defined(MADV_FREE)
+  config->has_madv_free = true;
+#else
+  config->has_madv_free = false;
+#endif
+  prim_config = *config;
+  prim_start_ms = mi_prim_clock_now();
+}
+
+static int mi_prim_errno(void) {
+  return (errno == 0 ? ENOMEM : errno);
+}
+
+int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_large, bool* is_large, void** addr) {
+  (void)try_alignment;
+  *is_large = false;
+  *addr = NULL;
+  int prot = (commit ? PROT_READ | PROT_WRITE : PROT_NONE);
+  void* p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return mi_prim_errno();
+#if defined(MADV_HUGEPAGE)
+  if (allow_large && commit && prim_config.large_page_size != 0 && size >= prim_config.large_page_size) {
+    /* transparent huge pages: a hint; failure just means normal pages */
+    if (madvise(p, size, MADV_HUGEPAGE) == 0) *is_large = true;
+  }
+#else
+  (void)allow_large;
+#endif
+  *addr = p;
+  return 0;
+}
+
+int mi_prim_free(void* addr, size_t size) {
+  return (munmap(addr, size) == 0 ? 0 : mi_prim_errno());
+}
+
+int mi_prim_commit(void* addr, size_t size, bool* is_zero) {
+  *is_zero = false;
+  if (mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) return mi_prim_errno();
+  return 0;
+}
+
+int mi_prim_decommit(void* addr, size_t size) {
+  /* replacing the mapping drops its pages and its commit charge at once */
+  void* p = mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return (p == MAP_FAILED ? mi_prim_errno() : 0);
+}
+
+int mi_prim_purge(void* addr, size_t size, bool allow_lazy, bool* is_zero) {
+  *is_zero = false;
+#if defined(MADV_FREE)
+  if (allow_lazy) {
+    if (madvise(addr, size, MADV_FREE) == 0) return 0;
+  }
+#else
+  (void)allow_lazy;
+#endif
+  if (madvise(addr, size, MADV_DONTNEED) != 0) return mi_prim_errno();
+  *is_zero = true;
+  return 0;
+}
+
+int mi_prim_protect(void* addr, size_t size, bool protect) {
+  int prot = (protect ? PROT_NONE : PROT_READ | PROT_WRITE);
+  return (mprotect(addr, size, prot) == 0 ? 0 : mi_prim_errno());
+}
+
+int mi_prim_alloc_huge_os_pages(size_t size, void** addr) {
+  *addr = NULL;
+#if defined(MAP_HUGETLB) && defined(MAP_HUGE_SHIFT)
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB | (30 << MAP_HUGE_SHIFT);
+  void* p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p == MAP_FAILED) return mi_prim_errno();
+  *addr = p;
+  return 0;
+#else
+  (void)size;
+  return ENOTSUP;
+#endif
+}
+
+int64_t mi_prim_clock_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return ((int64_t)t.tv_sec * 1000) + ((int64_t)t.tv_nsec / 1000000);
+}
+
+bool mi_prim_random_buf(void* buf, size_t size) {
+#if defined(__linux__)
+  size_t got = 0;
+  while (got < size) {
+    ssize_t n = getrandom((char*)buf + got, size - got, GRND_NONBLOCK);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    got += (size_t)n;
+  }
+  if (got == size) return true;
+#endif
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  size_t got2 = 0;
+  while (got2 < size) {
+    ssize_t n = read(fd, (char*)buf + got2, size - got2);
+    if (n <= 0) break;
+    got2 += (size_t)n;
+  }
+  close(fd);
+  return (got2 == size);
+}
+
+static int64_t mi_timeval_ms(struct timeval tv) {
+  return ((int64_t)tv.tv_sec * 1000) + ((int64_t)tv.tv_usec / 1000);
+}
+
+static size_t mi_read_rss_bytes(void) {
+  /* /proc/self/statm: size resident ... (in pages); read with plain syscalls */
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char* s = buf;
+  while (*s && *s != ' ') s++;
+  while (*s == ' ') s++;
+  size_t pages = 0;
+  while (*s >= '0' && *s <= '9') pages = pages * 10 + (size_t)(*s++ - '0');
+  return pages * prim_config.page_size;
+}
+
+void mi_prim_process_info(mi_prim_process_info_t* info) {
+  info->elapsed_ms = mi_prim_clock_now() - prim_start_ms;
+  struct rusage ru;
+  memset(&ru, 0, sizeof(ru));
+  getrusage(RUSAGE_SELF, &ru);
+  info->utime_ms = mi_timeval_ms(ru.ru_utime);
+  info->stime_ms = mi_timeval_ms(ru.ru_stime);
+  info->peak_rss = (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
+  info->page_faults = (size_t)ru.ru_majflt;
+  info->current_rss = mi_read_rss_bytes();
+  if (info->current_rss == 0) info->current_rss = info->peak_rss;
+}
+
+void mi_prim_out_stderr(const char* msg) {
+  size_t len = strlen(msg);
+  while (len > 0) {
+    ssize_t n = write(STDERR_FILENO, msg, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    msg += n;
+    len -= (size_t)n;
+  }
+}
+
+bool mi_prim_getenv(const char* name, char* result, size_t result_size) {
+  if (result_size == 0) return false;
+  const char* s = getenv(name);
+  if (s == NULL) return false;
+  size_t len = strlen(s);
+  if (len >= result_size) len = result_size - 1;
+  memcpy(result, s, len);
+  result[len] = 0;
+  return true;
+}
+
+/* ---- Locks ---------------------------------------------------------------- */
+_Static_assert(sizeof(pthread_mutex_t) <= sizeof(((mi_prim_lock_t*)0)->opaque), "mi_prim_lock_t too small");
+
+void mi_prim_lock_init(mi_prim_lock_t* lock) {
+  pthread_mutex_init((pthread_mutex_t*)lock->opaque, NULL);
+}
+void mi_prim_lock_acquire(mi_prim_lock_t* lock) {
+  pthread_mutex_lock((pthread_mutex_t*)lock->opaque);
+}
+bool mi_prim_lock_try_acquire(mi_prim_lock_t* lock) {
+  return (pthread_mutex_trylock((pthread_mutex_t*)lock->opaque) == 0);
+}
+void mi_prim_lock_release(mi_prim_lock_t* lock) {
+  pthread_mutex_unlock((pthread_mutex_t*)lock->opaque);
+}
+
+typedef struct mi_unix_event_s {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  int signalled;
+} mi_unix_event_t;
+_Static_assert(sizeof(mi_unix_event_t) <= sizeof(((mi_prim_event_t*)0)->opaque), "mi_prim_event_t too small");
+
+void mi_prim_event_init(mi_prim_event_t* ev) {
+  mi_unix_event_t* e = (mi_unix_event_t*)ev->opaque;
+  pthread_mutex_init(&e->mutex, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&e->cond, &attr);
+  pthread_condattr_destroy(&attr);
+  e->signalled = 0;
+}
+
+void mi_prim_event_wait(mi_prim_event_t* ev, int64_t timeout_ms) {
+  mi_unix_event_t* e = (mi_unix_event_t*)ev->opaque;
+  pthread_mutex_lock(&e->mutex);
+  if (!e->signalled) {
+    if (timeout_ms < 0) {
+      pthread_cond_wait(&e->cond, &e->mutex);
+    } else {
+      struct timespec t;
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      t.tv_sec += timeout_ms / 1000;
+      t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+      if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&e->cond, &e->mutex, &t);
+    }
+  }
+  e->signalled = 0;
+  pthread_mutex_unlock(&e->mutex);
+}
+
+void mi_prim_event_signal(mi_prim_event_t* ev) {
+  mi_unix_event_t* e = (mi_unix_event_t*)ev->opaque;
+  pthread_mutex_lock(&e->mutex);
+  e->signalled = 1;
+  pthread_cond_signal(&e->cond);
+  pthread_mutex_unlock(&e->mutex);
+}
+
+/* ---- Threads ---------------------------------------------------------------- */
+static void* mi_prim_thread_main(void* arg) {
+  void (*fn)(void) = (void (*)(void))(uintptr_t)arg;
+  fn();
+  return NULL;
+}
+
+bool mi_prim_thread_start(void (*fn)(void), void** handle) {
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  int err = pthread_create(&t, &attr, &mi_prim_thread_main, (void*)(uintptr_t)fn);
+  pthread_attr_destroy(&attr);
+  if (err != 0) return false;
+  *handle = (void*)t;
+  return true;
+}
+
+void mi_prim_thread_join(void* handle) {
+  pthread_join((pthread_t)handle, NULL);
+}
+
+static pthread_key_t mi_exit_key;
+static bool mi_exit_key_valid = false;
+
+void mi_prim_thread_exit_hook_init(void (*done)(void* value)) {
+  if (mi_exit_key_valid) return;
+  if (pthread_key_create(&mi_exit_key, done) == 0) mi_exit_key_valid = true;
+}
+
+void mi_prim_thread_exit_hook_set(void* value) {
+  if (mi_exit_key_valid) pthread_setspecific(mi_exit_key, value);
+}
+
+void mi_prim_yield(void) {
+  sched_yield();
+}
+
+void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  pthread_atfork(prepare, parent, child);
+}
+
+void mi_prim_atexit(void (*fn)(void)) {
+  atexit(fn);
+}

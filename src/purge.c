@@ -1,0 +1,216 @@
+/* Returning freed memory to the OS after a delay (option purge_delay), also
+   when the threads that freed it go idle.
+
+   Free pages inside thread-owned segments are listed per segment; a segment
+   with at least one FREE_DIRTY page is on the global purge list. The purge
+   thread (option purge_thread, started lazily) walks that list and the
+   segment cache when something is due. It never touches a page in use: it
+   takes a page only by moving its state FREE_DIRTY -> PURGING with a
+   compare-and-swap, and an owner takes a free page only by moving it to
+   IN_USE the same way, so exactly one of them wins. Segments leave the list
+   under the purge lock before they are released, so the list never holds a
+   segment that is gone. */
+#include "internal.h"
+
+mi_lock_t _mi_purge_lock;
+static mi_segment_t* mi_purge_first; /* under _mi_purge_lock */
+static _Atomic(int64_t) mi_purge_next_due = INT64_MAX;
+
+static mi_prim_event_t mi_purge_event;
+static _Atomic(int) mi_purge_thread_state; /* 0: not started, 1: starting/running, 2: stopping */
+static void* mi_purge_thread_handle;
+
+bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
+void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
+void _mi_purge_init(void) mi_decl_hidden;
+
+void _mi_purge_init(void) {
+  _mi_lock_init(&_mi_purge_lock, MI_LOCK_PURGE);
+  mi_prim_event_init(&mi_purge_event);
+}
+
+/* Lower the time at which the next purge is due; true if it was lowered. */
+static bool mi_purge_due_at(int64_t at) {
+  int64_t cur = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
+  while (at < cur) {
+    if (atomic_compare_exchange_weak_explicit(&mi_purge_next_due, &cur, at, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Something becomes purgeable after the purge delay from now. */
+void _mi_purge_due_after_delay(void) {
+  long delay = _mi_option_get_fast(mi_option_purge_delay);
+  if (delay < 0) return;
+  if (mi_purge_due_at(mi_prim_clock_now() + delay)) _mi_purge_wake();
+}
+
+static size_t mi_page_area_of(const mi_segment_t* segment, const mi_page_t* page) {
+  size_t psize = (segment->kind == MI_SEGMENT_SINGLE ? page->committed : ((size_t)1 << segment->page_shift));
+  if (segment->kind != MI_SEGMENT_SINGLE && page->index == 0) psize -= segment->info_size;
+  return psize;
+}
+
+static uint8_t* mi_page_area_start(const mi_segment_t* segment, const mi_page_t* page) {
+  if (page->index == 0) return (uint8_t*)segment + segment->info_size;
+  return (uint8_t*)segment + ((size_t)page->index << segment->page_shift);
+}
+
+/* Called by the page's owner (or by whoever holds an abandoned segment). */
+void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
+  long delay = _mi_option_get_fast(mi_option_purge_delay);
+  int64_t due = (delay < 0 ? INT64_MAX : mi_prim_clock_now() + delay);
+  atomic_store_explicit(&page->purge_at, due, memory_order_relaxed);
+  _mi_lock_acquire(&_mi_purge_lock);
+  atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
+  if (!segment->in_purge_list) {
+    segment->in_purge_list = 1;
+    segment->purge_prev = NULL;
+    segment->purge_next = mi_purge_first;
+    if (mi_purge_first != NULL) mi_purge_first->purge_prev = segment;
+    mi_purge_first = segment;
+  }
+  _mi_lock_release(&_mi_purge_lock);
+  if (delay >= 0 && mi_purge_due_at(due)) _mi_purge_wake();
+}
+
+static void mi_purge_list_remove(mi_segment_t* segment) {
+  if (segment->purge_prev != NULL) segment->purge_prev->purge_next = segment->purge_next;
+  else mi_purge_first = segment->purge_next;
+  if (segment->purge_next != NULL) segment->purge_next->purge_prev = segment->purge_prev;
+  segment->purge_next = segment->purge_prev = NULL;
+  segment->in_purge_list = 0;
+}
+
+void _mi_purge_unlink_segment(mi_segment_t* segment) {
+  _mi_lock_acquire(&_mi_purge_lock);
+  if (segment->in_purge_list) mi_purge_list_remove(segment);
+  _mi_lock_release(&_mi_purge_lock);
+}
+
+/* Purge the due pages of one segment (under the purge lock); returns whether
+   dirty pages remain, and lowers *next_due to the earliest of them. */
+static bool mi_purge_segment(mi_segment_t* segment, int64_t now, bool force, int64_t* next_due) {
+  bool dirty_left = false;
+  for (size_t i = 0; i < segment->page_count; i++) {
+    mi_page_t* page = &segment->pages[i];
+    uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
+    if (state != MI_PAGE_FREE_DIRTY) continue;
+    int64_t due = atomic_load_explicit(&page->purge_at, memory_order_relaxed);
+    if (!force && due > now) {
+      dirty_left = true;
+      if (due < *next_due) *next_due = due;
+      continue;
+    }
+    if (!atomic_compare_exchange_strong_explicit(&page->state, &state, MI_PAGE_PURGING, memory_order_acq_rel,
+                                                 memory_order_relaxed)) {
+      continue; /* its owner took it back first */
+    }
+    size_t area = mi_page_area_of(segment, page);
+    if (page->committed > 0 && _mi_os_purge(mi_page_area_start(segment, page), _mi_align_up(area, _mi_os_page_size()))) {
+      _mi_stat_decrease(&_mi_stats.committed, (int64_t)page->committed);
+      page->committed = 0;
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_CLEAN, memory_order_release);
+    } else if (page->committed == 0) {
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_CLEAN, memory_order_release);
+    } else {
+      /* the OS refused: the memory stays committed and is tried again later */
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
+      dirty_left = true;
+    }
+  }
+  return dirty_left;
+}
+
+/* Purge everything that is due (everything with `force`). */
+void _mi_purge_run(bool force) {
+  int64_t now = mi_prim_clock_now();
+  int64_t next_due = INT64_MAX;
+  atomic_store_explicit(&mi_purge_next_due, INT64_MAX, memory_order_relaxed);
+  _mi_lock_acquire(&_mi_purge_lock);
+  mi_segment_t* segment = mi_purge_first;
+  while (segment != NULL) {
+    mi_segment_t* next = segment->purge_next;
+    if (!mi_purge_segment(segment, now, force, &next_due)) mi_purge_list_remove(segment);
+    segment = next;
+  }
+  _mi_lock_release(&_mi_purge_lock);
+  if (next_due != INT64_MAX) mi_purge_due_at(next_due);
+  _mi_segment_cache_purge(force);
+  if (_mi_segment_cache_has_dirty()) {
+    long delay = _mi_option_get_fast(mi_option_purge_delay);
+    if (delay >= 0) mi_purge_due_at(now + delay);
+  }
+}
+
+/* From an allocating thread's slow path, when there is no purge thread. */
+void _mi_purge_maybe(void) {
+  if (_mi_option_get_fast(mi_option_purge_thread) != 0 &&
+      atomic_load_explicit(&mi_purge_thread_state, memory_order_relaxed) == 1) {
+    return;
+  }
+  int64_t due = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
+  if (due == INT64_MAX || due > mi_prim_clock_now()) return;
+  _mi_purge_run(false);
+}
+
+/* ---- The purge thread ------------------------------------------------------- */
+
+static void mi_purge_thread_main(void) {
+  while (atomic_load_explicit(&mi_purge_thread_state, memory_order_acquire) == 1) {
+    int64_t due = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
+    int64_t now = mi_prim_clock_now();
+    if (due <= now) {
+      _mi_purge_run(false);
+      _mi_segments_abandoned_cleanup();
+      continue;
+    }
+    /* sleep until the next page is due, or until woken for a new one */
+    int64_t wait = (due == INT64_MAX ? -1 : due - now);
+    mi_prim_event_wait(&mi_purge_event, wait);
+  }
+}
+
+static void mi_purge_thread_start(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong_explicit(&mi_purge_thread_state, &expected, 1, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    return;
+  }
+  if (!mi_prim_thread_start(&mi_purge_thread_main, &mi_purge_thread_handle)) {
+    /* without a thread, allocating threads purge on their slow path */
+    atomic_store_explicit(&mi_purge_thread_state, 3, memory_order_release);
+    _mi_verbose_message("unable to start the purge thread; purging on the allocation path only\n");
+  }
+}
+
+void _mi_purge_wake(void) {
+  if (_mi_option_get_fast(mi_option_purge_thread) == 0) return;
+  int state = atomic_load_explicit(&mi_purge_thread_state, memory_order_relaxed);
+  if (state == 0) {
+    mi_purge_thread_start();
+    return;
+  }
+  if (state == 1) mi_prim_event_signal(&mi_purge_event);
+}
+
+void _mi_purge_thread_stop(void) {
+  int expected = 1;
+  if (!atomic_compare_exchange_strong_explicit(&mi_purge_thread_state, &expected, 2, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    return;
+  }
+  mi_prim_event_signal(&mi_purge_event);
+  mi_prim_thread_join(mi_purge_thread_handle);
+  atomic_store_explicit(&mi_purge_thread_state, 0, memory_order_release);
+}
+
+/* In a forked child the purge thread does not exist: start a new one when needed. */
+void _mi_purge_after_fork_child(void) {
+  atomic_store_explicit(&mi_purge_thread_state, 0, memory_order_relaxed);
+  mi_prim_event_init(&mi_purge_event);
+  _mi_lock_init(&_mi_purge_lock, MI_LOCK_PURGE);
+}

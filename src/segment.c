@@ -1,0 +1,504 @@
+/* Segments: 4 MiB-aligned spans that hold the pages of one thread (small and
+   medium segments) or a single large or huge block. Also the abandoned list
+   (segments of exited threads that still hold live blocks) and the list of
+   large and huge blocks. */
+#include "internal.h"
+
+static mi_lock_t mi_abandoned_lock;
+static mi_segment_t* mi_abandoned_first; /* under mi_abandoned_lock */
+static _Atomic(size_t) mi_abandoned_count;
+
+static mi_lock_t mi_single_lock;
+static mi_page_t* mi_single_orphans; /* large/huge blocks whose thread has exited */
+
+void _mi_segments_init(void) mi_decl_hidden;
+void _mi_segment_cache_init(void) mi_decl_hidden;
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind) mi_decl_hidden;
+bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
+
+void _mi_segments_init(void) {
+  _mi_lock_init(&mi_abandoned_lock, MI_LOCK_SEGMENT_ABANDONED);
+  _mi_lock_init(&mi_single_lock, MI_LOCK_SINGLE);
+  _mi_segment_cache_init();
+}
+
+void _mi_segments_reinit_after_fork(void) {
+  _mi_lock_init(&mi_abandoned_lock, MI_LOCK_SEGMENT_ABANDONED);
+  _mi_lock_init(&mi_single_lock, MI_LOCK_SINGLE);
+}
+
+static size_t mi_segment_info_size(void) {
+  return _mi_align_up(sizeof(mi_segment_t), _mi_os_page_size());
+}
+
+static size_t mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) {
+  size_t psize = (size_t)1 << segment->page_shift;
+  uint8_t* p = (uint8_t*)segment + idx * psize;
+  size_t area = psize;
+  if (idx == 0) {
+    p += segment->info_size;
+    area -= segment->info_size;
+  }
+  if (start != NULL) *start = p;
+  return area;
+}
+
+/* ---- Segment set-up and release ------------------------------------------ */
+
+static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind, size_t segment_size) {
+  segment->cookie = (uintptr_t)segment ^ _mi_process_key;
+  segment->segment_size = segment_size;
+  segment->kind = (uint8_t)kind;
+  segment->info_size = mi_segment_info_size();
+  segment->is_huge = (segment_size > MI_SEGMENT_SIZE);
+  if (kind == MI_SEGMENT_SINGLE) {
+    segment->page_shift = 63;
+    segment->page_count = 1;
+  } else {
+    segment->page_shift = (kind == MI_SEGMENT_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
+    segment->page_count = (uint32_t)(MI_SEGMENT_SIZE >> segment->page_shift);
+  }
+  segment->used_pages = 0;
+  segment->in_purge_list = 0;
+  segment->next = segment->prev = NULL;
+  segment->free_next = segment->free_prev = NULL;
+  segment->purge_next = segment->purge_prev = NULL;
+  for (size_t i = 0; i < segment->page_count; i++) {
+    mi_page_t* page = &segment->pages[i];
+    memset(page, 0, sizeof(*page));
+    page->index = (uint8_t)i;
+    atomic_store_explicit(&page->state, MI_PAGE_FREE_CLEAN, memory_order_relaxed);
+  }
+}
+
+/* A segment of `kind`: a cached one of the same kind keeps its page states
+   (and their committed memory), otherwise the header is laid out anew. */
+static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size) {
+  mi_segment_t* segment = NULL;
+  if (segment_size == MI_SEGMENT_SIZE) segment = _mi_segment_cache_pop(kind);
+  if (segment != NULL) {
+    if (segment->kind == (uint8_t)kind && segment->cookie == ((uintptr_t)segment ^ _mi_process_key)) {
+      return segment; /* dirty segment of the same kind: header and page states are valid */
+    }
+    /* a purged segment reads as zero: its header is gone */
+    mi_segment_init_header(segment, kind, segment_size);
+    _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
+    return segment;
+  }
+  bool is_zero = false;
+  segment = (mi_segment_t*)_mi_os_alloc_aligned(segment_size, MI_SEGMENT_SIZE, &is_zero);
+  if (segment == NULL) return NULL;
+  _mi_stat_increase(&_mi_stats.segments, 1);
+  _mi_segment_map_set(segment, true);
+  mi_segment_init_header(segment, kind, segment_size);
+  _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
+  return segment;
+}
+
+/* Release a segment that holds no live block: to the cache if it is a
+   standard one and the cache has room, else to the OS. */
+static void mi_segment_release(mi_segment_t* segment) {
+  atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+  segment->tld = NULL;
+  if (segment->segment_size == MI_SEGMENT_SIZE && _mi_segment_cache_push(segment)) return;
+  int64_t committed = (int64_t)segment->info_size;
+  for (size_t i = 0; i < segment->page_count; i++) committed += (int64_t)segment->pages[i].committed;
+  _mi_stat_decrease(&_mi_stats.committed, committed);
+  _mi_stat_decrease(&_mi_stats.segments, 1);
+  _mi_segment_map_set(segment, false);
+  _mi_os_free(segment, segment->segment_size);
+}
+
+/* ---- Thread-owned segment lists --------------------------------------------- */
+
+static void mi_tld_free_list_add(mi_tld_t* tld, mi_segment_t* segment) {
+  mi_segment_t** head = &tld->free_segments[segment->kind];
+  segment->free_prev = NULL;
+  segment->free_next = *head;
+  if (*head != NULL) (*head)->free_prev = segment;
+  *head = segment;
+}
+
+static void mi_tld_free_list_remove(mi_tld_t* tld, mi_segment_t* segment) {
+  mi_segment_t** head = &tld->free_segments[segment->kind];
+  if (segment->free_prev != NULL) segment->free_prev->free_next = segment->free_next;
+  else if (*head == segment) *head = segment->free_next;
+  if (segment->free_next != NULL) segment->free_next->free_prev = segment->free_prev;
+  segment->free_next = segment->free_prev = NULL;
+}
+
+static bool mi_tld_free_list_contains(mi_tld_t* tld, mi_segment_t* segment) {
+  return (segment->free_prev != NULL || tld->free_segments[segment->kind] == segment);
+}
+
+static void mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) {
+  segment->tld = tld;
+  segment->prev = NULL;
+  segment->next = tld->segments;
+  if (tld->segments != NULL) tld->segments->prev = segment;
+  tld->segments = segment;
+  tld->segment_count++;
+  atomic_store_explicit(&segment->thread_id, tld->thread_id, memory_order_release);
+  if (segment->used_pages < segment->page_count) mi_tld_free_list_add(tld, segment);
+}
+
+static void mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) {
+  if (segment->prev != NULL) segment->prev->next = segment->next;
+  else tld->segments = segment->next;
+  if (segment->next != NULL) segment->next->prev = segment->prev;
+  segment->next = segment->prev = NULL;
+  tld->segment_count--;
+  if (mi_tld_free_list_contains(tld, segment)) mi_tld_free_list_remove(tld, segment);
+}
+
+/* ---- Pages ------------------------------------------------------------------------ */
+
+/* Take a free page slot for use. The purge thread may be returning its memory
+   right now (PURGING): then wait for it to finish, which is short. */
+static bool mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
+  for (;;) {
+    uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
+    if (state == MI_PAGE_IN_USE) return false;
+    if (state == MI_PAGE_PURGING) {
+      mi_prim_yield();
+      continue;
+    }
+    if (atomic_compare_exchange_weak_explicit(&page->state, &state, MI_PAGE_IN_USE, memory_order_acq_rel,
+                                              memory_order_relaxed)) {
+      *was_clean = (state == MI_PAGE_FREE_CLEAN);
+      return true;
+    }
+  }
+}
+
+static mi_page_t* mi_segment_take_page(mi_segment_t* segment) {
+  mi_page_t* clean = NULL;
+  for (size_t i = 0; i < segment->page_count; i++) {
+    mi_page_t* page = &segment->pages[i];
+    uint32_t state = atomic_load_explicit(&page->state, memory_order_relaxed);
+    if (state == MI_PAGE_FREE_DIRTY) {
+      bool was_clean;
+      if (mi_page_claim_slot(page, &was_clean)) return page; /* prefer memory that is still committed */
+      state = atomic_load_explicit(&page->state, memory_order_relaxed);
+    }
+    if (clean == NULL && state != MI_PAGE_IN_USE) clean = page;
+  }
+  if (clean != NULL) {
+    bool was_clean;
+    if (mi_page_claim_slot(clean, &was_clean)) return clean;
+  }
+  return NULL;
+}
+
+static mi_page_t* mi_segment_page_setup(mi_heap_t* heap, mi_segment_t* segment, size_t bin) {
+  mi_page_t* page = mi_segment_take_page(segment);
+  if (page == NULL) return NULL;
+  uint8_t* start;
+  size_t area = mi_segment_page_area(segment, page->index, &start);
+  if (page->committed != area) {
+    _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
+    page->committed = area;
+  }
+  page->start = start;
+  segment->used_pages++;
+  _mi_stat_increase(&_mi_stats.pages, 1);
+  if (segment->used_pages == segment->page_count) mi_tld_free_list_remove(segment->tld, segment);
+  _mi_page_init(heap, page, bin, area);
+  return page;
+}
+
+mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) {
+  mi_tld_t* tld = heap->tld;
+  mi_segment_kind_t kind = (bin <= MI_BIN_SMALL_MAX ? MI_SEGMENT_SMALL : MI_SEGMENT_MEDIUM);
+  for (int attempt = 0; attempt < 3; attempt++) {
+    mi_segment_t* segment = tld->free_segments[kind];
+    if (segment != NULL) {
+      mi_page_t* page = mi_segment_page_setup(heap, segment, bin);
+      if (page != NULL) return page;
+    }
+    /* no free slot: adopt segments abandoned by exited threads before asking the OS */
+    if (attempt == 0 && atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) > 0 &&
+        _mi_segments_reclaim(tld->heap_backing, 2, false)) {
+      continue;
+    }
+    segment = mi_segment_alloc(kind, MI_SEGMENT_SIZE);
+    if (segment == NULL) return NULL;
+    mi_tld_segment_add(tld, segment);
+  }
+  return NULL;
+}
+
+/* A page's blocks are all back: return the slot to its segment and schedule
+   its memory to go back to the OS after the purge delay. */
+void _mi_segment_page_free(mi_page_t* page) {
+  mi_segment_t* segment = _mi_page_segment(page);
+  page->heap = NULL;
+  page->free = NULL;
+  page->used = 0;
+  page->flags = 0;
+  page->next = page->prev = NULL;
+  atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  segment->used_pages--;
+  _mi_stat_decrease(&_mi_stats.pages, 1);
+  _mi_purge_schedule_page(segment, page);
+  mi_tld_t* tld = segment->tld;
+  if (tld == NULL) return; /* abandoned: whoever holds it decides about the segment */
+  if (segment->used_pages == 0) {
+    mi_tld_segment_remove(tld, segment);
+    _mi_purge_unlink_segment(segment);
+    mi_segment_release(segment);
+  } else if (!mi_tld_free_list_contains(tld, segment)) {
+    mi_tld_free_list_add(tld, segment);
+  }
+}
+
+/* ---- Abandoning and reclaiming ------------------------------------------------ */
+
+static void mi_abandoned_push(mi_segment_t* segment) {
+  _mi_lock_acquire(&mi_abandoned_lock);
+  segment->prev = NULL;
+  segment->next = mi_abandoned_first;
+  if (mi_abandoned_first != NULL) mi_abandoned_first->prev = segment;
+  mi_abandoned_first = segment;
+  atomic_fetch_add_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
+  _mi_lock_release(&mi_abandoned_lock);
+  _mi_stat_increase(&_mi_stats.abandoned, 1);
+}
+
+/* Taking a segment off the list under the lock makes the taker its only owner. */
+static mi_segment_t* mi_abandoned_pop(void) {
+  if (atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) == 0) return NULL;
+  _mi_lock_acquire(&mi_abandoned_lock);
+  mi_segment_t* segment = mi_abandoned_first;
+  if (segment != NULL) {
+    mi_abandoned_first = segment->next;
+    if (mi_abandoned_first != NULL) mi_abandoned_first->prev = NULL;
+    segment->next = segment->prev = NULL;
+    atomic_fetch_sub_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
+  }
+  _mi_lock_release(&mi_abandoned_lock);
+  if (segment != NULL) _mi_stat_decrease(&_mi_stats.abandoned, 1);
+  return segment;
+}
+
+/* The thread of `tld` is exiting: its heaps' pages have been collected and the
+   empty ones freed; segments that still hold live blocks are abandoned, and
+   frees into them keep landing on the pages' atomic lists. */
+void _mi_segments_abandon(mi_tld_t* tld) {
+  while (tld->segments != NULL) {
+    mi_segment_t* segment = tld->segments;
+    mi_tld_segment_remove(tld, segment);
+    segment->tld = NULL;
+    for (size_t i = 0; i < segment->page_count; i++) {
+      mi_page_t* page = &segment->pages[i];
+      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+      page->heap = NULL;
+      page->next = page->prev = NULL;
+      page->flags &= (uint8_t)~MI_PAGE_FLAG_IN_FULL;
+    }
+    if (segment->used_pages == 0) {
+      _mi_purge_unlink_segment(segment);
+      mi_segment_release(segment);
+    } else {
+      atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+      mi_abandoned_push(segment);
+    }
+  }
+}
+
+/* Collect the frees that landed in an abandoned segment; free its empty pages.
+   Returns true if the segment is now empty (and has been released). */
+static bool mi_abandoned_collect(mi_segment_t* segment) {
+  for (size_t i = 0; i < segment->page_count; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+    _mi_page_collect(page);
+    if (page->used == 0) _mi_segment_page_free(page);
+  }
+  if (segment->used_pages == 0) {
+    _mi_purge_unlink_segment(segment);
+    mi_segment_release(segment);
+    return true;
+  }
+  return false;
+}
+
+/* Adopt up to `max` abandoned segments into `heap` (all with `force`). */
+bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
+  bool reclaimed = false;
+  size_t count = 0;
+  size_t limit = (force ? SIZE_MAX : max);
+  mi_segment_t* segment;
+  while (count < limit && (segment = mi_abandoned_pop()) != NULL) {
+    count++;
+    atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);
+    if (mi_abandoned_collect(segment)) {
+      reclaimed = true;
+      continue;
+    }
+    mi_tld_segment_add(heap->tld, segment);
+    for (size_t i = 0; i < segment->page_count; i++) {
+      mi_page_t* page = &segment->pages[i];
+      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+      page->heap = heap;
+      heap->page_count++;
+      if (page->free == NULL && page->capacity >= page->reserved) {
+        page->flags |= MI_PAGE_FLAG_IN_FULL;
+        _mi_page_queue_push(heap, &heap->pages[MI_BIN_FULL], page);
+      } else {
+        _mi_page_queue_push(heap, &heap->pages[page->bin], page);
+      }
+    }
+    reclaimed = true;
+  }
+  return reclaimed;
+}
+
+/* For the purge thread: release abandoned segments whose blocks have all been
+   freed since, without adopting the others. */
+void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
+void _mi_segments_abandoned_cleanup(void) {
+  size_t n = atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed);
+  mi_segment_t* keep = NULL;
+  for (size_t i = 0; i < n; i++) {
+    mi_segment_t* segment = mi_abandoned_pop();
+    if (segment == NULL) break;
+    if (!mi_abandoned_collect(segment)) {
+      segment->next = keep;
+      keep = segment;
+    }
+  }
+  while (keep != NULL) {
+    mi_segment_t* next = keep->next;
+    mi_abandoned_push(keep);
+    keep = next;
+  }
+}
+
+/* ---- Large and huge blocks ------------------------------------------------------ */
+/* Each lives alone in its own segment. They belong to no thread: any thread
+   frees one directly (large ones go to the segment cache, huge ones to the
+   OS at once), so they are kept on their heap's list under one lock. */
+
+static void mi_single_link(mi_heap_t* heap, mi_page_t* page) {
+  page->heap = heap;
+  page->prev = NULL;
+  mi_page_t** head = (heap != NULL ? &heap->single_first : &mi_single_orphans);
+  page->next = *head;
+  if (*head != NULL) (*head)->prev = page;
+  *head = page;
+}
+
+static void mi_single_unlink(mi_page_t* page) {
+  mi_page_t** head = (page->heap != NULL ? &page->heap->single_first : &mi_single_orphans);
+  if (page->prev != NULL) page->prev->next = page->next;
+  else *head = page->next;
+  if (page->next != NULL) page->next->prev = page->prev;
+  page->next = page->prev = NULL;
+}
+
+mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) {
+  size_t info = mi_segment_info_size();
+  size_t psize = _mi_os_page_size();
+  /* the block starts at the first `alignment` boundary after the header; the
+     header is page aligned, so smaller alignments come for free */
+  size_t offset = (alignment > psize ? _mi_align_up(info, alignment) : info);
+  if (size > MI_MAX_ALLOC_SIZE - offset - psize) return NULL;
+  size_t needed = _mi_align_up(offset + size, psize);
+  size_t segment_size = (needed <= MI_SEGMENT_SIZE ? MI_SEGMENT_SIZE : needed);
+  mi_segment_t* segment = mi_segment_alloc(MI_SEGMENT_SINGLE, segment_size);
+  if (segment == NULL) return NULL;
+  mi_page_t* page = &segment->pages[0];
+  bool was_clean = false;
+  mi_page_claim_slot(page, &was_clean);
+  size_t area = needed - info;
+  bool is_zero = (was_clean || page->committed == 0);
+  if (page->committed < area) {
+    _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
+    page->committed = area;
+  }
+  page->start = (uint8_t*)segment + offset;
+  page->block_size = needed - offset;
+  page->reserved = 1;
+  page->capacity = 1;
+  page->used = 1;
+  page->bin = MI_BIN_FULL;
+  page->flags = 0;
+  page->is_zero = is_zero;
+  page->free = NULL;
+  atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  segment->used_pages = 1;
+  atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+  if (zero && !is_zero) memset(page->start, 0, page->block_size);
+  _mi_stat_increase(&_mi_stats.large, 1);
+  _mi_lock_acquire(&mi_single_lock);
+  mi_single_link(heap, page);
+  _mi_lock_release(&mi_single_lock);
+  return page;
+}
+
+void _mi_segment_single_free(mi_segment_t* segment) {
+  mi_page_t* page = &segment->pages[0];
+  _mi_lock_acquire(&mi_single_lock);
+  mi_single_unlink(page);
+  page->heap = NULL;
+  _mi_lock_release(&mi_single_lock);
+  _mi_stat_decrease(&_mi_stats.large, 1);
+  page->used = 0;
+  segment->used_pages = 0;
+  atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
+  mi_segment_release(segment);
+}
+
+/* Grow or shrink a large block within its segment. */
+bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) {
+  mi_page_t* page = &segment->pages[0];
+  size_t psize = _mi_os_page_size();
+  size_t offset = (size_t)(page->start - (uint8_t*)segment);
+  if (newsize > segment->segment_size - offset) return false;
+  size_t needed = _mi_align_up(offset + newsize, psize);
+  size_t area = needed - segment->info_size;
+  if (page->committed < area) {
+    _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
+    page->committed = area;
+  }
+  page->block_size = needed - offset;
+  return true;
+}
+
+void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) {
+  _mi_lock_acquire(&mi_single_lock);
+  while (from->single_first != NULL) {
+    mi_page_t* page = from->single_first;
+    mi_single_unlink(page);
+    mi_single_link(to, page);
+  }
+  _mi_lock_release(&mi_single_lock);
+}
+
+void _mi_single_heap_destroy(mi_heap_t* heap) {
+  for (;;) {
+    _mi_lock_acquire(&mi_single_lock);
+    mi_page_t* page = heap->single_first;
+    _mi_lock_release(&mi_single_lock);
+    if (page == NULL) break;
+    _mi_segment_single_free(_mi_page_segment(page));
+  }
+}
+
+bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) {
+  _mi_lock_acquire(&mi_single_lock);
+  bool ok = true;
+  for (mi_page_t* page = heap->single_first; page != NULL && ok; page = page->next) ok = fn(page, arg);
+  _mi_lock_release(&mi_single_lock);
+  return ok;
+}
+
+void _mi_single_lock_acquire(void) mi_decl_hidden;
+void _mi_single_lock_release(void) mi_decl_hidden;
+void _mi_abandoned_lock_acquire(void) mi_decl_hidden;
+void _mi_abandoned_lock_release(void) mi_decl_hidden;
+void _mi_single_lock_acquire(void) { _mi_lock_acquire(&mi_single_lock); }
+void _mi_single_lock_release(void) { _mi_lock_release(&mi_single_lock); }
+void _mi_abandoned_lock_acquire(void) { _mi_lock_acquire(&mi_abandoned_lock); }
+void _mi_abandoned_lock_release(void) { _mi_lock_release(&mi_abandoned_lock); }
