@@ -47,8 +47,10 @@
 #define MI_MEDIUM_BLOCK_MAX ((size_t)128 * 1024)
 
 /* Blocks above MI_MEDIUM_BLOCK_MAX get a segment of their own ("single-block"
-   segments): "large" when they fit a standard segment (these segments are
-   cached for reuse), "huge" above that (unmapped as soon as they are freed). */
+   segments): "large" up to MI_LARGE_SEGMENT_MAX (these segments are cached
+   for reuse and purged after the purge delay), "huge" above that (unmapped
+   as soon as they are freed). */
+#define MI_LARGE_SEGMENT_MAX ((size_t)32 * 1024 * 1024)
 
 #define MI_MAX_ALIGN_SIZE 16 /* every block is at least this aligned */
 #define MI_MAX_ALLOC_SIZE ((size_t)PTRDIFF_MAX)

@@ -137,6 +137,7 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
 
 void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  _mi_deferred_free(heap, force);
   _mi_heap_collect_pages(heap, force);
   if (force) {
     _mi_segments_reclaim(heap->tld->heap_backing, SIZE_MAX, true);
@@ -181,7 +182,7 @@ bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
 
 bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return false;
-  if (((uintptr_t)p & (MI_MAX_ALIGN_SIZE - 1)) != 0) return false;
+  if (((uintptr_t)p & (sizeof(void*) - 1)) != 0) return false;
   return mi_heap_contains_block(heap, p);
 }
 

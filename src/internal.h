@@ -95,7 +95,6 @@ typedef struct mi_segment_s {
   struct mi_segment_s* free_prev;
   struct mi_segment_s* purge_next; /* global list of segments with dirty free pages */
   struct mi_segment_s* purge_prev;
-  int64_t cached_at;            /* when it entered the segment cache */
   mi_page_t pages[MI_SMALL_PAGES_PER_SEGMENT];
 } mi_segment_t;
 
@@ -192,6 +191,7 @@ void _mi_locks_release_all(void) mi_decl_hidden;
 mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
 void _mi_process_init_once(void) mi_decl_hidden;
 uintptr_t _mi_random_next(uintptr_t* state) mi_decl_hidden;
+void _mi_deferred_free(mi_heap_t* heap, bool force) mi_decl_hidden;
 
 /* options.c */
 void _mi_options_init(void) mi_decl_hidden;
@@ -233,6 +233,7 @@ void _mi_segments_reinit_after_fork(void) mi_decl_hidden;
 /* purge.c */
 void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 void _mi_purge_unlink_segment(mi_segment_t* segment) mi_decl_hidden;
+void _mi_purge_track_segment(mi_segment_t* segment) mi_decl_hidden;
 void _mi_purge_wake(void) mi_decl_hidden;
 void _mi_purge_due_after_delay(void) mi_decl_hidden;
 void _mi_purge_run(bool force) mi_decl_hidden;

@@ -119,13 +119,17 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
 
 /* ---- Retiring pages ------------------------------------------------------------ */
 
-/* Every block of the page is back. Keep it if it is the only page of its size
-   class (the next allocation would just ask for a fresh one), otherwise give
-   the page back to its segment. */
+/* Every block of the page is back. Keep a small page if it is the only page
+   of its size class (the next allocation would just ask for a fresh one);
+   otherwise give the page back to its segment. Medium pages are never kept:
+   a thread that goes idle would hold up to 512 KiB per size class. */
 void _mi_page_retire(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
   mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
-  if (!(page->flags & MI_PAGE_FLAG_IN_FULL) && pq->first == page && pq->last == page) return;
+  if (!(page->flags & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
+      pq->last == page) {
+    return;
+  }
   _mi_page_queue_remove(pq, page);
   page->flags = 0;
   heap->page_count--;
@@ -205,6 +209,7 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
 
 static void mi_heap_heartbeat(mi_heap_t* heap) {
   heap->heartbeat++;
+  _mi_deferred_free(heap, false);
   if ((heap->heartbeat & 63) == 0) {
     mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
     _mi_purge_maybe();
@@ -228,6 +233,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
   if (size > MI_MEDIUM_BLOCK_MAX) {
     mi_page_t* page = _mi_segment_single_alloc(heap, size, 0, zero);
     if (page == NULL) {
+      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);
       errno = ENOMEM;
       return NULL;
     }

@@ -85,60 +85,111 @@ static void mi_purge_list_remove(mi_segment_t* segment) {
   segment->in_purge_list = 0;
 }
 
+/* A cached segment taken back into use may still have dirty free pages:
+   list it so they are purged in time. */
+void _mi_purge_track_segment(mi_segment_t* segment) {
+  bool dirty = false;
+  for (size_t i = 0; i < segment->page_count && !dirty; i++) {
+    dirty = (atomic_load_explicit(&segment->pages[i].state, memory_order_relaxed) == MI_PAGE_FREE_DIRTY);
+  }
+  if (!dirty) return;
+  _mi_lock_acquire(&_mi_purge_lock);
+  if (!segment->in_purge_list) {
+    segment->in_purge_list = 1;
+    segment->purge_prev = NULL;
+    segment->purge_next = mi_purge_first;
+    if (mi_purge_first != NULL) mi_purge_first->purge_prev = segment;
+    mi_purge_first = segment;
+  }
+  _mi_lock_release(&_mi_purge_lock);
+  _mi_purge_due_after_delay();
+}
+
+/* Before a segment is released: take it off the list, and wait for a purge
+   of one of its pages that is under way to finish. */
 void _mi_purge_unlink_segment(mi_segment_t* segment) {
   _mi_lock_acquire(&_mi_purge_lock);
   if (segment->in_purge_list) mi_purge_list_remove(segment);
   _mi_lock_release(&_mi_purge_lock);
+  for (size_t i = 0; i < segment->page_count; i++) {
+    while (atomic_load_explicit(&segment->pages[i].state, memory_order_acquire) == MI_PAGE_PURGING) mi_prim_yield();
+  }
 }
 
-/* Purge the due pages of one segment (under the purge lock); returns whether
-   dirty pages remain, and lowers *next_due to the earliest of them. */
-static bool mi_purge_segment(mi_segment_t* segment, int64_t now, bool force, int64_t* next_due) {
-  bool dirty_left = false;
-  for (size_t i = 0; i < segment->page_count; i++) {
-    mi_page_t* page = &segment->pages[i];
-    uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
-    if (state != MI_PAGE_FREE_DIRTY) continue;
-    int64_t due = atomic_load_explicit(&page->purge_at, memory_order_relaxed);
-    if (!force && due > now) {
-      dirty_left = true;
-      if (due < *next_due) *next_due = due;
-      continue;
+typedef struct mi_purge_item_s {
+  mi_segment_t* segment;
+  mi_page_t* page;
+} mi_purge_item_t;
+
+#define MI_PURGE_BATCH 64
+
+/* Under the purge lock: claim up to `max` due pages (FREE_DIRTY -> PURGING),
+   drop segments with no dirty page left from the list, and lower *next_due
+   to the earliest page not yet due. */
+static size_t mi_purge_claim(int64_t now, bool force, int64_t* next_due, mi_purge_item_t* items, size_t max) {
+  size_t n = 0;
+  mi_segment_t* segment = mi_purge_first;
+  while (segment != NULL && n < max) {
+    mi_segment_t* next = segment->purge_next;
+    bool dirty_left = false;
+    for (size_t i = 0; i < segment->page_count; i++) {
+      mi_page_t* page = &segment->pages[i];
+      uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
+      if (state != MI_PAGE_FREE_DIRTY) continue;
+      int64_t due = atomic_load_explicit(&page->purge_at, memory_order_relaxed);
+      if (n >= max || (!force && due > now)) {
+        dirty_left = true;
+        if (due < *next_due) *next_due = due;
+        continue;
+      }
+      if (atomic_compare_exchange_strong_explicit(&page->state, &state, MI_PAGE_PURGING, memory_order_acq_rel,
+                                                  memory_order_relaxed)) {
+        items[n].segment = segment;
+        items[n].page = page;
+        n++;
+      }
     }
-    if (!atomic_compare_exchange_strong_explicit(&page->state, &state, MI_PAGE_PURGING, memory_order_acq_rel,
-                                                 memory_order_relaxed)) {
-      continue; /* its owner took it back first */
-    }
-    size_t area = mi_page_area_of(segment, page);
-    if (page->committed > 0 && _mi_os_purge(mi_page_area_start(segment, page), _mi_align_up(area, _mi_os_page_size()))) {
-      _mi_stat_decrease(&_mi_stats.committed, (int64_t)page->committed);
-      page->committed = 0;
-      atomic_store_explicit(&page->state, MI_PAGE_FREE_CLEAN, memory_order_release);
-    } else if (page->committed == 0) {
-      atomic_store_explicit(&page->state, MI_PAGE_FREE_CLEAN, memory_order_release);
-    } else {
-      /* the OS refused: the memory stays committed and is tried again later */
-      atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
-      dirty_left = true;
-    }
+    if (!dirty_left) mi_purge_list_remove(segment);
+    segment = next;
   }
-  return dirty_left;
+  return n;
+}
+
+/* Outside the lock: return the memory of claimed pages. A segment cannot be
+   released while one of its pages is PURGING (see _mi_purge_unlink_segment). */
+static void mi_purge_items(mi_purge_item_t* items, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    mi_segment_t* segment = items[i].segment;
+    mi_page_t* page = items[i].page;
+    bool ok = true;
+    if (page->committed > 0) {
+      size_t area = _mi_align_up(mi_page_area_of(segment, page), _mi_os_page_size());
+      ok = _mi_os_purge(mi_page_area_start(segment, page), area);
+      if (ok) {
+        _mi_stat_decrease(&_mi_stats.committed, (int64_t)page->committed);
+        page->committed = 0;
+      }
+    }
+    atomic_store_explicit(&page->state, ok ? MI_PAGE_FREE_CLEAN : MI_PAGE_FREE_DIRTY, memory_order_release);
+    /* the OS refused: the memory stays committed and is tried again later */
+    if (!ok) _mi_purge_track_segment(segment);
+  }
 }
 
 /* Purge everything that is due (everything with `force`). */
 void _mi_purge_run(bool force) {
   int64_t now = mi_prim_clock_now();
-  int64_t next_due = INT64_MAX;
   atomic_store_explicit(&mi_purge_next_due, INT64_MAX, memory_order_relaxed);
-  _mi_lock_acquire(&_mi_purge_lock);
-  mi_segment_t* segment = mi_purge_first;
-  while (segment != NULL) {
-    mi_segment_t* next = segment->purge_next;
-    if (!mi_purge_segment(segment, now, force, &next_due)) mi_purge_list_remove(segment);
-    segment = next;
+  mi_purge_item_t items[MI_PURGE_BATCH];
+  for (;;) {
+    int64_t next_due = INT64_MAX;
+    _mi_lock_acquire(&_mi_purge_lock);
+    size_t n = mi_purge_claim(now, force, &next_due, items, MI_PURGE_BATCH);
+    _mi_lock_release(&_mi_purge_lock);
+    if (next_due != INT64_MAX) mi_purge_due_at(next_due);
+    if (n == 0) break;
+    mi_purge_items(items, n);
   }
-  _mi_lock_release(&_mi_purge_lock);
-  if (next_due != INT64_MAX) mi_purge_due_at(next_due);
   _mi_segment_cache_purge(force);
   if (_mi_segment_cache_has_dirty()) {
     long delay = _mi_option_get_fast(mi_option_purge_delay);

@@ -5,23 +5,33 @@
    it is "clean" (reads as zero; reusable by any kind). */
 #include "internal.h"
 
+/* The cache is an array of slots kept outside the segments: purging a
+   segment zeroes its header, so nothing about a clean segment may live in it.
+   Slots hold standard segments and large single-block segments up to
+   MI_LARGE_SEGMENT_MAX; a slot being purged is out of reach of pop. */
+typedef struct mi_cache_slot_s {
+  mi_segment_t* segment; /* NULL: slot unused */
+  size_t size;
+  int64_t cached_at;
+  bool dirty;
+  bool purging;
+} mi_cache_slot_t;
+
+#define MI_CACHE_SLOTS 64
+
 static mi_lock_t mi_cache_lock;
-static mi_segment_t* mi_cache_dirty;   /* newest first */
-static mi_segment_t* mi_cache_clean;
-static size_t mi_cache_count;
+static mi_cache_slot_t mi_cache[MI_CACHE_SLOTS]; /* under mi_cache_lock */
+static _Atomic(size_t) mi_cache_count;
 static _Atomic(size_t) mi_cache_dirty_count;
 
 void _mi_segment_cache_init(void) mi_decl_hidden;
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind) mi_decl_hidden;
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_cache_lock_acquire(void) mi_decl_hidden;
 void _mi_segment_cache_lock_release(void) mi_decl_hidden;
-void _mi_segment_cache_reinit(void) mi_decl_hidden;
+bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
 
 void _mi_segment_cache_init(void) {
-  _mi_lock_init(&mi_cache_lock, MI_LOCK_SEGMENT_CACHE);
-}
-void _mi_segment_cache_reinit(void) {
   _mi_lock_init(&mi_cache_lock, MI_LOCK_SEGMENT_CACHE);
 }
 void _mi_segment_cache_lock_acquire(void) {
@@ -31,100 +41,101 @@ void _mi_segment_cache_lock_release(void) {
   _mi_lock_release(&mi_cache_lock);
 }
 
-static void mi_list_remove(mi_segment_t** head, mi_segment_t* segment) {
-  if (segment->prev != NULL) segment->prev->next = segment->next;
-  else *head = segment->next;
-  if (segment->next != NULL) segment->next->prev = segment->prev;
-  segment->next = segment->prev = NULL;
-}
-
-static void mi_list_push(mi_segment_t** head, mi_segment_t* segment) {
-  segment->prev = NULL;
-  segment->next = *head;
-  if (*head != NULL) (*head)->prev = segment;
-  *head = segment;
-}
-
 static int64_t mi_segment_committed(const mi_segment_t* segment) {
   int64_t committed = (int64_t)segment->info_size;
   for (size_t i = 0; i < segment->page_count; i++) committed += (int64_t)segment->pages[i].committed;
   return committed;
 }
 
-/* Return all memory of a dirty segment (under the cache lock). On failure the
-   memory stays committed and the segment stays dirty. */
-static bool mi_cache_purge_segment(mi_segment_t* segment) {
-  int64_t committed = mi_segment_committed(segment);
-  if (!_mi_os_purge(segment, MI_SEGMENT_SIZE)) return false;
-  _mi_stat_decrease(&_mi_stats.committed, committed);
-  mi_list_remove(&mi_cache_dirty, segment);
-  atomic_fetch_sub_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
-  mi_list_push(&mi_cache_clean, segment);
-  return true;
+static mi_segment_t* mi_cache_take(mi_cache_slot_t* slot) {
+  mi_segment_t* segment = slot->segment;
+  if (slot->dirty) atomic_fetch_sub_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
+  slot->segment = NULL;
+  slot->dirty = false;
+  atomic_fetch_sub_explicit(&mi_cache_count, 1, memory_order_relaxed);
+  return segment;
 }
 
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind) {
-  if (mi_cache_count == 0) return NULL; /* racy peek; the lock decides */
+/* A cached segment of `size` bytes for `kind`: the newest dirty one of the
+   same kind and size (its header and page states are valid), else a clean
+   one of that size. The caller lays out a clean one anew. */
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) {
+  if (atomic_load_explicit(&mi_cache_count, memory_order_relaxed) == 0) return NULL;
   _mi_lock_acquire(&mi_cache_lock);
-  mi_segment_t* found = NULL;
-  for (mi_segment_t* s = mi_cache_dirty; s != NULL; s = s->next) {
-    if (s->kind == (uint8_t)kind) {
-      found = s;
-      mi_list_remove(&mi_cache_dirty, s);
-      atomic_fetch_sub_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
-      break;
+  mi_cache_slot_t* same = NULL;
+  mi_cache_slot_t* clean = NULL;
+  for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
+    mi_cache_slot_t* slot = &mi_cache[i];
+    if (slot->segment == NULL || slot->purging || slot->size != size) continue;
+    if (!slot->dirty) {
+      if (clean == NULL) clean = slot;
+    } else if (slot->segment->kind == (uint8_t)kind) {
+      if (same == NULL || slot->cached_at > same->cached_at) same = slot;
     }
   }
-  if (found == NULL && mi_cache_clean == NULL && mi_cache_dirty != NULL) {
-    /* only dirty segments of another kind: return the oldest one's memory and reuse it */
-    mi_segment_t* oldest = mi_cache_dirty;
-    while (oldest->next != NULL) oldest = oldest->next;
-    mi_cache_purge_segment(oldest);
-  }
-  if (found == NULL && mi_cache_clean != NULL) {
-    found = mi_cache_clean;
-    mi_list_remove(&mi_cache_clean, found);
-  }
-  if (found != NULL) mi_cache_count--;
+  mi_segment_t* found = NULL;
+  if (same != NULL) found = mi_cache_take(same);
+  else if (clean != NULL) found = mi_cache_take(clean);
   _mi_lock_release(&mi_cache_lock);
   return found;
 }
 
-/* Keep an empty standard segment; false if the cache is full (the caller
-   unmaps it). */
+/* Keep an empty segment; false if the cache is full (the caller unmaps it). */
 bool _mi_segment_cache_push(mi_segment_t* segment) {
   long max = _mi_option_get_fast(mi_option_segment_cache);
+  if (max > MI_CACHE_SLOTS) max = MI_CACHE_SLOTS;
   if (max <= 0) return false;
+  bool ok = false;
   _mi_lock_acquire(&mi_cache_lock);
-  bool ok = (mi_cache_count < (size_t)max);
-  if (ok) {
-    segment->cached_at = mi_prim_clock_now();
-    mi_list_push(&mi_cache_dirty, segment);
-    atomic_fetch_add_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
-    mi_cache_count++;
+  if (atomic_load_explicit(&mi_cache_count, memory_order_relaxed) < (size_t)max) {
+    for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
+      mi_cache_slot_t* slot = &mi_cache[i];
+      if (slot->segment != NULL) continue;
+      slot->segment = segment;
+      slot->size = segment->segment_size;
+      slot->cached_at = mi_prim_clock_now();
+      slot->dirty = true;
+      slot->purging = false;
+      atomic_fetch_add_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&mi_cache_count, 1, memory_order_relaxed);
+      ok = true;
+      break;
+    }
   }
   _mi_lock_release(&mi_cache_lock);
   if (ok) _mi_purge_due_after_delay();
   return ok;
 }
 
-/* Return the memory of cached segments whose delay has passed (all with `force`). */
+/* Return the memory of cached segments whose delay has passed (all with
+   `force`). The system calls run outside the lock: a slot being purged is
+   skipped by pop and push. On failure the memory stays committed and the
+   slot stays dirty. */
 void _mi_segment_cache_purge(bool force) {
   if (atomic_load_explicit(&mi_cache_dirty_count, memory_order_relaxed) == 0) return;
   long delay = _mi_option_get_fast(mi_option_purge_delay);
   if (delay < 0 && !force) return;
   int64_t now = mi_prim_clock_now();
-  _mi_lock_acquire(&mi_cache_lock);
-  mi_segment_t* s = mi_cache_dirty;
-  while (s != NULL) {
-    mi_segment_t* next = s->next;
-    if (force || s->cached_at + delay <= now) mi_cache_purge_segment(s);
-    s = next;
+  for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
+    mi_cache_slot_t* slot = &mi_cache[i];
+    _mi_lock_acquire(&mi_cache_lock);
+    bool due = (slot->segment != NULL && slot->dirty && !slot->purging && (force || slot->cached_at + delay <= now));
+    if (due) slot->purging = true;
+    _mi_lock_release(&mi_cache_lock);
+    if (!due) continue;
+    int64_t committed = mi_segment_committed(slot->segment);
+    bool purged = _mi_os_purge(slot->segment, slot->size);
+    _mi_lock_acquire(&mi_cache_lock);
+    slot->purging = false;
+    if (purged) {
+      _mi_stat_decrease(&_mi_stats.committed, committed);
+      slot->dirty = false;
+      atomic_fetch_sub_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
+    }
+    _mi_lock_release(&mi_cache_lock);
   }
-  _mi_lock_release(&mi_cache_lock);
 }
 
-bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
 bool _mi_segment_cache_has_dirty(void) {
   return atomic_load_explicit(&mi_cache_dirty_count, memory_order_relaxed) > 0;
 }

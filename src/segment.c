@@ -13,7 +13,7 @@ static mi_page_t* mi_single_orphans; /* large/huge blocks whose thread has exite
 
 void _mi_segments_init(void) mi_decl_hidden;
 void _mi_segment_cache_init(void) mi_decl_hidden;
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind) mi_decl_hidden;
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 
 void _mi_segments_init(void) {
@@ -75,10 +75,12 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
    (and their committed memory), otherwise the header is laid out anew. */
 static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size) {
   mi_segment_t* segment = NULL;
-  if (segment_size == MI_SEGMENT_SIZE) segment = _mi_segment_cache_pop(kind);
+  if (segment_size <= MI_LARGE_SEGMENT_MAX) segment = _mi_segment_cache_pop(kind, segment_size);
   if (segment != NULL) {
     if (segment->kind == (uint8_t)kind && segment->cookie == ((uintptr_t)segment ^ _mi_process_key)) {
-      return segment; /* dirty segment of the same kind: header and page states are valid */
+      /* dirty segment of the same kind: header and page states are valid */
+      if (kind != MI_SEGMENT_SINGLE) _mi_purge_track_segment(segment);
+      return segment;
     }
     /* a purged segment reads as zero: its header is gone */
     mi_segment_init_header(segment, kind, segment_size);
@@ -100,7 +102,7 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
 static void mi_segment_release(mi_segment_t* segment) {
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
   segment->tld = NULL;
-  if (segment->segment_size == MI_SEGMENT_SIZE && _mi_segment_cache_push(segment)) return;
+  if (segment->segment_size <= MI_LARGE_SEGMENT_MAX && _mi_segment_cache_push(segment)) return;
   int64_t committed = (int64_t)segment->info_size;
   for (size_t i = 0; i < segment->page_count; i++) committed += (int64_t)segment->pages[i].committed;
   _mi_stat_decrease(&_mi_stats.committed, committed);
@@ -405,7 +407,9 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   size_t offset = (alignment > psize ? _mi_align_up(info, alignment) : info);
   if (size > MI_MAX_ALLOC_SIZE - offset - psize) return NULL;
   size_t needed = _mi_align_up(offset + size, psize);
-  size_t segment_size = (needed <= MI_SEGMENT_SIZE ? MI_SEGMENT_SIZE : needed);
+  /* large segments come in whole multiples of the segment size so the cache
+     can reuse them; huge ones are mapped to measure */
+  size_t segment_size = (needed <= MI_LARGE_SEGMENT_MAX ? _mi_align_up(needed, MI_SEGMENT_SIZE) : needed);
   mi_segment_t* segment = mi_segment_alloc(MI_SEGMENT_SINGLE, segment_size);
   if (segment == NULL) return NULL;
   mi_page_t* page = &segment->pages[0];

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,12 +48,38 @@ static int mi_prim_errno(void) {
   return (errno == 0 ? ENOMEM : errno);
 }
 
-int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_large, bool* is_large, void** addr) {
+/* Aligned requests are placed at hint addresses that walk upward from 2 TiB
+   in steps of the alignment, so the kernel usually returns them aligned and
+   the caller need not over-reserve and trim. */
+#define MI_HINT_BASE ((uintptr_t)2 << 40)
+#define MI_HINT_MAX ((uintptr_t)30 << 40)
+static _Atomic(uintptr_t) prim_aligned_hint;
+
+static void* mi_prim_aligned_hint(size_t size, size_t try_alignment) {
+#if INTPTR_MAX > INT32_MAX
+  if (try_alignment < ((size_t)1 << 20) || (try_alignment & (try_alignment - 1)) != 0) return NULL;
+  size = (size + try_alignment - 1) & ~(try_alignment - 1);
+  uintptr_t hint = atomic_fetch_add_explicit(&prim_aligned_hint, size, memory_order_relaxed);
+  if (hint == 0 || hint > MI_HINT_MAX) {
+    uintptr_t expected = hint + size;
+    atomic_compare_exchange_strong_explicit(&prim_aligned_hint, &expected, MI_HINT_BASE + size,
+                                            memory_order_relaxed, memory_order_relaxed);
+    hint = MI_HINT_BASE;
+  }
+  return (void*)((hint + try_alignment - 1) & ~(try_alignment - 1));
+#else
+  (void)size;
   (void)try_alignment;
+  return NULL;
+#endif
+}
+
+int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_large, bool* is_large, void** addr) {
   *is_large = false;
   *addr = NULL;
   int prot = (commit ? PROT_READ | PROT_WRITE : PROT_NONE);
-  void* p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* hint = mi_prim_aligned_hint(size, try_alignment);
+  void* p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return mi_prim_errno();
 #if defined(MADV_HUGEPAGE)
   if (allow_large && commit && prim_config.large_page_size != 0 && size >= prim_config.large_page_size) {
@@ -178,6 +205,8 @@ void mi_prim_process_info(mi_prim_process_info_t* info) {
   info->page_faults = (size_t)ru.ru_majflt;
   info->current_rss = mi_read_rss_bytes();
   if (info->current_rss == 0) info->current_rss = info->peak_rss;
+  /* the kernel's maximum is updated lazily and can trail the current figure */
+  if (info->peak_rss < info->current_rss) info->peak_rss = info->current_rss;
 }
 
 void mi_prim_out_stderr(const char* msg) {

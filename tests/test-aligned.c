@@ -1,0 +1,309 @@
+/* Aligned allocation: mi_*_aligned(_at), posix_memalign, aligned_alloc, memalign, valloc, pvalloc */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+static const size_t sizes[] = {0, 1, 7, 16, 100, 4096, 70000, 300000, 5 * MiB};
+#define N_SIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void check_block(void* p, size_t size, size_t align, size_t offset, const char* what) {
+  if (p == NULL) fail_msg("%s(size=%zu, align=%zu, offset=%zu) returned NULL", what, size, align, offset);
+  if (!tu_is_aligned((uint8_t*)p + offset, align))
+    fail_msg("%s(size=%zu, align=%zu, offset=%zu) = %p: not aligned", what, size, align, offset, p);
+  if (mi_usable_size(p) < size)
+    fail_msg("%s(size=%zu, align=%zu, offset=%zu): usable size %zu too small", what, size, align, offset,
+             mi_usable_size(p));
+}
+
+/* touch the whole requested range: first, last and one byte per page */
+static void touch(void* p, size_t size, uint8_t seed) {
+  uint8_t* b = (uint8_t*)tu_launder(p);
+  if (size == 0) return;
+  for (size_t i = 0; i < size; i += 4096) b[i] = (uint8_t)(seed + i / 4096);
+  b[size - 1] = seed;
+}
+
+static void test_malloc_aligned_all(void** state) {
+  (void)state;
+  size_t count = 0;
+  for (size_t align = 1; align <= MI_ALIGNMENT_MAX; align *= 2) {
+    for (size_t si = 0; si < N_SIZES; si++) {
+      size_t size = sizes[si];
+      void* p = mi_malloc_aligned(size, align);
+      check_block(p, size, align, 0, "mi_malloc_aligned");
+      memset(tu_launder(p), 0xAB, size);
+      mi_free(p);
+
+      p = mi_zalloc_aligned(size, align);
+      check_block(p, size, align, 0, "mi_zalloc_aligned");
+      if (!tu_all_bytes(p, size, 0)) fail_msg("mi_zalloc_aligned(%zu,%zu) not zeroed", size, align);
+      memset(tu_launder(p), 0xCD, size);
+      mi_free(p);
+
+      p = mi_calloc_aligned(1, size, align);
+      check_block(p, size, align, 0, "mi_calloc_aligned");
+      if (!tu_all_bytes(p, size, 0)) fail_msg("mi_calloc_aligned(1,%zu,%zu) not zeroed", size, align);
+      touch(p, size, 1);
+      mi_free(p);
+
+      if (size % 4 == 0) {
+        p = mi_calloc_aligned(size / 4, 4, align);
+        check_block(p, size, align, 0, "mi_calloc_aligned");
+        if (!tu_all_bytes(p, size, 0)) fail_msg("mi_calloc_aligned(%zu,4,%zu) not zeroed", size / 4, align);
+        mi_free(p);
+      }
+
+      /* _at variants with a few offsets inside the block */
+      static const size_t offsets[] = {0, 8, 16, 24, 64, 1000};
+      for (size_t oi = 0; oi < sizeof(offsets) / sizeof(offsets[0]); oi++) {
+        size_t off = offsets[oi];
+        if (off != 0 && off >= size) continue;
+        p = mi_malloc_aligned_at(size, align, off);
+        check_block(p, size, align, off, "mi_malloc_aligned_at");
+        touch(p, size, 2);
+        mi_free(p);
+        p = mi_zalloc_aligned_at(size, align, off);
+        check_block(p, size, align, off, "mi_zalloc_aligned_at");
+        if (!tu_all_bytes(p, size, 0)) fail_msg("mi_zalloc_aligned_at(%zu,%zu,%zu) not zeroed", size, align, off);
+        touch(p, size, 3);
+        mi_free(p);
+        p = mi_calloc_aligned_at(1, size, align, off);
+        check_block(p, size, align, off, "mi_calloc_aligned_at");
+        if (!tu_all_bytes(p, size, 0)) fail_msg("mi_calloc_aligned_at(%zu,%zu,%zu) not zeroed", size, align, off);
+        mi_free(p);
+        count += 3;
+      }
+      count += 4;
+    }
+  }
+  print_message("checked %zu aligned allocations\n", count);
+}
+
+/* many live aligned blocks at once don't overlap */
+static void test_aligned_live(void** state) {
+  (void)state;
+  enum { N = 300 };
+  void* blocks[N];
+  size_t bsize[N];
+  uint64_t rng = 7;
+  for (int i = 0; i < N; i++) {
+    size_t align = (size_t)1 << (tu_rand(&rng) % 17); /* up to 64 KiB */
+    bsize[i] = (size_t)(tu_rand(&rng) % 20000);
+    blocks[i] = mi_malloc_aligned(bsize[i], align);
+    check_block(blocks[i], bsize[i], align, 0, "mi_malloc_aligned");
+    tu_fill(blocks[i], bsize[i], (uint8_t)i);
+  }
+  for (int i = 0; i < N; i++) {
+    assert_true(tu_check(blocks[i], bsize[i], (uint8_t)i));
+    mi_free(blocks[i]);
+  }
+}
+
+static void test_realloc_aligned(void** state) {
+  (void)state;
+  static const size_t chain[] = {1, 100, 4096, 70000, 300000, 5 * MiB, 70000, 16, 300000, 7};
+  const size_t nchain = sizeof(chain) / sizeof(chain[0]);
+  for (size_t align = 1; align <= MI_ALIGNMENT_MAX; align *= 2) {
+    /* realloc_aligned */
+    uint8_t* p = (uint8_t*)mi_malloc_aligned(chain[0], align);
+    check_block(p, chain[0], align, 0, "mi_malloc_aligned");
+    tu_fill(p, chain[0], (uint8_t)align);
+    size_t cur = chain[0];
+    for (size_t i = 1; i < nchain; i++) {
+      size_t next = chain[i];
+      p = (uint8_t*)mi_realloc_aligned(p, next, align);
+      check_block(p, next, align, 0, "mi_realloc_aligned");
+      size_t keep = cur < next ? cur : next;
+      if (!tu_check(p, keep, (uint8_t)align))
+        fail_msg("mi_realloc_aligned %zu -> %zu (align %zu) lost contents", cur, next, align);
+      tu_fill(p, next, (uint8_t)align);
+      cur = next;
+    }
+    mi_free(p);
+
+    /* realloc_aligned_at with an offset */
+    size_t off = 16;
+    p = (uint8_t*)mi_malloc_aligned_at(100, align, off);
+    check_block(p, 100, align, off, "mi_malloc_aligned_at");
+    tu_fill(p, 100, 5);
+    cur = 100;
+    for (size_t i = 1; i < nchain; i++) {
+      size_t next = chain[i] < 32 ? 32 : chain[i];
+      p = (uint8_t*)mi_realloc_aligned_at(p, next, align, off);
+      check_block(p, next, align, off, "mi_realloc_aligned_at");
+      size_t keep = cur < next ? cur : next;
+      if (!tu_check(p, keep, 5)) fail_msg("mi_realloc_aligned_at %zu -> %zu (align %zu) lost contents", cur, next, align);
+      tu_fill(p, next, 5);
+      cur = next;
+    }
+    mi_free(p);
+
+    /* realloc_aligned(NULL) allocates */
+    p = (uint8_t*)mi_realloc_aligned(NULL, 1000, align);
+    check_block(p, 1000, align, 0, "mi_realloc_aligned(NULL)");
+    mi_free(p);
+  }
+
+  /* aligned recalloc keeps contents and zeroes the extension of a zeroed block */
+  for (size_t align = 8; align <= 64 * KiB; align *= 4) {
+    uint8_t* p = (uint8_t*)mi_calloc_aligned(10, 10, align);
+    check_block(p, 100, align, 0, "mi_calloc_aligned");
+    tu_fill(p, 100, 9);
+    p = (uint8_t*)mi_aligned_recalloc(p, 1000, 10, align);
+    check_block(p, 10000, align, 0, "mi_aligned_recalloc");
+    assert_true(tu_check(p, 100, 9));
+    assert_true(tu_all_bytes(p + 100, 10000 - 100, 0));
+    mi_free(p);
+
+    p = (uint8_t*)mi_calloc_aligned_at(10, 10, align, 16);
+    check_block(p, 100, align, 16, "mi_calloc_aligned_at");
+    tu_fill(p, 100, 9);
+    p = (uint8_t*)mi_aligned_offset_recalloc(p, 1000, 10, align, 16);
+    check_block(p, 10000, align, 16, "mi_aligned_offset_recalloc");
+    assert_true(tu_check(p, 100, 9));
+    assert_true(tu_all_bytes(p + 100, 10000 - 100, 0));
+    mi_free(p);
+  }
+}
+
+static void test_posix_memalign(void** state) {
+  (void)state;
+  void* sentinel = (void*)(uintptr_t)0x1234;
+  static const size_t bad[] = {0, 3, 24, sizeof(void*) / 2, sizeof(void*) + 1, 48, 1000};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    void* p = sentinel;
+    int rc = mi_posix_memalign(&p, bad[i], 100);
+    if (rc != EINVAL) fail_msg("mi_posix_memalign(alignment=%zu) returned %d, expected EINVAL", bad[i], rc);
+    assert_ptr_equal(p, sentinel); /* unchanged on failure */
+  }
+  for (size_t align = sizeof(void*); align <= MiB; align *= 2) {
+    for (size_t si = 0; si < N_SIZES; si++) {
+      void* p = NULL;
+      int rc = mi_posix_memalign(&p, align, sizes[si]);
+      if (rc != 0) fail_msg("mi_posix_memalign(%zu, %zu) returned %d", align, sizes[si], rc);
+      if (sizes[si] > 0 || p != NULL) check_block(p, sizes[si], align, 0, "mi_posix_memalign");
+      touch(p, sizes[si], 4);
+      mi_free(p);
+    }
+  }
+}
+
+static void test_aligned_alloc_memalign(void** state) {
+  (void)state;
+  for (size_t align = 1; align <= MI_ALIGNMENT_MAX; align *= 2) {
+    /* C11: size a multiple of the alignment */
+    size_t sz = align * 3;
+    void* p = mi_aligned_alloc(align, sz);
+    check_block(p, sz, align, 0, "mi_aligned_alloc");
+    touch(p, sz, 6);
+    mi_free(p);
+    /* size not a multiple: may fail, but if it succeeds it must be aligned */
+    p = mi_aligned_alloc(align, 100);
+    if (p != NULL) check_block(p, 100, align, 0, "mi_aligned_alloc");
+    mi_free(p);
+
+    p = mi_memalign(align, 1000);
+    check_block(p, 1000, align, 0, "mi_memalign");
+    touch(p, 1000, 7);
+    mi_free(p);
+  }
+}
+
+static void test_valloc_pvalloc(void** state) {
+  (void)state;
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  assert_true(page >= 4096);
+  static const size_t vs[] = {0, 1, 100, 4095, 4096, 4097, 10000, 70000, 300000, 5 * MiB};
+  for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+    size_t n = vs[i];
+    void* p = mi_valloc(n);
+    check_block(p, n, page, 0, "mi_valloc");
+    touch(p, n, 8);
+    mi_free(p);
+
+    size_t rounded = (n + page - 1) / page * page;
+    p = mi_pvalloc(n);
+    check_block(p, rounded, page, 0, "mi_pvalloc");
+    if (mi_usable_size(p) < rounded)
+      fail_msg("mi_pvalloc(%zu): usable %zu < size rounded to page %zu", n, mi_usable_size(p), rounded);
+    touch(p, rounded, 9); /* the whole rounded size is usable */
+    mi_free(p);
+  }
+}
+
+static void test_invalid_alignments(void** state) {
+  (void)state;
+  /* alignment above MI_ALIGNMENT_MAX: NULL with ENOMEM */
+  static const size_t too_big[] = {2 * MI_ALIGNMENT_MAX, 4 * MI_ALIGNMENT_MAX, (size_t)1 << 30};
+  for (size_t i = 0; i < sizeof(too_big) / sizeof(too_big[0]); i++) {
+    size_t a = tu_opaque(too_big[i]);
+    errno = 0;
+    void* p = mi_malloc_aligned(100, a);
+    if (p != NULL) {
+      mi_free(p);
+      fail_msg("mi_malloc_aligned(100, %zu) succeeded, expected NULL", a);
+    }
+    assert_int_equal(errno, ENOMEM);
+    errno = 0;
+    p = mi_zalloc_aligned(100, a);
+    assert_null(p);
+    assert_int_equal(errno, ENOMEM);
+    errno = 0;
+    p = mi_malloc_aligned_at(100, a, 16);
+    assert_null(p);
+    assert_int_equal(errno, ENOMEM);
+    p = mi_aligned_alloc(a, a);
+    assert_null(p);
+    p = mi_memalign(a, 100);
+    assert_null(p);
+    void* q = NULL;
+    int rc = mi_posix_memalign(&q, a, 100);
+    assert_int_not_equal(rc, 0);
+    assert_null(q);
+    /* realloc_aligned with too big an alignment fails and keeps the block */
+    uint8_t* b = (uint8_t*)mi_malloc(64);
+    assert_non_null(b);
+    tu_fill(b, 64, 1);
+    void* r = mi_realloc_aligned(b, 128, a);
+    assert_null(r);
+    assert_true(tu_check(b, 64, 1));
+    mi_free(b);
+  }
+  /* non-power-of-two alignments fail */
+  static const size_t npot[] = {0, 3, 24, 48, 100, 4095, 4097, 3 * 4096};
+  for (size_t i = 0; i < sizeof(npot) / sizeof(npot[0]); i++) {
+    size_t a = tu_opaque(npot[i]);
+    void* p = mi_malloc_aligned(100, a);
+    if (p != NULL) {
+      mi_free(p);
+      fail_msg("mi_malloc_aligned(100, %zu) succeeded, expected NULL", a);
+    }
+    p = mi_zalloc_aligned(100, a);
+    assert_null(p);
+    p = mi_calloc_aligned(10, 10, a);
+    assert_null(p);
+    p = mi_malloc_aligned_at(100, a, 8);
+    assert_null(p);
+    p = mi_aligned_alloc(a, 100);
+    assert_null(p);
+  }
+  /* huge size with valid alignment: NULL, no crash */
+  errno = 0;
+  void* p = mi_malloc_aligned(tu_opaque(SIZE_MAX - 100), 64);
+  assert_null(p);
+  assert_int_equal(errno, ENOMEM);
+  /* the allocator keeps working */
+  p = mi_malloc_aligned(100, 64);
+  check_block(p, 100, 64, 0, "mi_malloc_aligned");
+  mi_free(p);
+}
+
+int main(void) {
+  mi_process_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_malloc_aligned_all), cmocka_unit_test(test_aligned_live),
+      cmocka_unit_test(test_realloc_aligned),    cmocka_unit_test(test_posix_memalign),
+      cmocka_unit_test(test_aligned_alloc_memalign), cmocka_unit_test(test_valloc_pvalloc),
+      cmocka_unit_test(test_invalid_alignments),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,352 @@
+/* Options (API and MIMALLOC_<NAME> environment variables), output and error
+   hooks, statistics, process info, version, thread init/done. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <time.h>
+
+extern char** environ;
+
+/* ---------------------------------------------------------------------------- */
+static void test_option_get_set(void** state) {
+  (void)state;
+  /* set / get */
+  const long old_max_errors = mi_option_get(mi_option_max_errors);
+  mi_option_set(mi_option_max_errors, 500);
+  assert_int_equal(mi_option_get(mi_option_max_errors), 500);
+  assert_int_equal(mi_option_get_clamp(mi_option_max_errors, 0, 100), 100);
+  assert_int_equal(mi_option_get_clamp(mi_option_max_errors, 600, 700), 600);
+  assert_int_equal(mi_option_get_clamp(mi_option_max_errors, 0, 1000), 500);
+  mi_option_set(mi_option_max_errors, 123);
+  assert_int_equal(mi_option_get(mi_option_max_errors), 123);
+  mi_option_set(mi_option_max_errors, old_max_errors);
+  assert_int_equal(mi_option_get(mi_option_max_errors), old_max_errors);
+
+  /* enable / disable / is_enabled */
+  const bool old_show = mi_option_is_enabled(mi_option_show_errors);
+  mi_option_enable(mi_option_show_errors);
+  assert_true(mi_option_is_enabled(mi_option_show_errors));
+  assert_int_not_equal(mi_option_get(mi_option_show_errors), 0);
+  mi_option_disable(mi_option_show_errors);
+  assert_false(mi_option_is_enabled(mi_option_show_errors));
+  assert_int_equal(mi_option_get(mi_option_show_errors), 0);
+  mi_option_set_enabled(mi_option_show_errors, true);
+  assert_true(mi_option_is_enabled(mi_option_show_errors));
+  mi_option_set_enabled(mi_option_show_errors, false);
+  assert_false(mi_option_is_enabled(mi_option_show_errors));
+  mi_option_set_enabled(mi_option_show_errors, old_show);
+  assert_int_equal(mi_option_is_enabled(mi_option_show_errors), old_show);
+
+  /* set_default never overrides a value that was set explicitly */
+  mi_option_set(mi_option_max_warnings, 77);
+  mi_option_set_default(mi_option_max_warnings, 5);
+  assert_int_equal(mi_option_get(mi_option_max_warnings), 77);
+  mi_option_set_enabled_default(mi_option_show_errors, !old_show);
+  assert_int_equal(mi_option_is_enabled(mi_option_show_errors), old_show);
+
+  /* legacy names alias the same option */
+  const long pd = mi_option_get(mi_option_purge_delay);
+  assert_int_equal(mi_option_get(mi_option_reset_delay), pd);
+  assert_int_equal(mi_option_get(mi_option_decommit_delay), pd);
+  mi_option_set(mi_option_purge_delay, pd + 5);
+  assert_int_equal(mi_option_get(mi_option_decommit_delay), pd + 5);
+  mi_option_set(mi_option_purge_delay, pd);
+
+  /* size options are in KiB */
+  long ar = mi_option_get(mi_option_arena_reserve);
+  assert_int_equal(mi_option_get_size(mi_option_arena_reserve), (size_t)(ar < 0 ? 0 : ar) * KiB);
+  long rm = mi_option_get(mi_option_reserve_os_memory);
+  assert_int_equal(mi_option_get_size(mi_option_reserve_os_memory), (size_t)(rm < 0 ? 0 : rm) * KiB);
+
+  /* every option can be read; the allocator keeps working after changes */
+  for (int o = 0; o < (int)_mi_option_last; o++) {
+    if (o > (int)mi_option_retry_on_oom && o < (int)mi_option_purge_thread) continue;
+    long v = mi_option_get((mi_option_t)o);
+    (void)v;
+  }
+  void* p = mi_malloc(1000);
+  assert_non_null(p);
+  mi_free(p);
+}
+
+/* ---------------------------------------------------------------------------- */
+/* child mode: print option values, optionally after set_default / set */
+static int child_main(const char* mode) {
+  if (strcmp(mode, "set_default") == 0) mi_option_set_default(mi_option_purge_delay, 999);
+  if (strcmp(mode, "set") == 0) mi_option_set(mi_option_purge_delay, 77);
+  void* p = mi_malloc(100); /* make sure the allocator is initialized */
+  printf("purge_delay=%ld verbose=%d\n", mi_option_get(mi_option_purge_delay),
+         (int)mi_option_is_enabled(mi_option_verbose));
+  fflush(stdout);
+  mi_free(p);
+  return 0;
+}
+
+/* run ourselves with an extra environment; returns the child's stdout */
+static char* run_child(const char* mode, const char* const* extra_env, char* out, size_t outsize) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  /* build environment: current environment minus MIMALLOC_* plus extra */
+  size_t n = 0;
+  while (environ[n] != NULL) n++;
+  char** env = (char**)calloc(n + 8, sizeof(char*));
+  assert_non_null(env);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "MIMALLOC_", 9) != 0) env[k++] = environ[i];
+  for (size_t i = 0; extra_env[i] != NULL; i++) env[k++] = (char*)extra_env[i];
+  env[k] = NULL;
+  char self[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  assert_true(len > 0);
+  self[len] = 0;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 2); /* verbose messages go to stderr: keep the log clean */
+    close(fds[0]);
+    close(fds[1]);
+    char* argv[] = {self, (char*)"--child", (char*)mode, NULL};
+    execve(self, argv, env);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t got = 0;
+  for (;;) {
+    ssize_t r = read(fds[0], out + got, outsize - 1 - got);
+    if (r <= 0) break;
+    got += (size_t)r;
+    if (got >= outsize - 1) break;
+  }
+  out[got] = 0;
+  close(fds[0]);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  free(env);
+  return out;
+}
+
+static void test_option_environment(void** state) {
+  (void)state;
+  char out[4096];
+  const char* env1[] = {"MIMALLOC_VERBOSE=0", "MIMALLOC_PURGE_DELAY=123", NULL};
+  run_child("plain", env1, out, sizeof(out));
+  print_message("child (MIMALLOC_PURGE_DELAY=123): %s", out);
+  if (strstr(out, "purge_delay=123") == NULL) fail_msg("MIMALLOC_PURGE_DELAY=123 not honoured: child printed '%s'", out);
+
+  /* the environment beats mi_option_set_default */
+  run_child("set_default", env1, out, sizeof(out));
+  print_message("child (env + set_default 999): %s", out);
+  if (strstr(out, "purge_delay=123") == NULL) fail_msg("mi_option_set_default overrode the environment: '%s'", out);
+
+  /* mi_option_set beats the environment */
+  run_child("set", env1, out, sizeof(out));
+  print_message("child (env + set 77): %s", out);
+  if (strstr(out, "purge_delay=77") == NULL) fail_msg("mi_option_set did not override the environment: '%s'", out);
+
+  /* boolean option from the environment (verbose output goes to stderr) */
+  const char* env2[] = {"MIMALLOC_VERBOSE=1", "MIMALLOC_PURGE_DELAY=5", NULL};
+  run_child("plain", env2, out, sizeof(out));
+  print_message("child (MIMALLOC_VERBOSE=1): %s", out);
+  if (strstr(out, "verbose=1") == NULL) fail_msg("MIMALLOC_VERBOSE=1 not honoured: '%s'", out);
+  if (strstr(out, "purge_delay=5") == NULL) fail_msg("MIMALLOC_PURGE_DELAY=5 not honoured: '%s'", out);
+
+  /* lower case values / names as in mimalloc ("true") */
+  const char* env3[] = {"MIMALLOC_VERBOSE=true", NULL};
+  run_child("plain", env3, out, sizeof(out));
+  if (strstr(out, "verbose=1") == NULL) fail_msg("MIMALLOC_VERBOSE=true not honoured: '%s'", out);
+
+  /* without environment: the default value (not 123) */
+  const char* env0[] = {NULL};
+  run_child("plain", env0, out, sizeof(out));
+  print_message("child (no env): %s", out);
+  assert_null(strstr(out, "purge_delay=123"));
+  assert_non_null(strstr(out, "verbose=0"));
+}
+
+/* ---------------------------------------------------------------------------- */
+typedef struct capture_s {
+  char buf[64 * 1024];
+  size_t len;
+  size_t calls;
+} capture_t;
+
+static capture_t cap_default, cap_direct;
+
+static void capture_out(const char* msg, void* arg) {
+  capture_t* c = (capture_t*)arg;
+  if (c == NULL || msg == NULL) return;
+  c->calls++;
+  size_t n = strlen(msg);
+  if (c->len + n >= sizeof(c->buf)) n = sizeof(c->buf) - 1 - c->len;
+  memcpy(c->buf + c->len, msg, n);
+  c->len += n;
+  c->buf[c->len] = 0;
+}
+
+static bool has_text(const capture_t* c) {
+  for (size_t i = 0; i < c->len; i++)
+    if (c->buf[i] != ' ' && c->buf[i] != '\n' && c->buf[i] != '\t') return true;
+  return false;
+}
+
+static void test_output_and_stats(void** state) {
+  (void)state;
+  void* blocks[100];
+  for (int i = 0; i < 100; i++) {
+    blocks[i] = mi_malloc((size_t)i * 100 + 1);
+    assert_non_null(blocks[i]);
+  }
+  /* explicit output function */
+  memset(&cap_direct, 0, sizeof(cap_direct));
+  mi_stats_print_out(capture_out, &cap_direct);
+  print_message("mi_stats_print_out wrote %zu bytes in %zu calls\n", cap_direct.len, cap_direct.calls);
+  assert_true(cap_direct.calls > 0);
+  assert_true(has_text(&cap_direct));
+
+  /* registered output function captures default output */
+  memset(&cap_default, 0, sizeof(cap_default));
+  mi_register_output(capture_out, &cap_default);
+  mi_stats_print_out(NULL, NULL);
+  size_t after_print_out = cap_default.len;
+  mi_stats_print(NULL);
+  mi_thread_stats_print_out(NULL, NULL);
+  mi_register_output(NULL, NULL); /* back to the default (stderr) */
+  print_message("registered output captured %zu bytes (%zu after mi_stats_print_out)\n", cap_default.len,
+                after_print_out);
+  assert_true(after_print_out > 0);
+  assert_true(has_text(&cap_default));
+  assert_true(cap_default.len > after_print_out); /* mi_stats_print also went there */
+
+  /* thread stats to an explicit function */
+  memset(&cap_direct, 0, sizeof(cap_direct));
+  mi_thread_stats_print_out(capture_out, &cap_direct);
+  assert_true(has_text(&cap_direct));
+
+  mi_stats_merge();
+  mi_stats_reset();
+  mi_stats_merge();
+  for (int i = 0; i < 100; i++) mi_free(blocks[i]);
+  /* stats still print after reset */
+  memset(&cap_direct, 0, sizeof(cap_direct));
+  mi_stats_print_out(capture_out, &cap_direct);
+  assert_true(has_text(&cap_direct));
+}
+
+/* ---------------------------------------------------------------------------- */
+static atomic_int error_calls, error_last;
+static void on_error(int err, void* arg) {
+  (void)arg;
+  atomic_fetch_add(&error_calls, 1);
+  atomic_store(&error_last, err);
+}
+
+static atomic_int deferred_calls, deferred_forced;
+static void on_deferred(bool force, unsigned long long heartbeat, void* arg) {
+  (void)heartbeat;
+  if (arg != (void*)&deferred_calls) return;
+  atomic_fetch_add(&deferred_calls, 1);
+  if (force) atomic_fetch_add(&deferred_forced, 1);
+}
+
+static void test_error_and_deferred_hooks(void** state) {
+  (void)state;
+  const bool show = mi_option_is_enabled(mi_option_show_errors);
+  mi_option_disable(mi_option_show_errors); /* keep the log quiet */
+  mi_register_error(on_error, NULL);
+  void* p = mi_malloc(tu_opaque(SIZE_MAX / 2));
+  assert_null(p);
+  mi_register_error(NULL, NULL);
+  mi_option_set_enabled(mi_option_show_errors, show);
+  print_message("error handler called %d times, last err %d\n", atomic_load(&error_calls), atomic_load(&error_last));
+  assert_true(atomic_load(&error_calls) >= 1);
+  int e = atomic_load(&error_last);
+  assert_true(e == ENOMEM || e == EOVERFLOW);
+
+  mi_register_deferred_free(on_deferred, (void*)&deferred_calls);
+  for (int i = 0; i < 200000; i++) {
+    void* q = mi_malloc(64 + (size_t)(i % 512));
+    assert_non_null(q);
+    mi_free(q);
+  }
+  mi_collect(true);
+  mi_register_deferred_free(NULL, NULL);
+  print_message("deferred free called %d times (%d forced)\n", atomic_load(&deferred_calls),
+                atomic_load(&deferred_forced));
+  assert_true(atomic_load(&deferred_forced) >= 1);
+}
+
+/* ---------------------------------------------------------------------------- */
+static void* thread_init_done(void* arg) {
+  (void)arg;
+  mi_thread_init();
+  mi_thread_init(); /* idempotent */
+  void* p = mi_malloc(1000);
+  TU_CHECK(p != NULL);
+  mi_free(p);
+  void* keep = mi_malloc(5000);
+  TU_CHECK(keep != NULL);
+  if (keep) memset(keep, 0x42, 5000);
+  mi_thread_done();
+  mi_thread_done(); /* idempotent */
+  return keep; /* freed by the main thread */
+}
+
+static void test_process_and_threads(void** state) {
+  (void)state;
+  assert_true(mi_version() >= 100);
+  mi_process_init(); /* again: no effect */
+  struct timespec ts = {0, 30 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  void* big = mi_malloc(8 * MiB);
+  assert_non_null(big);
+  memset(big, 1, 8 * MiB);
+  size_t elapsed = 0, user = 0, sys = 0, rss = 0, peak_rss = 0, commit = 0, peak_commit = 0, faults = 0;
+  mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
+  print_message("elapsed %zu ms, user %zu ms, sys %zu ms, rss %zu KiB, peak rss %zu KiB, commit %zu KiB, peak commit "
+                "%zu KiB, faults %zu\n",
+                elapsed, user, sys, rss / KiB, peak_rss / KiB, commit / KiB, peak_commit / KiB, faults);
+  assert_true(elapsed >= 10);
+  assert_true(rss >= 8 * MiB);
+  assert_true(peak_rss >= rss);
+  assert_true(commit >= 8 * MiB);
+  assert_true(peak_commit >= commit);
+  mi_process_info(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL); /* all NULL is fine */
+  mi_free(big);
+
+  for (int i = 0; i < 4; i++) {
+    pthread_t t;
+    void* ret = NULL;
+    assert_int_equal(pthread_create(&t, NULL, thread_init_done, NULL), 0);
+    assert_int_equal(pthread_join(t, &ret), 0);
+    assert_non_null(ret);
+    assert_true(tu_all_bytes(ret, 5000, 0x42));
+    mi_free(ret);
+  }
+  assert_int_equal(atomic_load(&tu_failures), 0);
+  /* main thread init/done too (done on the main thread must leave it usable) */
+  mi_thread_init();
+  void* p = mi_malloc(10);
+  assert_non_null(p);
+  mi_free(p);
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
+  mi_process_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_option_get_set),
+      cmocka_unit_test(test_option_environment),
+      cmocka_unit_test(test_output_and_stats),
+      cmocka_unit_test(test_error_and_deferred_hooks),
+      cmocka_unit_test(test_process_and_threads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
