@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install the Debian packages the build, the tests and the bench smoke need.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
+      gnuplot-nox libc6-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libclang-rt-14-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ci: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

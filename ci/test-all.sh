@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what it needs, builds every configuration of
+# the matrix, runs the tests of each, the real-program override run, a
+# downstream find_package/pkg-config build against the installed tree, and the
+# bench smoke. Prints one closing line "ci: N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=${CI_OUT:-$root/out/ci}
+rm -rf "$out" && mkdir -p "$out"
+
+bash ci/install-deps.sh || { echo "ci: dependency install failed"; exit 1; }
+
+passed=0
+failed=0
+failures=()
+step() { # step NAME COMMAND...: run, time, count
+  local name=$1
+  shift
+  local t0=$(date +%s)
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "=== $name: ok ($(( $(date +%s) - t0 )) s)"
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "=== $name: FAILED ($(( $(date +%s) - t0 )) s)"
+  fi
+}
+
+build() { # build DIR CC [cmake args...]
+  local dir=$1 cc=$2
+  shift 2
+  CC=$cc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1 &&
+    cmake --build "$dir" -j2 >"$dir.build.log" 2>&1 ||
+    { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; return 1; }
+}
+
+run_ctest() { # run_ctest DIR [ctest args...]
+  local dir=$1
+  shift
+  (cd "$dir" && ctest --output-on-failure "$@")
+}
+
+matrix() { # matrix NAME CC [cmake args...]: build and run the core tests
+  local name=$1 cc=$2
+  shift 2
+  build "$out/$name" "$cc" "$@" && run_ctest "$out/$name" -L core
+}
+
+step "gcc-debug" matrix gcc-debug gcc -DCMAKE_BUILD_TYPE=Debug
+step "gcc-release" matrix gcc-release gcc -DCMAKE_BUILD_TYPE=Release
+step "clang-release" matrix clang-release clang -DCMAKE_BUILD_TYPE=Release
+step "clang-debug" matrix clang-debug clang -DCMAKE_BUILD_TYPE=Debug
+step "gcc-secure-release" matrix gcc-secure-release gcc -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
+step "override-real-programs" run_ctest "$out/gcc-release" -L override
+step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
+step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
+  OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
+
+echo
+for f in "${failures[@]}"; do echo "ci: failed: $f"; done
+echo "ci: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
