@@ -127,6 +127,7 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   }
   tld->heaps = backing;
   backing->next = NULL;
+  _mi_heap_check(backing);
   _mi_heap_collect_pages(backing, true);
   _mi_single_heap_delete(backing, NULL);
 #if MI_STAT
@@ -138,6 +139,7 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
 void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);
+  _mi_heap_check(heap);
   _mi_heap_collect_pages(heap, force);
   if (force) {
     _mi_segments_reclaim(heap->tld->heap_backing, SIZE_MAX, true);

@@ -269,6 +269,9 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
 mi_heap_t* _mi_heap_alloc_meta(void) mi_decl_hidden;
 void _mi_heap_free_meta(mi_heap_t* heap) mi_decl_hidden;
 
+/* heap-check.c */
+void _mi_heap_check(const mi_heap_t* heap) mi_decl_hidden;
+
 /* stats.c */
 void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
 void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;

@@ -1,0 +1,96 @@
+/* The debug build's heap-consistency check (MI_DEBUG >= 2), with its positive
+   control: a free list corrupted on purpose must be caught, in a child, with
+   an abort and the assertion message. Release builds compile the check out;
+   there the test only runs the clean case. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <mimalloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef MI_TEST_DEBUG_CHECK
+#define MI_TEST_DEBUG_CHECK 0
+#endif
+
+/* Run `fn` in a child with stderr captured; returns the wait status. */
+static int run_child(void (*fn)(void), char* err, size_t err_size) {
+  int pipefd[2];
+  assert_int_equal(pipe(pipefd), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(pipefd[1], 2);
+    close(pipefd[0]);
+    fn();
+    _exit(0);
+  }
+  close(pipefd[1]);
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < err_size && (r = read(pipefd[0], err + n, err_size - 1 - n)) > 0) n += (size_t)r;
+  err[n] = 0;
+  close(pipefd[0]);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+static void churn_and_collect(bool corrupt) {
+  mi_heap_t* heap = mi_heap_new();
+  void* blocks[64];
+  for (int i = 0; i < 64; i++) blocks[i] = mi_heap_malloc(heap, 48);
+  for (int i = 0; i < 64; i += 2) mi_free(blocks[i]);
+  if (corrupt) {
+    /* a use-after-free write over the free-list link of a freed block */
+    memset(blocks[10], 0x41, sizeof(void*));
+  }
+  mi_heap_collect(heap, false);
+  for (int i = 1; i < 64; i += 2) mi_free(blocks[i]);
+  if (!corrupt) mi_heap_destroy(heap);
+}
+
+static void clean_case(void) {
+  churn_and_collect(false);
+}
+
+static void corrupt_case(void) {
+  churn_and_collect(true);
+}
+
+static void test_clean_heap_passes(void** state) {
+  (void)state;
+  char err[4096];
+  int status = run_child(&clean_case, err, sizeof(err));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_null(strstr(err, "assertion failed"));
+}
+
+static void test_corrupted_free_list_is_caught(void** state) {
+  (void)state;
+  if (!MI_TEST_DEBUG_CHECK) {
+    skip();
+    return;
+  }
+  char err[4096];
+  int status = run_child(&corrupt_case, err, sizeof(err));
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGABRT);
+  assert_non_null(strstr(err, "mimalloc: assertion failed: "));
+  assert_non_null(strstr(err, "heap-check.c"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_clean_heap_passes),
+      cmocka_unit_test(test_corrupted_free_list_is_caught),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
