@@ -59,6 +59,16 @@ static uint8_t* mi_page_area_start(const mi_segment_t* segment, const mi_page_t*
   return (uint8_t*)segment + ((size_t)page->index << segment->page_shift);
 }
 
+/* Under the purge lock. */
+static void mi_purge_list_add(mi_segment_t* segment) {
+  if (segment->in_purge_list) return;
+  segment->in_purge_list = 1;
+  segment->purge_prev = NULL;
+  segment->purge_next = mi_purge_first;
+  if (mi_purge_first != NULL) mi_purge_first->purge_prev = segment;
+  mi_purge_first = segment;
+}
+
 /* Called by the page's owner (or by whoever holds an abandoned segment). */
 void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
   long delay = _mi_option_get_fast(mi_option_purge_delay);
@@ -66,13 +76,7 @@ void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
   atomic_store_explicit(&page->purge_at, due, memory_order_relaxed);
   _mi_lock_acquire(&_mi_purge_lock);
   atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
-  if (!segment->in_purge_list) {
-    segment->in_purge_list = 1;
-    segment->purge_prev = NULL;
-    segment->purge_next = mi_purge_first;
-    if (mi_purge_first != NULL) mi_purge_first->purge_prev = segment;
-    mi_purge_first = segment;
-  }
+  mi_purge_list_add(segment);
   _mi_lock_release(&_mi_purge_lock);
   if (delay >= 0 && mi_purge_due_at(due)) _mi_purge_wake();
 }
@@ -94,13 +98,7 @@ void _mi_purge_track_segment(mi_segment_t* segment) {
   }
   if (!dirty) return;
   _mi_lock_acquire(&_mi_purge_lock);
-  if (!segment->in_purge_list) {
-    segment->in_purge_list = 1;
-    segment->purge_prev = NULL;
-    segment->purge_next = mi_purge_first;
-    if (mi_purge_first != NULL) mi_purge_first->purge_prev = segment;
-    mi_purge_first = segment;
-  }
+  mi_purge_list_add(segment);
   _mi_lock_release(&_mi_purge_lock);
   _mi_purge_due_after_delay();
 }
