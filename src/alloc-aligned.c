@@ -118,12 +118,7 @@ static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t ne
   size_t size = _mi_usable_size(p);
   if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) return p;
   void* newp = mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, false);
-  if (newp == NULL) return NULL; /* the original block stays valid */
-  size_t newusable = _mi_usable_size(newp);
-  if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
-  memcpy(newp, p, (newsize < size ? newsize : size));
-  mi_free(p);
-  return newp;
+  return _mi_realloc_move(p, size, newp, newsize, zero);
 }
 
 void* mi_heap_realloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset) {

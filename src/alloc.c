@@ -104,8 +104,14 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, _mi_usable_size(p) - size);
     return p;
   }
-  void* newp = _mi_heap_malloc_zero(heap, newsize, false);
-  if (mi_unlikely(newp == NULL)) return NULL; /* errno set; the original block stays valid */
+  return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
+}
+
+/* The end of every reallocation that moves: copy into the new block (zeroing
+   what lies beyond the old usable size for the zeroing variants) and free the
+   old one. If the new block could not be had, the old one stays valid. */
+void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) {
+  if (mi_unlikely(newp == NULL)) return NULL; /* errno set */
   size_t newusable = _mi_usable_size(newp);
   if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
   memcpy(newp, p, (newsize < size ? newsize : size));

@@ -31,13 +31,6 @@ bool _mi_process_is_initialized = false;
 uintptr_t _mi_process_key = 0;
 static _Atomic(int) mi_process_state; /* 0: new, 1: initialising, 2: ready */
 
-void* _mi_meta_alloc(void) mi_decl_hidden;
-void _mi_meta_free(void* p) mi_decl_hidden;
-void _mi_meta_init(void) mi_decl_hidden;
-void _mi_segments_init(void) mi_decl_hidden;
-void _mi_purge_init(void) mi_decl_hidden;
-void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
-void _mi_stats_print_at_exit(void) mi_decl_hidden;
 
 /* ---- Randomness ---------------------------------------------------------------- */
 

@@ -56,7 +56,6 @@ typedef struct mi_page_s {
   uint32_t used;             /* blocks handed out and not yet freed back to the owner */
   uint8_t flags;             /* MI_PAGE_FLAG_* */
   uint8_t bin;
-  uint8_t is_zero;           /* single-block pages: the block area reads as zero */
   uint8_t index;             /* slot in the segment */
   uint32_t capacity;         /* blocks carved out so far */
   uint32_t reserved;         /* blocks that fit the page */
@@ -84,7 +83,6 @@ typedef struct mi_segment_s {
   uint8_t kind;
   uint8_t page_shift;           /* log2 of the page size; 63 for single-block segments */
   uint8_t in_purge_list;        /* protected by the purge lock */
-  uint8_t is_huge;              /* single-block segment larger than MI_SEGMENT_SIZE */
   uint32_t page_count;
   uint32_t used_pages;          /* pages in use (owner only) */
   size_t info_size;             /* header bytes before page 0's blocks */
@@ -113,7 +111,6 @@ struct mi_heap_s {
   mi_heap_t* next;             /* in the tld's list of heaps */
   mi_page_t* single_first;     /* this heap's large and huge blocks (under the single lock) */
   size_t page_count;
-  size_t full_scan_cursor;
   uint64_t heartbeat;
   bool is_backing;
 #if MI_STAT
@@ -148,7 +145,6 @@ struct mi_tld_s {
   mi_heap_t* heaps;               /* all heaps of this thread, backing one included */
   mi_segment_t* segments;         /* owned small and medium segments */
   mi_segment_t* free_segments[2]; /* owned segments with a free page slot, per kind */
-  size_t segment_count;
   bool recurse;
 };
 
@@ -187,6 +183,17 @@ void _mi_locks_acquire_all(void) mi_decl_hidden;
 void _mi_locks_release_all(void) mi_decl_hidden;
 
 /* ---- Cross-file prototypes, grouped by defining file ----------------------- */
+/* meta.c */
+void _mi_meta_init(void) mi_decl_hidden;
+void* _mi_meta_alloc(void) mi_decl_hidden;
+void _mi_meta_free(void* p) mi_decl_hidden;
+
+/* segment-cache.c */
+void _mi_segment_cache_init(void) mi_decl_hidden;
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) mi_decl_hidden;
+bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
+bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
+
 /* init.c */
 mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
 void _mi_process_init_once(void) mi_decl_hidden;
@@ -203,7 +210,6 @@ void _mi_verbose_message(const char* fmt, ...) mi_decl_hidden __attribute__((for
 void _mi_warning_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
 void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 2, 3)));
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
-void _mi_out_buffered(mi_output_fun* out, void* arg, const char* msg) mi_decl_hidden;
 
 /* os.c */
 void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool* is_zero) mi_decl_hidden;
@@ -217,6 +223,8 @@ void _mi_segment_map_set(const mi_segment_t* segment, bool present) mi_decl_hidd
 bool _mi_segment_map_contains(const void* p) mi_decl_hidden;
 
 /* segment.c */
+void _mi_segments_init(void) mi_decl_hidden;
+void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) mi_decl_hidden;
 void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
@@ -225,12 +233,13 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hi
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
 void _mi_segment_cache_purge(bool force) mi_decl_hidden;
+int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
 void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
 void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
-void _mi_segments_reinit_after_fork(void) mi_decl_hidden;
 
 /* purge.c */
+void _mi_purge_init(void) mi_decl_hidden;
 void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 void _mi_purge_unlink_segment(mi_segment_t* segment) mi_decl_hidden;
 void _mi_purge_track_segment(mi_segment_t* segment) mi_decl_hidden;
@@ -263,16 +272,17 @@ mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) mi_decl_h
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
 size_t _mi_usable_size(const void* p) mi_decl_hidden;
+void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) mi_decl_hidden;
 
 /* heap.c */
+void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
-mi_heap_t* _mi_heap_alloc_meta(void) mi_decl_hidden;
-void _mi_heap_free_meta(mi_heap_t* heap) mi_decl_hidden;
 
 /* heap-check.c */
 void _mi_heap_check(const mi_heap_t* heap) mi_decl_hidden;
 
 /* stats.c */
+void _mi_stats_print_at_exit(void) mi_decl_hidden;
 void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
 void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
 void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;

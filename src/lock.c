@@ -10,18 +10,14 @@
      5. meta               slots for thread data and heaps */
 #include "internal.h"
 
-void _mi_single_lock_acquire(void) mi_decl_hidden;
-void _mi_single_lock_release(void) mi_decl_hidden;
-void _mi_abandoned_lock_acquire(void) mi_decl_hidden;
-void _mi_abandoned_lock_release(void) mi_decl_hidden;
-void _mi_segment_cache_lock_acquire(void) mi_decl_hidden;
-void _mi_segment_cache_lock_release(void) mi_decl_hidden;
-void _mi_meta_lock_acquire(void) mi_decl_hidden;
-void _mi_meta_lock_release(void) mi_decl_hidden;
+/* Each lock class has exactly one global lock; it registers itself here when
+   initialised, so the fork handlers can take them all in class order. */
+static mi_lock_t* mi_global_locks[MI_LOCK_CLASS_COUNT];
 
 void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) {
   mi_prim_lock_init(&lock->lock);
   lock->lock_class = lock_class;
+  mi_global_locks[lock_class] = lock;
 }
 
 void _mi_lock_acquire(mi_lock_t* lock) {
@@ -37,17 +33,13 @@ void _mi_lock_release(mi_lock_t* lock) {
 }
 
 void _mi_locks_acquire_all(void) {
-  _mi_abandoned_lock_acquire();
-  _mi_single_lock_acquire();
-  _mi_segment_cache_lock_acquire();
-  _mi_lock_acquire(&_mi_purge_lock);
-  _mi_meta_lock_acquire();
+  for (int c = 0; c < MI_LOCK_CLASS_COUNT; c++) {
+    if (mi_global_locks[c] != NULL) _mi_lock_acquire(mi_global_locks[c]);
+  }
 }
 
 void _mi_locks_release_all(void) {
-  _mi_meta_lock_release();
-  _mi_lock_release(&_mi_purge_lock);
-  _mi_segment_cache_lock_release();
-  _mi_single_lock_release();
-  _mi_abandoned_lock_release();
+  for (int c = MI_LOCK_CLASS_COUNT - 1; c >= 0; c--) {
+    if (mi_global_locks[c] != NULL) _mi_lock_release(mi_global_locks[c]);
+  }
 }

@@ -18,24 +18,9 @@ typedef struct mi_thread_data_s {
 static mi_lock_t mi_meta_lock;
 static mi_meta_slot_t* mi_meta_free; /* under mi_meta_lock */
 
-void _mi_meta_init(void) mi_decl_hidden;
-void* _mi_meta_alloc(void) mi_decl_hidden;
-void _mi_meta_free(void* p) mi_decl_hidden;
-void _mi_meta_lock_acquire(void) mi_decl_hidden;
-void _mi_meta_lock_release(void) mi_decl_hidden;
-void _mi_meta_reinit(void) mi_decl_hidden;
 
 void _mi_meta_init(void) {
   _mi_lock_init(&mi_meta_lock, MI_LOCK_META);
-}
-void _mi_meta_reinit(void) {
-  _mi_lock_init(&mi_meta_lock, MI_LOCK_META);
-}
-void _mi_meta_lock_acquire(void) {
-  _mi_lock_acquire(&mi_meta_lock);
-}
-void _mi_meta_lock_release(void) {
-  _mi_lock_release(&mi_meta_lock);
 }
 
 /* A zeroed slot big enough for a heap together with its thread data. */

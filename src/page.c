@@ -110,7 +110,6 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
   page->capacity = 0;
   page->used = 0;
   page->flags = 0;
-  page->is_zero = 0;
   page->free = NULL;
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);

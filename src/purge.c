@@ -20,9 +20,6 @@ static mi_prim_event_t mi_purge_event;
 static _Atomic(int) mi_purge_thread_state; /* 0: not started, 1: starting/running, 2: stopping */
 static void* mi_purge_thread_handle;
 
-bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
-void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
-void _mi_purge_init(void) mi_decl_hidden;
 
 void _mi_purge_init(void) {
   _mi_lock_init(&_mi_purge_lock, MI_LOCK_PURGE);

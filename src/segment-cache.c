@@ -24,27 +24,9 @@ static mi_cache_slot_t mi_cache[MI_CACHE_SLOTS]; /* under mi_cache_lock */
 static _Atomic(size_t) mi_cache_count;
 static _Atomic(size_t) mi_cache_dirty_count;
 
-void _mi_segment_cache_init(void) mi_decl_hidden;
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) mi_decl_hidden;
-bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
-void _mi_segment_cache_lock_acquire(void) mi_decl_hidden;
-void _mi_segment_cache_lock_release(void) mi_decl_hidden;
-bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
 
 void _mi_segment_cache_init(void) {
   _mi_lock_init(&mi_cache_lock, MI_LOCK_SEGMENT_CACHE);
-}
-void _mi_segment_cache_lock_acquire(void) {
-  _mi_lock_acquire(&mi_cache_lock);
-}
-void _mi_segment_cache_lock_release(void) {
-  _mi_lock_release(&mi_cache_lock);
-}
-
-static int64_t mi_segment_committed(const mi_segment_t* segment) {
-  int64_t committed = (int64_t)segment->info_size;
-  for (size_t i = 0; i < segment->page_count; i++) committed += (int64_t)segment->pages[i].committed;
-  return committed;
 }
 
 static mi_segment_t* mi_cache_take(mi_cache_slot_t* slot) {
@@ -123,7 +105,7 @@ void _mi_segment_cache_purge(bool force) {
     if (due) slot->purging = true;
     _mi_lock_release(&mi_cache_lock);
     if (!due) continue;
-    int64_t committed = mi_segment_committed(slot->segment);
+    int64_t committed = _mi_segment_committed(slot->segment);
     bool purged = _mi_os_purge(slot->segment, slot->size);
     _mi_lock_acquire(&mi_cache_lock);
     slot->purging = false;

@@ -11,20 +11,11 @@ static _Atomic(size_t) mi_abandoned_count;
 static mi_lock_t mi_single_lock;
 static mi_page_t* mi_single_orphans; /* large/huge blocks whose thread has exited */
 
-void _mi_segments_init(void) mi_decl_hidden;
-void _mi_segment_cache_init(void) mi_decl_hidden;
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) mi_decl_hidden;
-bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 
 void _mi_segments_init(void) {
   _mi_lock_init(&mi_abandoned_lock, MI_LOCK_SEGMENT_ABANDONED);
   _mi_lock_init(&mi_single_lock, MI_LOCK_SINGLE);
   _mi_segment_cache_init();
-}
-
-void _mi_segments_reinit_after_fork(void) {
-  _mi_lock_init(&mi_abandoned_lock, MI_LOCK_SEGMENT_ABANDONED);
-  _mi_lock_init(&mi_single_lock, MI_LOCK_SINGLE);
 }
 
 static size_t mi_segment_info_size(void) {
@@ -50,7 +41,6 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
   segment->segment_size = segment_size;
   segment->kind = (uint8_t)kind;
   segment->info_size = mi_segment_info_size();
-  segment->is_huge = (segment_size > MI_SEGMENT_SIZE);
   if (kind == MI_SEGMENT_SINGLE) {
     segment->page_shift = 63;
     segment->page_count = 1;
@@ -97,15 +87,20 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
   return segment;
 }
 
+/* Bytes of the segment counted as committed: its header and its pages' areas. */
+int64_t _mi_segment_committed(const mi_segment_t* segment) {
+  int64_t committed = (int64_t)segment->info_size;
+  for (size_t i = 0; i < segment->page_count; i++) committed += (int64_t)segment->pages[i].committed;
+  return committed;
+}
+
 /* Release a segment that holds no live block: to the cache if it is a
    standard one and the cache has room, else to the OS. */
 static void mi_segment_release(mi_segment_t* segment) {
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
   segment->tld = NULL;
   if (segment->segment_size <= MI_LARGE_SEGMENT_MAX && _mi_segment_cache_push(segment)) return;
-  int64_t committed = (int64_t)segment->info_size;
-  for (size_t i = 0; i < segment->page_count; i++) committed += (int64_t)segment->pages[i].committed;
-  _mi_stat_decrease(&_mi_stats.committed, committed);
+  _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
   _mi_stat_decrease(&_mi_stats.segments, 1);
   _mi_segment_map_set(segment, false);
   _mi_os_free(segment, segment->segment_size);
@@ -139,7 +134,6 @@ static void mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) {
   segment->next = tld->segments;
   if (tld->segments != NULL) tld->segments->prev = segment;
   tld->segments = segment;
-  tld->segment_count++;
   atomic_store_explicit(&segment->thread_id, tld->thread_id, memory_order_release);
   if (segment->used_pages < segment->page_count) mi_tld_free_list_add(tld, segment);
 }
@@ -149,7 +143,6 @@ static void mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) {
   else tld->segments = segment->next;
   if (segment->next != NULL) segment->next->prev = segment->prev;
   segment->next = segment->prev = NULL;
-  tld->segment_count--;
   if (mi_tld_free_list_contains(tld, segment)) mi_tld_free_list_remove(tld, segment);
 }
 
@@ -358,7 +351,6 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
 
 /* For the purge thread: release abandoned segments whose blocks have all been
    freed since, without adopting the others. */
-void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
 void _mi_segments_abandoned_cleanup(void) {
   size_t n = atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed);
   mi_segment_t* keep = NULL;
@@ -428,7 +420,6 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   page->used = 1;
   page->bin = MI_BIN_FULL;
   page->flags = 0;
-  page->is_zero = is_zero;
   page->free = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   segment->used_pages = 1;
@@ -497,12 +488,3 @@ bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* a
   _mi_lock_release(&mi_single_lock);
   return ok;
 }
-
-void _mi_single_lock_acquire(void) mi_decl_hidden;
-void _mi_single_lock_release(void) mi_decl_hidden;
-void _mi_abandoned_lock_acquire(void) mi_decl_hidden;
-void _mi_abandoned_lock_release(void) mi_decl_hidden;
-void _mi_single_lock_acquire(void) { _mi_lock_acquire(&mi_single_lock); }
-void _mi_single_lock_release(void) { _mi_lock_release(&mi_single_lock); }
-void _mi_abandoned_lock_acquire(void) { _mi_lock_acquire(&mi_abandoned_lock); }
-void _mi_abandoned_lock_release(void) { _mi_lock_release(&mi_abandoned_lock); }

@@ -154,7 +154,6 @@ void mi_thread_stats_print_out(mi_output_fun* out, void* arg) {
   mi_stats_print_out(out, arg);
 }
 
-void _mi_stats_print_at_exit(void) mi_decl_hidden;
 void _mi_stats_print_at_exit(void) {
   mi_stats_print_out(NULL, NULL);
 }

@@ -101,4 +101,20 @@ static inline void run_threads(int threads, void* (*fn)(void*), void* args, size
   free(t);
 }
 
+/* Per-thread argument of the workloads that split a fixed amount of work. */
+typedef struct { int id; long iters; uint64_t acc; char pad[64]; } split_arg_t;
+
+/* Divide `total` iterations among `threads` threads running fn, and return
+   the sum of their checksums. */
+static inline uint64_t run_split(int threads, long total, void* (*fn)(void*)) {
+  split_arg_t* ta = (split_arg_t*)calloc((size_t)threads, sizeof(split_arg_t));
+  if (!ta) exit(3);
+  for (int i = 0; i < threads; i++) { ta[i].id = i; ta[i].iters = total / threads; }
+  run_threads(threads, fn, ta, sizeof(split_arg_t));
+  uint64_t acc = 0;
+  for (int i = 0; i < threads; i++) acc += ta[i].acc;
+  free(ta);
+  return acc;
+}
+
 #endif

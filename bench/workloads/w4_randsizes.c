@@ -17,7 +17,6 @@
 
 static void* shared_slots[SHARED];
 
-typedef struct { int id; long iters; uint64_t acc; char pad[64]; } targ_t;
 
 static size_t pick_size(rng_t* r) {
   unsigned u = (unsigned)rng_below(r, 1000);
@@ -35,7 +34,7 @@ static void* new_block(rng_t* r, uint8_t v) {
 }
 
 static void* worker(void* arg) {
-  targ_t* ta = (targ_t*)arg;
+  split_arg_t* ta = (split_arg_t*)arg;
   rng_t r; rng_seed(&r, 4242 + (uint64_t)ta->id);
   void** slots = (void**)xmalloc(SLOTS * sizeof(void*));
   for (int i = 0; i < SLOTS; i++) slots[i] = new_block(&r, (uint8_t)i);
@@ -62,14 +61,9 @@ static void* worker(void* arg) {
 int main(int argc, char** argv) {
   args_t a = parse_args(argc, argv, 2);
   long total = scaled(3000000, a.scale, 1000);
-  targ_t* ta = (targ_t*)calloc((size_t)a.threads, sizeof(targ_t));
-  for (int i = 0; i < a.threads; i++) { ta[i].id = i; ta[i].iters = total / a.threads; }
-  run_threads(a.threads, worker, ta, sizeof(targ_t));
-  uint64_t acc = 0;
-  for (int i = 0; i < a.threads; i++) acc += ta[i].acc;
+  uint64_t acc = run_split(a.threads, total, worker);
   for (int j = 0; j < SHARED; j++) free(shared_slots[j]);
   sink(acc);
   printf("randsizes threads=%d iters=%ld acc=%llu\n", a.threads, total, (unsigned long long)acc);
-  free(ta);
   return 0;
 }

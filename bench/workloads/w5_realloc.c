@@ -14,7 +14,6 @@
 #define NBUF 64
 
 typedef struct { uint8_t* p; size_t len, cap, target; int geometric; } buf_t;
-typedef struct { int id; long iters; uint64_t acc; char pad[64]; } targ_t;
 
 static void reset(buf_t* b, rng_t* r) {
   b->p = NULL; b->len = 0; b->cap = 0;
@@ -23,7 +22,7 @@ static void reset(buf_t* b, rng_t* r) {
 }
 
 static void* worker(void* arg) {
-  targ_t* ta = (targ_t*)arg;
+  split_arg_t* ta = (split_arg_t*)arg;
   rng_t r; rng_seed(&r, 555 + (uint64_t)ta->id);
   buf_t bufs[NBUF];
   for (int i = 0; i < NBUF; i++) reset(&bufs[i], &r);
@@ -56,13 +55,8 @@ static void* worker(void* arg) {
 int main(int argc, char** argv) {
   args_t a = parse_args(argc, argv, 2);
   long total = scaled(1500000, a.scale, 1000);
-  targ_t* ta = (targ_t*)calloc((size_t)a.threads, sizeof(targ_t));
-  for (int i = 0; i < a.threads; i++) { ta[i].id = i; ta[i].iters = total / a.threads; }
-  run_threads(a.threads, worker, ta, sizeof(targ_t));
-  uint64_t acc = 0;
-  for (int i = 0; i < a.threads; i++) acc += ta[i].acc;
+  uint64_t acc = run_split(a.threads, total, worker);
   sink(acc);
   printf("realloc threads=%d appends=%ld acc=%llu\n", a.threads, total, (unsigned long long)acc);
-  free(ta);
   return 0;
 }

@@ -13,7 +13,6 @@
 
 #define LIVE 4
 
-typedef struct { int id; long iters; uint64_t acc; char pad[64]; } targ_t;
 
 static void write_block(uint8_t* p, size_t n, uint8_t v) {
   size_t dense = n < (1u << 20) ? n : (1u << 20);
@@ -23,7 +22,7 @@ static void write_block(uint8_t* p, size_t n, uint8_t v) {
 }
 
 static void* worker(void* arg) {
-  targ_t* ta = (targ_t*)arg;
+  split_arg_t* ta = (split_arg_t*)arg;
   rng_t r; rng_seed(&r, 9001 + (uint64_t)ta->id);
   uint8_t* live[LIVE] = {0};
   size_t len[LIVE] = {0};
@@ -43,13 +42,8 @@ static void* worker(void* arg) {
 int main(int argc, char** argv) {
   args_t a = parse_args(argc, argv, 2);
   long total = scaled(2000, a.scale, 8);
-  targ_t* ta = (targ_t*)calloc((size_t)a.threads, sizeof(targ_t));
-  for (int i = 0; i < a.threads; i++) { ta[i].id = i; ta[i].iters = total / a.threads; }
-  run_threads(a.threads, worker, ta, sizeof(targ_t));
-  uint64_t acc = 0;
-  for (int i = 0; i < a.threads; i++) acc += ta[i].acc;
+  uint64_t acc = run_split(a.threads, total, worker);
   sink(acc);
   printf("large threads=%d allocs=%ld acc=%llu\n", a.threads, total, (unsigned long long)acc);
-  free(ta);
   return 0;
 }
