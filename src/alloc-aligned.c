@@ -6,15 +6,19 @@
 
 static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
                                                bool zero) {
-  size_t n = size + alignment - 1;
+  /* secure builds keep a 16-byte tag before an interior pointer */
+  size_t n = size + alignment - 1 + (MI_SECURE ? 16 + alignment : 0);
   void* p;
   if (n > MI_MEDIUM_BLOCK_MAX) {
     if (!mi_heap_is_initialized(heap)) {
       heap = _mi_heap_init_thread();
       if (heap == NULL) return NULL;
     }
-    mi_page_t* page = _mi_segment_single_alloc(heap, n, 0, zero);
+    mi_page_t* page = _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), 0, zero);
     p = (page != NULL ? page->start : NULL);
+#if MI_SECURE
+    if (p != NULL) _mi_secure_block_prepare(page, (mi_block_t*)p, n);
+#endif
   } else {
     p = _mi_heap_malloc_zero(heap, n, zero);
   }
@@ -23,9 +27,13 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
     return NULL;
   }
   uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & (alignment - 1))) & (alignment - 1);
-  if (adjust == 0) return p;
   mi_segment_t* segment = _mi_ptr_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
+#if MI_SECURE
+  while (adjust != 0 && adjust < 16) adjust += alignment;
+  _mi_secure_set_user(page, (uint8_t*)p + adjust, size);
+#endif
+  if (adjust == 0) return p;
   page->flags |= MI_PAGE_FLAG_HAS_ALIGNED;
   return (uint8_t*)p + adjust;
 }

@@ -7,12 +7,15 @@
 /* The fast path: a size class lookup, one page, one free-list pop. No lock,
    no atomic read-modify-write. Everything else is in _mi_malloc_generic. */
 static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size) {
+#if MI_SECURE
+  return _mi_secure_malloc(heap, size, false);
+#endif
   if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
     size_t bin = _mi_bin(size);
     mi_page_t* page = heap->pages[bin].first;
     mi_block_t* block = page->free;
     if (mi_likely(block != NULL)) {
-      page->free = block->next;
+      page->free = mi_block_next(page, block);
       page->used++;
 #if MI_STAT
       heap->stat_malloc[bin]++;
@@ -24,6 +27,9 @@ static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size) {
 }
 
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+#if MI_SECURE
+  return _mi_secure_malloc(heap, size, zero);
+#endif
   if (!zero) return mi_heap_malloc_inline(heap, size);
   return _mi_malloc_generic(heap, size, true);
 }
@@ -45,19 +51,19 @@ void* mi_malloc_small(size_t size) {
 }
 
 void* mi_heap_zalloc(mi_heap_t* heap, size_t size) {
-  return _mi_malloc_generic(heap, size, true);
+  return _mi_heap_malloc_zero(heap, size, true);
 }
 
 void* mi_zalloc(size_t size) {
-  return _mi_malloc_generic(mi_get_default_heap(), size, true);
+  return _mi_heap_malloc_zero(mi_get_default_heap(), size, true);
 }
 
 void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) {
-  return _mi_malloc_generic(heap, size, true);
+  return _mi_heap_malloc_zero(heap, size, true);
 }
 
 void* mi_zalloc_small(size_t size) {
-  return _mi_malloc_generic(mi_get_default_heap(), size, true);
+  return _mi_heap_malloc_zero(mi_get_default_heap(), size, true);
 }
 
 void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
@@ -66,7 +72,7 @@ void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  return _mi_malloc_generic(heap, total, true);
+  return _mi_heap_malloc_zero(heap, total, true);
 }
 
 void* mi_calloc(size_t count, size_t size) {
@@ -95,6 +101,14 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
     return NULL; /* the original block stays valid */
   }
   size_t size = _mi_usable_size(p);
+#if MI_SECURE
+  /* in place when it fits the block: the canary and trailer move with the size */
+  if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(p, newsize)) {
+    if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
+    return p;
+  }
+  return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
+#endif
   /* keep the block when the new size fits and does not waste more than half of it */
   if (newsize <= size && newsize >= (size / 2) && newsize > 0) return p;
   mi_segment_t* segment = _mi_ptr_segment(p);
@@ -232,6 +246,11 @@ char* mi_realpath(const char* fname, char* resolved_name) {
 /* ---- Sizes ------------------------------------------------------------------------ */
 
 size_t _mi_usable_size(const void* p) {
+#if MI_SECURE
+  size_t size;
+  _mi_secure_validate(p, "usable_size", NULL, &size);
+  return size;
+#endif
   mi_segment_t* segment = _mi_ptr_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_unlikely(page->flags & MI_PAGE_FLAG_HAS_ALIGNED)) {
@@ -247,6 +266,9 @@ size_t mi_usable_size(const void* p) {
 }
 
 size_t mi_good_size(size_t size) {
+#if MI_SECURE
+  return size; /* every byte past the request is canary */
+#endif
   if (size <= MI_MEDIUM_BLOCK_MAX) return _mi_bin_size(_mi_bin(size));
   if (size > MI_MAX_ALLOC_SIZE) return size;
   return _mi_align_up(size, _mi_os_page_size());

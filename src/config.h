@@ -62,6 +62,16 @@
 #define MI_BIN_FULL (MI_BIN_MEDIUM_MAX + 1) /* queue of pages with no free block */
 #define MI_BIN_COUNT (MI_BIN_FULL + 1)
 
+/* Secure mode: bytes reserved at the end of every block for the encoded
+   trailer (requested size and check), canary bytes checked after the
+   requested size, the largest blocks whose whole content is checked for
+   use-after-free writes when handed out again, and the per-thread quarantine
+   of freed small blocks. */
+#define MI_SECURE_TRAILER 8
+#define MI_SECURE_CANARY_MAX 32
+#define MI_SECURE_UAF_CHECK_MAX MI_SMALL_BLOCK_MAX
+#define MI_SECURE_QUARANTINE 64
+
 /* Free segments kept for reuse before they are unmapped. */
 #define MI_SEGMENT_CACHE_MAX 32
 /* Full pages scanned per slow-path call for frees from other threads. */

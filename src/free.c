@@ -8,10 +8,11 @@ mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) {
   return (mi_block_t*)((uintptr_t)p - adjust);
 }
 
-/* A free by the owning thread of a page that is in the full queue or holds
-   aligned blocks. */
-static void mi_free_local_slow(mi_page_t* page, mi_block_t* block) {
-  block->next = page->free;
+/* A free by the owning thread that may need more than the fast path: the
+   page is in the full queue or holds aligned blocks, or (secure builds) the
+   block leaves the quarantine. */
+void _mi_free_local_release(mi_page_t* page, mi_block_t* block) {
+  mi_block_set_next(page, block, page->free);
   page->free = block;
   page->used--;
   if (page->flags & MI_PAGE_FLAG_IN_FULL) _mi_page_unfull(page);
@@ -22,10 +23,10 @@ static void mi_free_local_slow(mi_page_t* page, mi_block_t* block) {
    atomic list, which the owner (or whoever reclaims the page after the owner
    is gone) collects. After the push this thread touches nothing of the page:
    once the block is on the list the owner may free the page at any time. */
-static void mi_free_remote(mi_page_t* page, mi_block_t* block) {
+void _mi_free_remote(mi_page_t* page, mi_block_t* block) {
   mi_block_t* head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   do {
-    block->next = head;
+    mi_block_set_next(page, block, head);
   } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, block, memory_order_release,
                                                   memory_order_relaxed));
 }
@@ -37,20 +38,24 @@ mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* 
   }
   mi_block_t* block = (page->flags & MI_PAGE_FLAG_HAS_ALIGNED) ? _mi_page_block_start(page, p) : (mi_block_t*)p;
   if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id()) {
-    mi_free_local_slow(page, block);
+    _mi_free_local_release(page, block);
   } else {
-    mi_free_remote(page, block);
+    _mi_free_remote(page, block);
   }
 }
 
 void mi_free(void* p) {
+#if MI_SECURE
+  _mi_secure_free(p);
+  return;
+#endif
   mi_segment_t* segment = _mi_ptr_segment(p);
   if (mi_unlikely(segment == NULL)) return; /* NULL (and the first 4 MiB of address space) */
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_likely(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id() &&
                 page->flags == 0)) {
     mi_block_t* block = (mi_block_t*)p;
-    block->next = page->free;
+    mi_block_set_next(page, block, page->free);
     page->free = block;
     if (mi_unlikely(--page->used == 0)) _mi_page_retire(page);
     return;

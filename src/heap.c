@@ -104,6 +104,9 @@ void mi_heap_destroy(mi_heap_t* heap) {
 #if MI_STAT
   _mi_stats_merge_heap(heap);
 #endif
+#if MI_SECURE
+  _mi_secure_quarantine_flush(heap->tld, heap);
+#endif
   mi_heap_free_all_pages(heap);
   mi_heap_unlink(heap);
   _mi_meta_free(heap);
@@ -112,6 +115,9 @@ void mi_heap_destroy(mi_heap_t* heap) {
 /* At thread exit: fold the thread's heaps into its backing heap, free the
    pages that are empty and abandon the rest. */
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
+#if MI_SECURE
+  _mi_secure_quarantine_flush(tld, NULL);
+#endif
   mi_heap_t* backing = tld->heap_backing;
   mi_heap_t* heap = tld->heaps;
   while (heap != NULL) {
@@ -136,6 +142,9 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
 void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);
+#if MI_SECURE
+  if (force) _mi_secure_quarantine_flush(heap->tld, NULL);
+#endif
   _mi_heap_check(heap);
   _mi_heap_collect_pages(heap, force);
   if (force) {
@@ -220,10 +229,23 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
   mi_page_area(page, &area);
   if (!ctx->visitor(ctx->heap, &area, NULL, area.block_size, ctx->arg)) return false;
   if (!ctx->visit_blocks || page->used == 0) return true;
+#if MI_SECURE
+  /* blocks in the quarantine are freed but not on the free list: the bitmap
+     knows which are live, and the trailer the caller's size (everything after
+     it is canary) */
+  for (size_t i = 0; i < page->capacity; i++) {
+    if (!_mi_secure_block_is_live(page, i)) continue;
+    void* block = page->start + i * page->block_size;
+    size_t size;
+    _mi_secure_validate(block, "visit", NULL, &size);
+    if (!ctx->visitor(ctx->heap, &area, block, size, ctx->arg)) return false;
+  }
+  return true;
+#else
   if (page->reserved == 1) return ctx->visitor(ctx->heap, &area, page->start, page->block_size, ctx->arg);
   uint64_t free_map[MI_SMALL_PAGE_SIZE / 16 / 64];
   memset(free_map, 0, sizeof(free_map));
-  for (mi_block_t* b = page->free; b != NULL; b = b->next) {
+  for (mi_block_t* b = page->free; b != NULL; b = mi_block_next(page, b)) {
     size_t idx = (size_t)((uint8_t*)b - page->start) / page->block_size;
     free_map[idx / 64] |= (uint64_t)1 << (idx % 64);
   }
@@ -232,6 +254,7 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
     if (!ctx->visitor(ctx->heap, &area, page->start + i * page->block_size, page->block_size, ctx->arg)) return false;
   }
   return true;
+#endif
 }
 
 static bool mi_visit_single(mi_page_t* page, void* arg) {

@@ -68,6 +68,11 @@ typedef struct mi_page_s {
   _Atomic(uint32_t) state;   /* mi_page_state_t */
   _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned */
   size_t committed;          /* bytes of this page's area counted as committed */
+#if MI_SECURE
+  uintptr_t keys[2];         /* free-list link encoding */
+  size_t guard_offset;       /* single-block pages: offset of the guard page after the block (0: none) */
+  _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
+#endif
 } mi_page_t;
 
 typedef enum mi_segment_kind_e {
@@ -146,6 +151,10 @@ struct mi_tld_s {
   mi_segment_t* segments;         /* owned small and medium segments */
   mi_segment_t* free_segments[2]; /* owned segments with a free page slot, per kind */
   bool recurse;
+#if MI_SECURE
+  uintptr_t rng;
+  mi_block_t* quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
+#endif
 };
 
 /* ---- Globals ------------------------------------------------------------- */
@@ -208,6 +217,7 @@ long _mi_option_get_fast(mi_option_t option) mi_decl_hidden;
 void _mi_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
 void _mi_verbose_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
 void _mi_warning_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
+void _mi_error_callback(int err) mi_decl_hidden;
 void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 2, 3)));
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
 
@@ -224,6 +234,7 @@ bool _mi_segment_map_contains(const void* p) mi_decl_hidden;
 
 /* segment.c */
 void _mi_segments_init(void) mi_decl_hidden;
+size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) mi_decl_hidden;
 void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) mi_decl_hidden;
 void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
@@ -266,6 +277,7 @@ void _mi_heap_collect_pages(mi_heap_t* heap, bool force) mi_decl_hidden;
 
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
+void _mi_free_remote(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) mi_decl_hidden;
 
 /* alloc.c */
@@ -287,7 +299,63 @@ void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
 void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
 void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
 
+/* secure.c (MI_SECURE) */
+#if MI_SECURE
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty) mi_decl_hidden;
+void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
+void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;
+mi_block_t* _mi_secure_validate(const void* p, const char* op, mi_page_t** page_out, size_t* size_out) mi_decl_hidden;
+void _mi_secure_free(void* p) mi_decl_hidden;
+void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
+bool _mi_secure_resize_in_place(void* p, size_t newsize) mi_decl_hidden;
+void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
+bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
+__attribute__((noreturn)) void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+bool _mi_secure_guard_single(mi_segment_t* segment, mi_page_t* page, size_t area_end) mi_decl_hidden;
+#endif
+void _mi_free_local_release(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
+
 /* ---- Inline helpers ---------------------------------------------------------- */
+
+/* Free-list links. Secure builds store them encoded with per-page keys, so an
+   overwritten link or a leaked pointer cannot steer allocation. */
+#if MI_SECURE
+static inline uintptr_t mi_rotl(uintptr_t x, uintptr_t s) {
+  s &= 63;
+  return (s == 0 ? x : (x << s) | (x >> (64 - s)));
+}
+static inline uintptr_t mi_rotr(uintptr_t x, uintptr_t s) {
+  s &= 63;
+  return (s == 0 ? x : (x >> s) | (x << (64 - s)));
+}
+static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
+  return (mi_block_t*)(mi_rotr((uintptr_t)block->next - page->keys[1], page->keys[0]) ^ page->keys[0]);
+}
+static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
+  block->next = (mi_block_t*)(mi_rotl((uintptr_t)next ^ page->keys[0], page->keys[0]) + page->keys[1]);
+}
+/* The next link of a block about to be handed out: a decoded link that does
+   not point into the page means the list was corrupted; it is never followed. */
+static inline mi_block_t* mi_block_next_checked(const mi_page_t* page, const mi_block_t* block) {
+  mi_block_t* next = mi_block_next(page, block);
+  if (mi_unlikely(next != NULL && ((uint8_t*)next < page->start ||
+                                   (uint8_t*)next >= page->start + (size_t)page->reserved * page->block_size))) {
+    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
+  }
+  return next;
+}
+#else
+static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
+  (void)page;
+  return block->next;
+}
+#define mi_block_next_checked mi_block_next
+static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
+  (void)page;
+  block->next = (mi_block_t*)next;
+}
+#endif
 
 static inline uintptr_t _mi_thread_id(void) {
   /* the address of a thread-local is unique among live threads and costs one

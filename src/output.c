@@ -80,6 +80,12 @@ void _mi_error_message(int err, const char* fmt, ...) {
   if (fun != NULL) fun(err, atomic_load(&mi_error_arg));
 }
 
+/* Let the registered error function see an error before the caller acts on it. */
+void _mi_error_callback(int err) {
+  mi_error_fun* fun = atomic_load(&mi_error_fun_ptr);
+  if (fun != NULL) fun(err, atomic_load(&mi_error_arg));
+}
+
 #if MI_DEBUG > 0
 void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) {
   char buf[512];

@@ -69,11 +69,16 @@ void _mi_page_collect(mi_page_t* page) {
   if (list == NULL) return;
   uint32_t count = 1;
   mi_block_t* tail = list;
-  while (tail->next != NULL) {
-    tail = tail->next;
+#if MI_SECURE
+  _mi_secure_collected(page, tail);
+#endif
+  for (mi_block_t* next; (next = mi_block_next_checked(page, tail)) != NULL; tail = next) {
+#if MI_SECURE
+    _mi_secure_collected(page, next);
+#endif
     count++;
   }
-  tail->next = page->free;
+  mi_block_set_next(page, tail, page->free);
   page->free = list;
   page->used -= count;
 }
@@ -89,14 +94,34 @@ static void mi_page_extend(mi_page_t* page) {
   size_t avail = page->reserved - page->capacity;
   if (want > avail) want = avail;
   uint8_t* start = page->start + (size_t)page->capacity * bsize;
+#if MI_SECURE
+  /* secure: link the new blocks in random order, so neighbours in memory are
+     not neighbours in allocation order */
+  uint16_t order[4096 / 16];
+  for (size_t i = 0; i < want; i++) order[i] = (uint16_t)i;
+  for (size_t i = want - 1; i > 0; i--) {
+    size_t j = _mi_random_next(&page->heap->tld->rng) % (i + 1);
+    uint16_t t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  mi_block_t* first = (mi_block_t*)(start + (size_t)order[0] * bsize);
+  mi_block_t* last = first;
+  for (size_t i = 1; i < want; i++) {
+    mi_block_t* next = (mi_block_t*)(start + (size_t)order[i] * bsize);
+    mi_block_set_next(page, last, next);
+    last = next;
+  }
+#else
   mi_block_t* first = (mi_block_t*)start;
   mi_block_t* last = first;
   for (size_t i = 1; i < want; i++) {
     mi_block_t* next = (mi_block_t*)(start + i * bsize);
-    last->next = next;
+    mi_block_set_next(page, last, next);
     last = next;
   }
-  last->next = page->free;
+#endif
+  mi_block_set_next(page, last, page->free);
   page->free = first;
   page->capacity += (uint32_t)want;
 }
@@ -249,7 +274,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
     }
   }
   mi_block_t* block = page->free;
-  page->free = block->next;
+  page->free = mi_block_next_checked(page, block);
   page->used++;
 #if MI_STAT
   heap->stat_malloc[bin]++;

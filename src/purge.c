@@ -45,17 +45,6 @@ void _mi_purge_due_after_delay(void) {
   if (mi_purge_due_at(mi_prim_clock_now() + delay)) _mi_purge_wake();
 }
 
-static size_t mi_page_area_of(const mi_segment_t* segment, const mi_page_t* page) {
-  size_t psize = (segment->kind == MI_SEGMENT_SINGLE ? page->committed : ((size_t)1 << segment->page_shift));
-  if (segment->kind != MI_SEGMENT_SINGLE && page->index == 0) psize -= segment->info_size;
-  return psize;
-}
-
-static uint8_t* mi_page_area_start(const mi_segment_t* segment, const mi_page_t* page) {
-  if (page->index == 0) return (uint8_t*)segment + segment->info_size;
-  return (uint8_t*)segment + ((size_t)page->index << segment->page_shift);
-}
-
 /* Under the purge lock. */
 static void mi_purge_list_add(mi_segment_t* segment) {
   if (segment->in_purge_list) return;
@@ -158,8 +147,9 @@ static void mi_purge_items(mi_purge_item_t* items, size_t n) {
     mi_page_t* page = items[i].page;
     bool ok = true;
     if (page->committed > 0) {
-      size_t area = _mi_align_up(mi_page_area_of(segment, page), _mi_os_page_size());
-      ok = _mi_os_purge(mi_page_area_start(segment, page), area);
+      uint8_t* start;
+      size_t area = _mi_segment_page_area(segment, page->index, &start);
+      ok = _mi_os_purge(start, area);
       if (ok) {
         _mi_stat_decrease(&_mi_stats.committed, (int64_t)page->committed);
         page->committed = 0;

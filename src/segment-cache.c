@@ -12,6 +12,7 @@
 typedef struct mi_cache_slot_s {
   mi_segment_t* segment; /* NULL: slot unused */
   size_t size;
+  uint8_t kind; /* secure builds: guard pages sit where this kind wants them */
   int64_t cached_at;
   bool dirty;
   bool purging;
@@ -50,7 +51,7 @@ mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) {
     mi_cache_slot_t* slot = &mi_cache[i];
     if (slot->segment == NULL || slot->purging || slot->size != size) continue;
     if (!slot->dirty) {
-      if (clean == NULL) clean = slot;
+      if (clean == NULL && (!MI_SECURE || slot->kind == (uint8_t)kind)) clean = slot;
     } else if (slot->segment->kind == (uint8_t)kind) {
       if (same == NULL || slot->cached_at > same->cached_at) same = slot;
     }
@@ -75,6 +76,7 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
       if (slot->segment != NULL) continue;
       slot->segment = segment;
       slot->size = segment->segment_size;
+      slot->kind = segment->kind;
       slot->cached_at = mi_prim_clock_now();
       slot->dirty = true;
       slot->purging = false;

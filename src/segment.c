@@ -18,14 +18,18 @@ void _mi_segments_init(void) {
   _mi_segment_cache_init();
 }
 
+/* Bytes before page 0's blocks: the header, and in secure builds a guard
+   page between the header and the blocks. */
 static size_t mi_segment_info_size(void) {
-  return _mi_align_up(sizeof(mi_segment_t), _mi_os_page_size());
+  return _mi_align_up(sizeof(mi_segment_t), _mi_os_page_size()) + (MI_SECURE ? _mi_os_page_size() : 0);
 }
 
-static size_t mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) {
+/* The block area of page `idx` of a small or medium segment; in secure
+   builds each page ends with a guard page that is not part of it. */
+size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) {
   size_t psize = (size_t)1 << segment->page_shift;
   uint8_t* p = (uint8_t*)segment + idx * psize;
-  size_t area = psize;
+  size_t area = psize - (MI_SECURE ? _mi_os_page_size() : 0);
   if (idx == 0) {
     p += segment->info_size;
     area -= segment->info_size;
@@ -61,6 +65,31 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
   }
 }
 
+#if MI_SECURE
+/* Guard pages: one between the header and the blocks, and one at the end of
+   every page of a small or medium segment, so a linear overflow off the end
+   of a span of blocks faults instead of running into the next span or the
+   metadata. A failure to protect is reported and the segment not used. */
+static bool mi_segment_protect_guards(mi_segment_t* segment) {
+  size_t psize = _mi_os_page_size();
+  int err = mi_prim_protect((uint8_t*)segment + segment->info_size - psize, psize, true);
+  for (size_t i = 0; err == 0 && segment->kind != MI_SEGMENT_SINGLE && i < segment->page_count; i++) {
+    uint8_t* start;
+    size_t area = _mi_segment_page_area(segment, i, &start);
+    err = mi_prim_protect(start + area, psize, true);
+  }
+  if (err != 0) _mi_error_message(err, "unable to protect the guard pages of segment %p (error %d)\n", (void*)segment, err);
+  return (err == 0);
+}
+#endif
+
+static void mi_segment_unmap(mi_segment_t* segment) {
+  _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
+  _mi_stat_decrease(&_mi_stats.segments, 1);
+  _mi_segment_map_set(segment, false);
+  _mi_os_free(segment, segment->segment_size);
+}
+
 /* A segment of `kind`: a cached one of the same kind keeps its page states
    (and their committed memory), otherwise the header is laid out anew. */
 static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size) {
@@ -72,7 +101,8 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
       if (kind != MI_SEGMENT_SINGLE) _mi_purge_track_segment(segment);
       return segment;
     }
-    /* a purged segment reads as zero: its header is gone */
+    /* a purged segment reads as zero: its header is gone (its guard pages,
+       if any, are where this kind wants them: the cache matches kinds) */
     mi_segment_init_header(segment, kind, segment_size);
     _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
     return segment;
@@ -84,6 +114,12 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
   _mi_segment_map_set(segment, true);
   mi_segment_init_header(segment, kind, segment_size);
   _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
+#if MI_SECURE
+  if (!mi_segment_protect_guards(segment)) {
+    mi_segment_unmap(segment);
+    return NULL;
+  }
+#endif
   return segment;
 }
 
@@ -99,11 +135,19 @@ int64_t _mi_segment_committed(const mi_segment_t* segment) {
 static void mi_segment_release(mi_segment_t* segment) {
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
   segment->tld = NULL;
+#if MI_SECURE
+  mi_page_t* single = &segment->pages[0];
+  if (segment->kind == MI_SEGMENT_SINGLE && single->guard_offset != 0) {
+    /* the next block in this segment may be larger: its guard moves */
+    if (mi_prim_protect((uint8_t*)segment + single->guard_offset, _mi_os_page_size(), false) != 0) {
+      mi_segment_unmap(segment);
+      return;
+    }
+    single->guard_offset = 0;
+  }
+#endif
   if (segment->segment_size <= MI_LARGE_SEGMENT_MAX && _mi_segment_cache_push(segment)) return;
-  _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
-  _mi_stat_decrease(&_mi_stats.segments, 1);
-  _mi_segment_map_set(segment, false);
-  _mi_os_free(segment, segment->segment_size);
+  mi_segment_unmap(segment);
 }
 
 /* ---- Thread-owned segment lists --------------------------------------------- */
@@ -189,7 +233,10 @@ static mi_page_t* mi_segment_page_setup(mi_heap_t* heap, mi_segment_t* segment, 
   mi_page_t* page = mi_segment_take_page(segment);
   if (page == NULL) return NULL;
   uint8_t* start;
-  size_t area = mi_segment_page_area(segment, page->index, &start);
+  size_t area = _mi_segment_page_area(segment, page->index, &start);
+#if MI_SECURE
+  _mi_secure_page_init(heap, page, page->committed != 0);
+#endif
   if (page->committed != area) {
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
     page->committed = area;
@@ -399,9 +446,11 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   size_t offset = (alignment > psize ? _mi_align_up(info, alignment) : info);
   if (size > MI_MAX_ALLOC_SIZE - offset - psize) return NULL;
   size_t needed = _mi_align_up(offset + size, psize);
+  size_t guard = (MI_SECURE ? psize : 0); /* secure: a guard page right after the block */
   /* large segments come in whole multiples of the segment size so the cache
      can reuse them; huge ones are mapped to measure */
-  size_t segment_size = (needed <= MI_LARGE_SEGMENT_MAX ? _mi_align_up(needed, MI_SEGMENT_SIZE) : needed);
+  size_t segment_size =
+      (needed + guard <= MI_LARGE_SEGMENT_MAX ? _mi_align_up(needed + guard, MI_SEGMENT_SIZE) : needed + guard);
   mi_segment_t* segment = mi_segment_alloc(MI_SEGMENT_SINGLE, segment_size);
   if (segment == NULL) return NULL;
   mi_page_t* page = &segment->pages[0];
@@ -413,6 +462,15 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
     page->committed = area;
   }
+#if MI_SECURE
+  if (mi_prim_protect((uint8_t*)segment + needed, psize, true) != 0) {
+    _mi_error_message(ENOMEM, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + offset));
+    atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
+    mi_segment_release(segment);
+    return NULL;
+  }
+  page->guard_offset = needed;
+#endif
   page->start = (uint8_t*)segment + offset;
   page->block_size = needed - offset;
   page->reserved = 1;

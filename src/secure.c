@@ -1,0 +1,326 @@
+/* Secure mode (MI_SECURE): detection of heap misuse on every entry point.
+
+   - Every block carries, in its last 8 bytes, an encoded trailer with the
+     offset where the caller's data ends and a check tied to the block's
+     address; canary bytes fill the slack after the data. A write past the
+     requested size breaks one or the other and is caught at free/realloc.
+   - A bitmap per page marks the blocks handed out. Free validates the pointer
+     through the segment map (it is never dereferenced before that), the
+     segment cookie, the page state, the block boundary (or, for aligned
+     blocks, a keyed tag just before the pointer) and the bit: a double free,
+     an interior, foreign, stack or global pointer is caught exactly.
+     Only the owning thread writes the bits (plain load and store, no atomic
+     read-modify-write); a free from another thread only reads its bit, and
+     the owner checks and clears it when it collects the block, so even two
+     racing frees of one block from two threads are caught (at collection).
+   - Freed blocks are zeroed (option zero_on_free); blocks up to
+     MI_SECURE_UAF_CHECK_MAX are checked to still be zero when handed out
+     again, so a write through a stale pointer is caught at that allocation.
+   - Small blocks freed by their owner wait in a per-thread quarantine and
+     leave it in random order. Fresh free lists are carved in random order.
+   Every violation prints one line and aborts. */
+#include "internal.h"
+
+#if MI_SECURE
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- Reporting -------------------------------------------------------------- */
+
+void _mi_secure_fatal(const char* what, const void* p, size_t size) {
+  char buf[256];
+  snprintf(buf, sizeof(buf), "mimalloc: error: %s %p (size %zu)\n", what, p, size);
+  _mi_fputs(NULL, NULL, NULL, buf);
+  _mi_error_callback(EFAULT);
+  abort();
+}
+
+static __attribute__((noreturn)) void mi_secure_fatal_op(const char* op, const char* what, const void* p,
+                                                          size_t size) {
+  char buf[96];
+  snprintf(buf, sizeof(buf), "invalid %s detected of pointer", op);
+  _mi_secure_fatal(what != NULL ? what : buf, p, size);
+}
+
+/* ---- Keys and the per-thread random state ---------------------------------- */
+
+static uintptr_t mi_secure_tld_random(mi_tld_t* tld) {
+  if (tld->rng == 0) tld->rng = (_mi_process_key ^ (tld->thread_id * 0x9E3779B97F4A7C15ULL)) | 1;
+  return _mi_random_next(&tld->rng);
+}
+
+static inline uintptr_t mi_trailer_key(void) {
+  return _mi_process_key * 0xBF58476D1CE4E5B9ULL;
+}
+
+static inline uint8_t mi_canary_byte(void) {
+  uint8_t b = (uint8_t)(_mi_process_key >> 24);
+  return (b == 0 ? 0xA5 : b);
+}
+
+static inline uintptr_t mi_tag_of(const void* p) {
+  return ((uintptr_t)p ^ _mi_process_key) * 0x94D049BB133111EBULL;
+}
+
+/* ---- Block geometry ------------------------------------------------------- */
+
+static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
+  if (page->reserved == 1) return 0; /* single block, possibly beyond 4 GiB */
+  return (size_t)((uint32_t)((const uint8_t*)p - page->start) / (uint32_t)page->block_size);
+}
+
+static inline bool mi_bit_get(const mi_page_t* page, size_t idx) {
+  return (atomic_load_explicit(&page->used_map[idx / 64], memory_order_relaxed) >> (idx % 64)) & 1;
+}
+
+/* only the page's owner writes the bits */
+static inline void mi_bit_set(mi_page_t* page, size_t idx, bool on) {
+  uint64_t w = atomic_load_explicit(&page->used_map[idx / 64], memory_order_relaxed);
+  uint64_t bit = (uint64_t)1 << (idx % 64);
+  atomic_store_explicit(&page->used_map[idx / 64], on ? (w | bit) : (w & ~bit), memory_order_relaxed);
+}
+
+bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) {
+  return mi_bit_get(page, idx);
+}
+
+static inline uint64_t* mi_trailer_of(const mi_page_t* page, const mi_block_t* block) {
+  return (uint64_t*)((uint8_t*)block + page->block_size - MI_SECURE_TRAILER);
+}
+
+static inline uint64_t mi_trailer_encode(const mi_block_t* block, size_t user_end) {
+  uint32_t check = (uint32_t)(mi_tag_of(block) >> 32) ^ (uint32_t)user_end;
+  return (((uint64_t)user_end << 32) | check) ^ mi_trailer_key();
+}
+
+/* ---- Pages ---------------------------------------------------------------- */
+
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty) {
+  page->keys[0] = mi_secure_tld_random(heap->tld);
+  page->keys[1] = mi_secure_tld_random(heap->tld);
+  for (size_t i = 0; i < MI_SMALL_PAGE_SIZE / 16 / 64; i++) {
+    atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
+  }
+  if (was_dirty) {
+    /* old links and trailers would look like writes after free */
+    uint8_t* start;
+    size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
+    memset(start, 0, area);
+  }
+}
+
+/* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
+void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
+  mi_block_t* block = (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size);
+  size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
+  if (canary_end > user_end) memset((uint8_t*)block + user_end, mi_canary_byte(), canary_end - user_end);
+  *mi_trailer_of(page, block) = mi_trailer_encode(block, user_end);
+  if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
+}
+
+/* A block just taken from a free list: check it was not written since it was
+   freed, mark it handed out, lay out its canary and trailer. */
+void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
+  size_t idx = 0;
+  if (page->reserved > 1) {
+    idx = mi_block_index(page, block);
+    if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
+      const uint64_t* w = (const uint64_t*)block;
+      uint64_t acc = 0;
+      for (size_t i = 1; i < page->block_size / 8; i++) acc |= w[i]; /* word 0 held the free-list link */
+      if (mi_unlikely(acc != 0)) _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+    }
+  }
+  mi_bit_set(page, idx, true);
+  _mi_secure_set_user(page, block, size);
+  return block;
+}
+
+/* ---- Allocation ------------------------------------------------------------ */
+
+void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_unlikely(size > MI_MAX_ALLOC_SIZE - MI_SECURE_TRAILER)) {
+    _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t need = size + MI_SECURE_TRAILER;
+  mi_block_t* block = NULL;
+  if (mi_likely(need <= MI_MEDIUM_BLOCK_MAX)) {
+    mi_page_t* page = heap->pages[_mi_bin(need)].first;
+    block = page->free;
+    if (mi_likely(block != NULL)) {
+      page->free = mi_block_next_checked(page, block);
+      page->used++;
+    }
+  }
+  if (block == NULL) {
+    /* single-block segments come zeroed when asked; small blocks are zeroed below */
+    block = (mi_block_t*)_mi_malloc_generic(heap, need, zero && need > MI_MEDIUM_BLOCK_MAX);
+    if (block == NULL) return NULL;
+  }
+  mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
+  _mi_secure_block_prepare(page, block, size);
+  if (zero && page->reserved > 1) memset(block, 0, size);
+  return block;
+}
+
+/* ---- Validation -------------------------------------------------------------- */
+
+#define MI_FREED_HUGE_RING 64
+static _Atomic(uintptr_t) mi_freed_huge[MI_FREED_HUGE_RING];
+static _Atomic(size_t) mi_freed_huge_next;
+
+static bool mi_was_freed_huge(const void* p) {
+  for (size_t i = 0; i < MI_FREED_HUGE_RING; i++) {
+    if (atomic_load_explicit(&mi_freed_huge[i], memory_order_relaxed) == (uintptr_t)p) return true;
+  }
+  return false;
+}
+
+/* The block of a pointer handed out by this allocator and not freed since;
+   anything else aborts with a report. `*size_out` gets the requested size. */
+mi_block_t* _mi_secure_validate(const void* p, const char* op, mi_page_t** page_out, size_t* size_out) {
+  bool is_free = (strcmp(op, "free") == 0);
+  if (!_mi_segment_map_contains(p)) {
+    if (is_free && mi_was_freed_huge(p)) _mi_secure_fatal("double free detected of block", p, 0);
+    mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key) ||
+      (size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
+    mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
+    mi_secure_fatal_op(op, is_free ? "double free detected of block" : NULL, p, page->block_size);
+  }
+  const uint8_t* b = (const uint8_t*)p;
+  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) {
+    mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  size_t idx = mi_block_index(page, p);
+  mi_block_t* block = (mi_block_t*)(page->start + idx * page->block_size);
+  if ((void*)block != p) {
+    /* only an aligned allocation hands out a pointer inside its block, and it
+       leaves a keyed tag just before that pointer */
+    if (b - (uint8_t*)block < 16 || *(const uintptr_t*)(b - 16) != mi_tag_of(p)) {
+      mi_secure_fatal_op(op, is_free ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
+    }
+  }
+  if (!mi_bit_get(page, idx)) {
+    mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
+                       page->block_size);
+  }
+  uint64_t raw = *mi_trailer_of(page, block);
+  uint64_t t = raw ^ mi_trailer_key();
+  size_t user_end = (size_t)(t >> 32);
+  if (raw == 0 && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
+    /* zeroed: freed by another thread and not collected yet */
+    mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
+                       page->block_size);
+  }
+  if (raw != mi_trailer_encode(block, user_end) || user_end > page->block_size - MI_SECURE_TRAILER) {
+    _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
+  }
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
+  uint8_t canary = mi_canary_byte();
+  for (size_t i = user_end; i < canary_end; i++) {
+    if (((uint8_t*)block)[i] != canary) {
+      _mi_secure_fatal("heap buffer overflow detected in block", p, user_end - (size_t)(b - (uint8_t*)block));
+    }
+  }
+  if (page_out != NULL) *page_out = page;
+  if (size_out != NULL) *size_out = user_end - (size_t)(b - (uint8_t*)block);
+  return block;
+}
+
+/* The owner collects a block another thread freed: its bit must still be set. */
+void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
+  const uint8_t* b = (const uint8_t*)block;
+  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) {
+    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
+  }
+  size_t idx = mi_block_index(page, block);
+  if ((uint8_t*)block != page->start + idx * page->block_size) {
+    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
+  }
+  if (!mi_bit_get(page, idx)) _mi_secure_fatal("double free detected of block", block, page->block_size);
+  mi_bit_set(page, idx, false);
+}
+
+/* ---- Freeing ----------------------------------------------------------------- */
+
+static void mi_quarantine_release(mi_block_t* block) {
+  mi_segment_t* segment = _mi_ptr_segment(block);
+  _mi_free_local_release(_mi_segment_page_of(segment, block), block);
+}
+
+void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) {
+  for (size_t i = 0; i < MI_SECURE_QUARANTINE; i++) {
+    mi_block_t* block = tld->quarantine[i];
+    if (block == NULL) continue;
+    if (only == NULL) {
+      tld->quarantine[i] = NULL;
+      mi_quarantine_release(block);
+    } else if (_mi_segment_page_of(_mi_ptr_segment(block), block)->heap == only) {
+      tld->quarantine[i] = NULL; /* its page is about to be freed with its heap */
+    }
+  }
+}
+
+void _mi_secure_free(void* p) {
+  if (p == NULL) return;
+  mi_page_t* page;
+  size_t size;
+  mi_block_t* block = _mi_secure_validate(p, "free", &page, &size);
+  mi_segment_t* segment = _mi_page_segment(page);
+  bool zero_on_free = (_mi_option_get_fast(mi_option_zero_on_free) != 0);
+  if (segment->kind == MI_SEGMENT_SINGLE) {
+    mi_bit_set(page, 0, false);
+    if (segment->segment_size > MI_LARGE_SEGMENT_MAX) {
+      size_t i = atomic_fetch_add_explicit(&mi_freed_huge_next, 1, memory_order_relaxed) % MI_FREED_HUGE_RING;
+      atomic_store_explicit(&mi_freed_huge[i], (uintptr_t)p, memory_order_relaxed);
+    } else if (zero_on_free) {
+      memset(block, 0, page->block_size); /* a large segment is cached for reuse */
+    }
+    _mi_segment_single_free(segment);
+    return;
+  }
+  if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) != _mi_thread_id()) {
+    if (zero_on_free) memset(block, 0, page->block_size);
+    _mi_free_remote(page, block);
+    return;
+  }
+  mi_bit_set(page, mi_block_index(page, block), false);
+  if (zero_on_free) memset(block, 0, page->block_size);
+  mi_heap_t* heap = mi_get_default_heap();
+  if (page->block_size > MI_SMALL_BLOCK_MAX || !mi_heap_is_initialized(heap)) {
+    _mi_free_local_release(page, block);
+    return;
+  }
+  /* delayed, randomised reuse: the block takes a random slot and the block
+     that was there becomes reusable */
+  mi_tld_t* tld = heap->tld;
+  size_t slot = mi_secure_tld_random(tld) % MI_SECURE_QUARANTINE;
+  mi_block_t* evicted = tld->quarantine[slot];
+  tld->quarantine[slot] = block;
+  if (evicted != NULL) mi_quarantine_release(evicted);
+}
+
+/* ---- Realloc in place ----------------------------------------------------------- */
+
+bool _mi_secure_resize_in_place(void* p, size_t newsize) {
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, "realloc", &page, NULL);
+  size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
+  if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
+  _mi_secure_set_user(page, p, newsize);
+  return true;
+}
+
+#endif
