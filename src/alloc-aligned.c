@@ -57,6 +57,12 @@ static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t
     size_t asize = _mi_align_up(size == 0 ? 1 : size, alignment);
     if (asize <= MI_MEDIUM_BLOCK_MAX && (_mi_bin_size(_mi_bin(asize)) & (alignment - 1)) == 0) {
       void* p = _mi_heap_malloc_zero(heap, asize, zero);
+#if MI_SECURE
+      /* the canary starts right after what the caller asked for */
+      if (p != NULL && ((uintptr_t)p & (alignment - 1)) == 0) {
+        _mi_secure_set_user(_mi_segment_page_of(_mi_ptr_segment(p), p), p, size);
+      }
+#endif
       if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
       mi_free(p);
     }
@@ -123,8 +129,18 @@ static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t ne
     return _mi_heap_realloc_zero(heap, p, newsize, zero);
   }
   if (p == NULL) return mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, zero);
+#if MI_SECURE
+  size_t size;
+  _mi_secure_validate(p, "realloc", NULL, &size);
+#else
   size_t size = _mi_usable_size(p);
-  if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) return p;
+#endif
+  if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
+#if MI_SECURE
+    _mi_secure_resize_in_place(p, newsize); /* the canary moves to the new end */
+#endif
+    return p;
+  }
   void* newp = mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, false);
   return _mi_realloc_move(p, size, newp, newsize, zero);
 }

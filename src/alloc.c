@@ -100,7 +100,12 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
     errno = ENOMEM;
     return NULL; /* the original block stays valid */
   }
+#if MI_SECURE
+  size_t size;
+  _mi_secure_validate(p, "realloc", NULL, &size);
+#else
   size_t size = _mi_usable_size(p);
+#endif
 #if MI_SECURE
   /* in place when it fits the block: the canary and trailer move with the size */
   if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(p, newsize)) {

@@ -204,16 +204,16 @@ mi_block_t* _mi_secure_validate(const void* p, const char* op, mi_page_t** page_
   }
   size_t idx = mi_block_index(page, p);
   mi_block_t* block = (mi_block_t*)(page->start + idx * page->block_size);
+  if (!mi_bit_get(page, idx)) {
+    mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
+                       page->block_size);
+  }
   if ((void*)block != p) {
     /* only an aligned allocation hands out a pointer inside its block, and it
        leaves a keyed tag just before that pointer */
     if (b - (uint8_t*)block < 16 || *(const uintptr_t*)(b - 16) != mi_tag_of(p)) {
       mi_secure_fatal_op(op, is_free ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
     }
-  }
-  if (!mi_bit_get(page, idx)) {
-    mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
-                       page->block_size);
   }
   uint64_t raw = *mi_trailer_of(page, block);
   uint64_t t = raw ^ mi_trailer_key();

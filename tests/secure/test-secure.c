@@ -1,0 +1,397 @@
+#define _GNU_SOURCE
+/* Secure mode: every class of misuse is committed in a child process, which
+   must die of the expected signal with the expected one-line report; the same
+   case without the misuse (its control) must exit 0. Built only with MI_SECURE. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <mimalloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef void (*mi_case_fn)(bool misuse);
+
+static bool misuse_flag;
+static mi_case_fn case_fn;
+
+static void run_case(void) {
+  case_fn(misuse_flag);
+}
+
+/* Run a case in a child with stderr captured; returns the wait status. */
+static int run_child(mi_case_fn fn, bool misuse, char* err, size_t err_size) {
+  int pipefd[2];
+  assert_int_equal(pipe(pipefd), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* cmocka's handlers would turn the signal into a test failure */
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    signal(SIGABRT, SIG_DFL);
+    dup2(pipefd[1], 2);
+    close(pipefd[0]);
+    case_fn = fn;
+    misuse_flag = misuse;
+    run_case();
+    _exit(0);
+  }
+  close(pipefd[1]);
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < err_size && (r = read(pipefd[0], err + n, err_size - 1 - n)) > 0) n += (size_t)r;
+  err[n] = 0;
+  close(pipefd[0]);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+/* The misuse dies of `sig` with a report line starting with
+   "mimalloc: error: <message>"; the control exits 0 with no report. */
+static void expect(mi_case_fn fn, int sig, const char* message) {
+  char err[8192];
+  int status = run_child(fn, false, err, sizeof(err));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) print_error("control failed: status %d, stderr: %s\n", status, err);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_null(strstr(err, "mimalloc: error:"));
+  status = run_child(fn, true, err, sizeof(err));
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != sig) print_error("misuse: status %d, stderr: %s\n", status, err);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), sig);
+  if (message != NULL) {
+    char line[160];
+    snprintf(line, sizeof(line), "mimalloc: error: %s 0x", message);
+    if (strstr(err, line) == NULL) print_error("expected '%s' in: %s\n", line, err);
+    assert_non_null(strstr(err, line));
+    assert_non_null(strstr(err, "(size "));
+  }
+}
+
+static void* volatile sink;
+static void touch_free(void* p) {
+  sink = p;
+  mi_free(p);
+}
+
+/* ---- Double free ---------------------------------------------------------- */
+
+static void case_double_free_small(bool misuse) {
+  void* p = mi_malloc(48);
+  touch_free(p);
+  if (misuse) mi_free(p);
+}
+static void case_double_free_large(bool misuse) {
+  void* p = mi_malloc(300 * 1024);
+  touch_free(p);
+  if (misuse) mi_free(p);
+}
+static void case_double_free_huge(bool misuse) {
+  void* p = mi_malloc(40 * 1024 * 1024);
+  touch_free(p);
+  if (misuse) mi_free(p);
+}
+static void* free_in_thread(void* p) {
+  mi_free(p);
+  return NULL;
+}
+/* freed by its owner, then again by another thread */
+static void case_double_free_other_thread(bool misuse) {
+  void* p = mi_malloc(64);
+  touch_free(p);
+  if (misuse) {
+    pthread_t t;
+    pthread_create(&t, NULL, &free_in_thread, p);
+    pthread_join(t, NULL);
+  } else {
+    p = mi_malloc(64);
+    pthread_t t;
+    pthread_create(&t, NULL, &free_in_thread, p);
+    pthread_join(t, NULL);
+  }
+}
+/* freed by another thread, then again by its owner */
+static void case_double_free_after_remote(bool misuse) {
+  void* p = mi_malloc(64);
+  pthread_t t;
+  pthread_create(&t, NULL, &free_in_thread, p);
+  pthread_join(t, NULL);
+  if (misuse) mi_free(p);
+}
+
+/* ---- Invalid free ----------------------------------------------------------- */
+
+static char global_buffer[64];
+
+static void case_free_interior(bool misuse) {
+  char* p = (char*)mi_malloc(64);
+  sink = p;
+  mi_free(misuse ? p + 16 : p);
+}
+static void case_free_stack(bool misuse) {
+  char local[64];
+  sink = local;
+  void* p = mi_malloc(8);
+  mi_free(misuse ? (void*)local : p);
+}
+static void case_free_global(bool misuse) {
+  void* p = mi_malloc(8);
+  mi_free(misuse ? (void*)global_buffer : p);
+}
+static void case_free_mmap(bool misuse) {
+  void* m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = mi_malloc(8);
+  mi_free(misuse ? m : p);
+}
+static void case_free_aligned_interior(bool misuse) {
+  char* p = (char*)mi_malloc_aligned(100, 256);
+  sink = p;
+  mi_free(misuse ? p + 32 : p);
+}
+
+/* ---- Overflow ------------------------------------------------------------------ */
+
+static void overflow_and_free(char* p, size_t size, size_t by, bool misuse) {
+  memset(p, 'a', size);
+  if (misuse) memset(p + size, 'b', by);
+  mi_free(p);
+}
+static void case_overflow_1_small(bool misuse) {
+  overflow_and_free((char*)mi_malloc(24), 24, 1, misuse);
+}
+static void case_overflow_1_exact_class(bool misuse) {
+  /* no slack in the size class: the write lands on the trailer */
+  overflow_and_free((char*)mi_malloc(40), 40, 1, misuse);
+}
+static void case_overflow_16_small(bool misuse) {
+  overflow_and_free((char*)mi_malloc(100), 100, 16, misuse);
+}
+static void case_overflow_1_medium(bool misuse) {
+  overflow_and_free((char*)mi_malloc(20000), 20000, 1, misuse);
+}
+static void case_overflow_1_large(bool misuse) {
+  overflow_and_free((char*)mi_malloc(300000), 300000, 1, misuse);
+}
+static void case_overflow_16_large(bool misuse) {
+  overflow_and_free((char*)mi_malloc(300000), 300000, 16, misuse);
+}
+static void case_overflow_after_realloc(bool misuse) {
+  char* p = (char*)mi_malloc(10);
+  p = (char*)mi_realloc(p, 100);
+  overflow_and_free(p, 100, 1, misuse);
+}
+static void case_overflow_after_shrink(bool misuse) {
+  char* p = (char*)mi_malloc(100);
+  p = (char*)mi_realloc(p, 60);
+  overflow_and_free(p, 60, 1, misuse);
+}
+static void case_overflow_aligned(bool misuse) {
+  overflow_and_free((char*)mi_malloc_aligned(100, 64), 100, 1, misuse);
+}
+static void case_overflow_checked_by_realloc(bool misuse) {
+  char* p = (char*)mi_malloc(32);
+  memset(p, 'a', 32);
+  if (misuse) p[32] = 'b';
+  p = (char*)mi_realloc(p, 4000);
+  mi_free(p);
+}
+/* a write just before a block lands in the trailer of the block before it */
+static void case_underflow(bool misuse) {
+  enum { N = 64, SIZE = 48 };
+  char* blocks[N];
+  for (int i = 0; i < N; i++) blocks[i] = (char*)mi_malloc(SIZE);
+  for (int i = 0; i < N; i++) {
+    for (int j = 0; j < N; j++) {
+      if (blocks[j] + mi_good_size(SIZE) + 8 == blocks[i] || blocks[j] + 64 == blocks[i]) {
+        if (misuse) blocks[i][-1] = 'x';
+        for (int k = 0; k < N; k++) mi_free(blocks[k]);
+        return;
+      }
+    }
+  }
+  fprintf(stderr, "no adjacent blocks found\n");
+  exit(3);
+}
+/* a linear overflow off the end of a large block runs into its guard page */
+static void case_guard_page_large(bool misuse) {
+  char* p = (char*)mi_malloc(300000);
+  volatile char* v = p; /* the compiler must not reason about the overflow */
+  for (size_t i = 0; i < 300000; i++) v[i] = 'a';
+  if (misuse) {
+    for (size_t i = 300000; i < 300000 + 2 * 4096; i++) v[i] = 'b';
+  }
+  mi_free(p);
+}
+
+/* ---- Use after free, corrupted links ------------------------------------------ */
+
+static void case_uaf_write(bool misuse) {
+  char* p = (char*)mi_malloc(32);
+  mi_free(p);
+  if (misuse) p[12] = 'u';
+  for (int i = 0; i < 100000; i++) {
+    void* q = mi_malloc(32);
+    sink = q;
+    mi_free(q);
+  }
+}
+static void case_corrupt_link(bool misuse) {
+  void* keep = mi_malloc(32);
+  char* p = (char*)mi_malloc(32);
+  mi_free(p);
+  mi_collect(true); /* out of the quarantine, onto the free list */
+  if (misuse) memset(p, 0x41, sizeof(void*));
+  for (int i = 0; i < 4; i++) sink = mi_malloc(32);
+  mi_free(keep);
+}
+
+/* ---- Other entry points validate their pointer ------------------------------- */
+
+static void case_realloc_freed(bool misuse) {
+  void* p = mi_malloc(64);
+  void* q = mi_malloc(64);
+  mi_free(p);
+  q = mi_realloc(misuse ? p : q, 128);
+  sink = q;
+}
+static void case_realloc_interior(bool misuse) {
+  char* p = (char*)mi_malloc(64);
+  sink = mi_realloc(misuse ? p + 8 : p, 128);
+}
+static void case_usable_size_freed(bool misuse) {
+  void* p = mi_malloc(64);
+  void* q = mi_malloc(64);
+  mi_free(p);
+  sink = (void*)(uintptr_t)mi_usable_size(misuse ? p : q);
+}
+static void case_expand_foreign(bool misuse) {
+  char local[32];
+  void* q = mi_malloc(64);
+  sink = mi_expand(misuse ? (void*)local : q, 16);
+}
+static void case_realloc_aligned_freed(bool misuse) {
+  void* p = mi_malloc_aligned(64, 128);
+  void* q = mi_malloc_aligned(64, 128);
+  mi_free(p);
+  sink = mi_realloc_aligned(misuse ? p : q, 256, 128);
+}
+
+/* ---- The error callback sees the violation first ----------------------------- */
+
+static void on_error(int err, void* arg) {
+  (void)arg;
+  char buf[64];
+  snprintf(buf, sizeof(buf), "error callback: %d\n", err);
+  if (write(2, buf, strlen(buf)) < 0) _exit(4);
+}
+static void case_error_callback(bool misuse) {
+  mi_register_error(&on_error, NULL);
+  case_double_free_small(misuse);
+}
+
+#define SECURE_TEST(name, sig, msg) \
+  static void test_##name(void** state) { \
+    (void)state; \
+    expect(&case_##name, sig, msg); \
+  }
+
+SECURE_TEST(double_free_small, SIGABRT, "double free detected of block")
+SECURE_TEST(double_free_large, SIGABRT, "double free detected of block")
+SECURE_TEST(double_free_huge, SIGABRT, "double free detected of block")
+SECURE_TEST(double_free_other_thread, SIGABRT, "double free detected of block")
+SECURE_TEST(double_free_after_remote, SIGABRT, "double free detected of block")
+SECURE_TEST(free_interior, SIGABRT, "invalid free detected of interior pointer")
+SECURE_TEST(free_stack, SIGABRT, "invalid free detected of pointer")
+SECURE_TEST(free_global, SIGABRT, "invalid free detected of pointer")
+SECURE_TEST(free_mmap, SIGABRT, "invalid free detected of pointer")
+SECURE_TEST(free_aligned_interior, SIGABRT, "invalid free detected of interior pointer")
+SECURE_TEST(overflow_1_small, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_1_exact_class, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_16_small, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_1_medium, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_1_large, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_16_large, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_after_realloc, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_after_shrink, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_checked_by_realloc, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(underflow, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(guard_page_large, SIGSEGV, NULL)
+SECURE_TEST(uaf_write, SIGABRT, "use-after-free write detected in block")
+SECURE_TEST(corrupt_link, SIGABRT, "corrupted free list detected at")
+SECURE_TEST(realloc_freed, SIGABRT, "use of a freed block detected at")
+SECURE_TEST(realloc_interior, SIGABRT, "invalid realloc detected of pointer")
+SECURE_TEST(usable_size_freed, SIGABRT, "use of a freed block detected at")
+SECURE_TEST(expand_foreign, SIGABRT, "invalid usable_size detected of pointer")
+SECURE_TEST(realloc_aligned_freed, SIGABRT, "use of a freed block detected at")
+
+static void test_error_callback(void** state) {
+  (void)state;
+  char err[4096];
+  int status = run_child(&case_error_callback, true, err, sizeof(err));
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGABRT);
+  char* report = strstr(err, "mimalloc: error: double free detected of block");
+  char* callback = strstr(err, "error callback: 14\n"); /* EFAULT */
+  assert_non_null(report);
+  assert_non_null(callback);
+}
+
+/* secure mode keeps the API: usable size is exactly the request */
+static void test_exact_usable_size(void** state) {
+  (void)state;
+  for (size_t n = 1; n < 5000; n += 7) {
+    void* p = mi_malloc(n);
+    assert_int_equal(mi_usable_size(p), n);
+    mi_free(p);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_double_free_small),
+      cmocka_unit_test(test_double_free_large),
+      cmocka_unit_test(test_double_free_huge),
+      cmocka_unit_test(test_double_free_other_thread),
+      cmocka_unit_test(test_double_free_after_remote),
+      cmocka_unit_test(test_free_interior),
+      cmocka_unit_test(test_free_stack),
+      cmocka_unit_test(test_free_global),
+      cmocka_unit_test(test_free_mmap),
+      cmocka_unit_test(test_free_aligned_interior),
+      cmocka_unit_test(test_overflow_1_small),
+      cmocka_unit_test(test_overflow_1_exact_class),
+      cmocka_unit_test(test_overflow_16_small),
+      cmocka_unit_test(test_overflow_1_medium),
+      cmocka_unit_test(test_overflow_1_large),
+      cmocka_unit_test(test_overflow_16_large),
+      cmocka_unit_test(test_overflow_after_realloc),
+      cmocka_unit_test(test_overflow_after_shrink),
+      cmocka_unit_test(test_overflow_aligned),
+      cmocka_unit_test(test_overflow_checked_by_realloc),
+      cmocka_unit_test(test_underflow),
+      cmocka_unit_test(test_guard_page_large),
+      cmocka_unit_test(test_uaf_write),
+      cmocka_unit_test(test_corrupt_link),
+      cmocka_unit_test(test_realloc_freed),
+      cmocka_unit_test(test_realloc_interior),
+      cmocka_unit_test(test_usable_size_freed),
+      cmocka_unit_test(test_expand_foreign),
+      cmocka_unit_test(test_realloc_aligned_freed),
+      cmocka_unit_test(test_error_callback),
+      cmocka_unit_test(test_exact_usable_size),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
