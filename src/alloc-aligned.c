@@ -131,7 +131,7 @@ static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t ne
   if (p == NULL) return mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, zero);
 #if MI_SECURE
   size_t size;
-  _mi_secure_validate(p, "realloc", NULL, &size);
+  _mi_secure_validate(p, MI_OP_REALLOC, NULL, &size);
 #else
   size_t size = _mi_usable_size(p);
 #endif

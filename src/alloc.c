@@ -102,7 +102,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
   }
 #if MI_SECURE
   size_t size;
-  _mi_secure_validate(p, "realloc", NULL, &size);
+  _mi_secure_validate(p, MI_OP_REALLOC, NULL, &size);
 #else
   size_t size = _mi_usable_size(p);
 #endif
@@ -253,7 +253,7 @@ char* mi_realpath(const char* fname, char* resolved_name) {
 size_t _mi_usable_size(const void* p) {
 #if MI_SECURE
   size_t size;
-  _mi_secure_validate(p, "usable_size", NULL, &size);
+  _mi_secure_validate(p, MI_OP_USABLE_SIZE, NULL, &size);
   return size;
 #endif
   mi_segment_t* segment = _mi_ptr_segment(p);

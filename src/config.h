@@ -68,7 +68,7 @@
    use-after-free writes when handed out again, and the per-thread quarantine
    of freed small blocks. */
 #define MI_SECURE_TRAILER 8
-#define MI_SECURE_CANARY_MAX 32
+#define MI_SECURE_CANARY_MAX 16
 #define MI_SECURE_UAF_CHECK_MAX MI_SMALL_BLOCK_MAX
 #define MI_SECURE_QUARANTINE 64
 

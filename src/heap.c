@@ -87,6 +87,9 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
       mi_page_t* page = pq->first;
       _mi_page_queue_remove(pq, page);
       page->flags = 0;
+#if MI_SECURE
+      page->needs_zero = true; /* live blocks go with it, unzeroed */
+#endif
       _mi_segment_page_free(page);
     }
   }
@@ -237,7 +240,7 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
     if (!_mi_secure_block_is_live(page, i)) continue;
     void* block = page->start + i * page->block_size;
     size_t size;
-    _mi_secure_validate(block, "visit", NULL, &size);
+    _mi_secure_validate(block, MI_OP_VISIT, NULL, &size);
     if (!ctx->visitor(ctx->heap, &area, block, size, ctx->arg)) return false;
   }
   return true;

@@ -70,7 +70,9 @@ typedef struct mi_page_s {
   size_t committed;          /* bytes of this page's area counted as committed */
 #if MI_SECURE
   uintptr_t keys[2];         /* free-list link encoding */
+  uint64_t block_size_inv;   /* ceil(2^40 / block_size): block index by multiplication */
   size_t guard_offset;       /* single-block pages: offset of the guard page after the block (0: none) */
+  bool needs_zero;           /* freed with live contents (heap destroy): zero before reuse */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
 } mi_page_t;
@@ -302,10 +304,12 @@ void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
 /* secure.c (MI_SECURE) */
 #if MI_SECURE
 void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty) mi_decl_hidden;
+void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;
-mi_block_t* _mi_secure_validate(const void* p, const char* op, mi_page_t** page_out, size_t* size_out) mi_decl_hidden;
+typedef enum mi_secure_op_e { MI_OP_FREE, MI_OP_REALLOC, MI_OP_USABLE_SIZE, MI_OP_VISIT } mi_secure_op_t;
+mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) mi_decl_hidden;
 void _mi_secure_free(void* p) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(void* p, size_t newsize) mi_decl_hidden;

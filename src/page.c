@@ -131,6 +131,9 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
   page->heap = heap;
   page->bin = (uint8_t)bin;
   page->block_size = bsize;
+#if MI_SECURE
+  page->block_size_inv = (((uint64_t)1 << 40) + bsize - 1) / bsize;
+#endif
   page->reserved = (uint32_t)(area / bsize);
   page->capacity = 0;
   page->used = 0;

@@ -36,18 +36,26 @@ void _mi_secure_fatal(const char* what, const void* p, size_t size) {
   abort();
 }
 
-static __attribute__((noreturn)) void mi_secure_fatal_op(const char* op, const char* what, const void* p,
+static const char* const mi_op_names[] = {"free", "realloc", "usable_size", "visit"};
+
+static __attribute__((noreturn)) void mi_secure_fatal_op(mi_secure_op_t op, const char* what, const void* p,
                                                           size_t size) {
   char buf[96];
-  snprintf(buf, sizeof(buf), "invalid %s detected of pointer", op);
+  snprintf(buf, sizeof(buf), "invalid %s detected of pointer", mi_op_names[op]);
   _mi_secure_fatal(what != NULL ? what : buf, p, size);
 }
 
 /* ---- Keys and the per-thread random state ---------------------------------- */
 
-static uintptr_t mi_secure_tld_random(mi_tld_t* tld) {
-  if (tld->rng == 0) tld->rng = (_mi_process_key ^ (tld->thread_id * 0x9E3779B97F4A7C15ULL)) | 1;
-  return _mi_random_next(&tld->rng);
+/* xorshift64*, inline: one per free for the quarantine slot */
+static inline uintptr_t mi_secure_tld_random(mi_tld_t* tld) {
+  uint64_t x = tld->rng;
+  if (mi_unlikely(x == 0)) x = (_mi_process_key ^ (tld->thread_id * 0x9E3779B97F4A7C15ULL)) | 1;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  tld->rng = x;
+  return (uintptr_t)(x * 0x2545F4914F6CDD1DULL);
 }
 
 static inline uintptr_t mi_trailer_key(void) {
@@ -65,9 +73,42 @@ static inline uintptr_t mi_tag_of(const void* p) {
 
 /* ---- Block geometry ------------------------------------------------------- */
 
+/* Offsets within a page are below 2^22 and block sizes at most 2^17, so
+   multiplying by ceil(2^40 / size) and shifting is an exact division. */
 static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
   if (page->reserved == 1) return 0; /* single block, possibly beyond 4 GiB */
-  return (size_t)((uint32_t)((const uint8_t*)p - page->start) / (uint32_t)page->block_size);
+  uint64_t offset = (uint64_t)((const uint8_t*)p - page->start);
+  return (size_t)((offset * page->block_size_inv) >> 40);
+}
+
+/* Canary bytes: filled and checked a word at a time where they allow it. */
+static inline uint64_t mi_canary_word(void) {
+  return 0x0101010101010101ULL * mi_canary_byte();
+}
+static void mi_canary_fill(uint8_t* p, size_t n) {
+  uint64_t w = mi_canary_word();
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) memcpy(p + i, &w, 8);
+    memcpy(p + n - 8, &w, 8);
+  } else {
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)w;
+  }
+}
+static bool mi_canary_intact(const uint8_t* p, size_t n) {
+  uint64_t w = mi_canary_word();
+  uint64_t diff = 0;
+  if (n >= 8) {
+    uint64_t v;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      memcpy(&v, p + i, 8);
+      diff |= v ^ w;
+    }
+    memcpy(&v, p + n - 8, 8);
+    diff |= v ^ w;
+  } else {
+    for (size_t i = 0; i < n; i++) diff |= (uint8_t)(p[i] ^ (uint8_t)w);
+  }
+  return (diff == 0);
 }
 
 static inline bool mi_bit_get(const mi_page_t* page, size_t idx) {
@@ -102,23 +143,43 @@ void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty) {
   for (size_t i = 0; i < MI_SMALL_PAGE_SIZE / 16 / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }
-  if (was_dirty) {
-    /* old links and trailers would look like writes after free */
+  if (was_dirty && page->needs_zero) {
+    /* freed with live contents: they would look like writes after free */
     uint8_t* start;
     size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
     memset(start, 0, area);
   }
+  page->needs_zero = false;
+}
+
+/* A page goes back to its segment. Its blocks were zeroed when freed; only
+   their free-list links are left, which a later page with another block size
+   would see as writes after free: clear them. */
+void _mi_secure_page_freed(mi_page_t* page) {
+  if (_mi_option_get_fast(mi_option_zero_on_free) == 0) {
+    page->needs_zero = true;
+    return;
+  }
+  mi_block_t* block = page->free;
+  while (block != NULL) {
+    mi_block_t* next = mi_block_next(page, block);
+    block->next = NULL;
+    block = next;
+  }
 }
 
 /* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
-void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
-  mi_block_t* block = (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size);
+static void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_t size) {
   size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
-  if (canary_end > user_end) memset((uint8_t*)block + user_end, mi_canary_byte(), canary_end - user_end);
+  if (canary_end > user_end) mi_canary_fill((uint8_t*)block + user_end, canary_end - user_end);
   *mi_trailer_of(page, block) = mi_trailer_encode(block, user_end);
   if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
+}
+
+void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
+  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size);
 }
 
 /* A block just taken from a free list: check it was not written since it was
@@ -135,7 +196,7 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
     }
   }
   mi_bit_set(page, idx, true);
-  _mi_secure_set_user(page, block, size);
+  mi_set_user(page, block, block, size);
   return block;
 }
 
@@ -183,8 +244,8 @@ static bool mi_was_freed_huge(const void* p) {
 
 /* The block of a pointer handed out by this allocator and not freed since;
    anything else aborts with a report. `*size_out` gets the requested size. */
-mi_block_t* _mi_secure_validate(const void* p, const char* op, mi_page_t** page_out, size_t* size_out) {
-  bool is_free = (strcmp(op, "free") == 0);
+mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
+  bool is_free = (op == MI_OP_FREE);
   if (!_mi_segment_map_contains(p)) {
     if (is_free && mi_was_freed_huge(p)) _mi_secure_fatal("double free detected of block", p, 0);
     mi_secure_fatal_op(op, NULL, p, 0);
@@ -228,11 +289,8 @@ mi_block_t* _mi_secure_validate(const void* p, const char* op, mi_page_t** page_
   }
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
-  uint8_t canary = mi_canary_byte();
-  for (size_t i = user_end; i < canary_end; i++) {
-    if (((uint8_t*)block)[i] != canary) {
-      _mi_secure_fatal("heap buffer overflow detected in block", p, user_end - (size_t)(b - (uint8_t*)block));
-    }
+  if (canary_end > user_end && !mi_canary_intact((uint8_t*)block + user_end, canary_end - user_end)) {
+    _mi_secure_fatal("heap buffer overflow detected in block", p, user_end - (size_t)(b - (uint8_t*)block));
   }
   if (page_out != NULL) *page_out = page;
   if (size_out != NULL) *size_out = user_end - (size_t)(b - (uint8_t*)block);
@@ -277,7 +335,7 @@ void _mi_secure_free(void* p) {
   if (p == NULL) return;
   mi_page_t* page;
   size_t size;
-  mi_block_t* block = _mi_secure_validate(p, "free", &page, &size);
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_FREE, &page, &size);
   mi_segment_t* segment = _mi_page_segment(page);
   bool zero_on_free = (_mi_option_get_fast(mi_option_zero_on_free) != 0);
   if (segment->kind == MI_SEGMENT_SINGLE) {
@@ -285,9 +343,9 @@ void _mi_secure_free(void* p) {
     if (segment->segment_size > MI_LARGE_SEGMENT_MAX) {
       size_t i = atomic_fetch_add_explicit(&mi_freed_huge_next, 1, memory_order_relaxed) % MI_FREED_HUGE_RING;
       atomic_store_explicit(&mi_freed_huge[i], (uintptr_t)p, memory_order_relaxed);
-    } else if (zero_on_free) {
-      memset(block, 0, page->block_size); /* a large segment is cached for reuse */
     }
+    /* large blocks are not zeroed here: their memory goes back to the OS
+       after the purge delay (docs/secure-mode.md) */
     _mi_segment_single_free(segment);
     return;
   }
@@ -316,7 +374,7 @@ void _mi_secure_free(void* p) {
 
 bool _mi_secure_resize_in_place(void* p, size_t newsize) {
   mi_page_t* page;
-  mi_block_t* block = _mi_secure_validate(p, "realloc", &page, NULL);
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, NULL);
   size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
   if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
   _mi_secure_set_user(page, p, newsize);

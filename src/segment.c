@@ -274,6 +274,9 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) {
    its memory to go back to the OS after the purge delay. */
 void _mi_segment_page_free(mi_page_t* page) {
   mi_segment_t* segment = _mi_page_segment(page);
+#if MI_SECURE
+  _mi_secure_page_freed(page);
+#endif
   page->heap = NULL;
   page->free = NULL;
   page->used = 0;
