@@ -193,6 +193,12 @@ typedef enum mi_option_e {
   mi_option_abandoned_reclaim_on_free,
   mi_option_disallow_arena_alloc,
   mi_option_retry_on_oom,    /* ms budget for retrying an OS allocation that failed for lack of memory */
+  mi_option_visit_abandoned,
+  mi_option_guarded_min,         /* sampled guard-page allocations: smallest size sampled */
+  mi_option_guarded_max,         /* ... largest size sampled */
+  mi_option_guarded_precise,     /* end the block exactly at the guard page (gives up 16-byte alignment) */
+  mi_option_guarded_sample_rate, /* 1 in N allocations gets guard pages (1: all, 0: none) */
+  mi_option_guarded_sample_seed, /* seed of the sampling (0: random) */
   /* options of mimalloc-pprof, appended only */
   mi_option_purge_thread = 64, /* purge freed memory from a background thread while the program is idle */
   mi_option_zero_on_free,

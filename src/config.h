@@ -8,7 +8,7 @@
    | MI_SECURE       | 0/1    | hardened build (see docs/secure-mode.md)            |
    | MI_STAT         | 0/1    | per-size-class allocation counts on the fast path   |
    | MI_OVERRIDE     | 0/1    | export malloc/free/... from the shared library      |
-   | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard)          |
+   | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard); secure  |
    | MI_LOCKORDER    | 0/1    | run-time lock-order checker (src/lockorder)         |
    | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives          |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
@@ -27,6 +27,12 @@
 #endif
 #ifndef MI_STAT
 #define MI_STAT 0
+#endif
+#ifndef MI_GUARDED
+#define MI_GUARDED 0
+#endif
+#if MI_GUARDED && !MI_SECURE
+#error "MI_GUARDED builds on secure mode: configure with MI_SECURE"
 #endif
 
 /* ---- Layout ----------------------------------------------------------------

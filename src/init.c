@@ -145,6 +145,10 @@ void _mi_process_init_once(void) {
   /* these may allocate: the allocator is ready for it now */
   mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
   mi_prim_atexit(&mi_process_done);
+#if MI_SECURE
+  /* a fault on one of our guard pages says what it hit before the process dies */
+  mi_prim_fault_handler_install(&_mi_guard_fault_report);
+#endif
   _mi_verbose_message("mimalloc-pprof %d.%d initialised (secure: %d, debug: %d)\n", mi_version() / 100,
                       mi_version() % 100, MI_SECURE, MI_DEBUG);
 }

@@ -73,6 +73,9 @@ typedef struct mi_page_s {
   uint64_t block_size_inv;   /* ceil(2^40 / block_size): block index by multiplication */
   size_t guard_offset;       /* single-block pages: offset of the guard page after the block (0: none) */
   bool needs_zero;           /* freed with live contents (heap destroy): zero before reuse */
+  bool is_guarded;           /* a sampled guarded block: it ends at its guard page, no trailer */
+  bool guarded_freed;        /* ... freed: its pages are inaccessible while it waits in quarantine */
+  size_t guarded_size;       /* ... the size asked for */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
 } mi_page_t;
@@ -156,6 +159,10 @@ struct mi_tld_s {
 #if MI_SECURE
   uintptr_t rng;
   mi_block_t* quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
+#endif
+#if MI_GUARDED
+  uintptr_t guard_rng;
+  long guard_countdown;   /* allocations until the next sampled guarded one */
 #endif
 };
 
@@ -242,6 +249,8 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) mi_decl_hidden;
 void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
 void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
@@ -316,7 +325,10 @@ bool _mi_secure_resize_in_place(void* p, size_t newsize) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
 bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
 __attribute__((noreturn)) void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
-bool _mi_secure_guard_single(mi_segment_t* segment, mi_page_t* page, size_t area_end) mi_decl_hidden;
+/* guard/guard.c (MI_SECURE) */
+void _mi_guard_fault_report(void* addr) mi_decl_hidden;
+void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 #endif
 void _mi_free_local_release(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 

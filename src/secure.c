@@ -170,6 +170,13 @@ void _mi_secure_page_freed(mi_page_t* page) {
 
 /* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
 static void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+#if MI_GUARDED
+  if (page->is_guarded) {
+    /* it ends at its guard page: no canary, no trailer */
+    if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
+    return;
+  }
+#endif
   size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
@@ -186,6 +193,13 @@ void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
    freed, mark it handed out, lay out its canary and trailer. */
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
   size_t idx = 0;
+#if MI_GUARDED
+  if (page->is_guarded) {
+    mi_bit_set(page, 0, true);
+    page->guarded_size = size;
+    return block; /* it ends at its guard page: no canary, no trailer */
+  }
+#endif
   if (page->reserved > 1) {
     idx = mi_block_index(page, block);
     if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
@@ -208,6 +222,12 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
     errno = ENOMEM;
     return NULL;
   }
+#if MI_GUARDED
+  if (mi_heap_is_initialized(heap)) {
+    void* g = _mi_guard_malloc_sampled(heap, size, zero);
+    if (g != NULL) return g;
+  }
+#endif
   size_t need = size + MI_SECURE_TRAILER;
   mi_block_t* block = NULL;
   if (mi_likely(need <= MI_MEDIUM_BLOCK_MAX)) {
@@ -276,6 +296,14 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
       mi_secure_fatal_op(op, is_free ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
     }
   }
+#if MI_GUARDED
+  if (page->is_guarded) {
+    if (page_out != NULL) *page_out = page;
+    size_t offset = (size_t)(b - (uint8_t*)block);
+    if (size_out != NULL) *size_out = (page->guarded_size > offset ? page->guarded_size - offset : 0);
+    return block;
+  }
+#endif
   uint64_t raw = *mi_trailer_of(page, block);
   uint64_t t = raw ^ mi_trailer_key();
   size_t user_end = (size_t)(t >> 32);
@@ -340,6 +368,12 @@ void _mi_secure_free(void* p) {
   bool zero_on_free = (_mi_option_get_fast(mi_option_zero_on_free) != 0);
   if (segment->kind == MI_SEGMENT_SINGLE) {
     mi_bit_set(page, 0, false);
+#if MI_GUARDED
+    if (page->is_guarded) {
+      _mi_guard_free(segment, page);
+      return;
+    }
+#endif
     if (segment->segment_size > MI_LARGE_SEGMENT_MAX) {
       size_t i = atomic_fetch_add_explicit(&mi_freed_huge_next, 1, memory_order_relaxed) % MI_FREED_HUGE_RING;
       atomic_store_explicit(&mi_freed_huge[i], (uintptr_t)p, memory_order_relaxed);
@@ -375,6 +409,9 @@ void _mi_secure_free(void* p) {
 bool _mi_secure_resize_in_place(void* p, size_t newsize) {
   mi_page_t* page;
   mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, NULL);
+#if MI_GUARDED
+  if (page->is_guarded) return false; /* its end is fixed by its guard page */
+#endif
   size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
   if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
   _mi_secure_set_user(page, p, newsize);

@@ -493,13 +493,24 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   return page;
 }
 
-void _mi_segment_single_free(mi_segment_t* segment) {
+/* Take a freed large or huge block off its heap's list ... */
+void _mi_segment_single_unlink(mi_segment_t* segment) {
   mi_page_t* page = &segment->pages[0];
   _mi_lock_acquire(&mi_single_lock);
   mi_single_unlink(page);
   page->heap = NULL;
   _mi_lock_release(&mi_single_lock);
   _mi_stat_decrease(&_mi_stats.large, 1);
+}
+
+void _mi_segment_single_free(mi_segment_t* segment) {
+  _mi_segment_single_unlink(segment);
+  _mi_segment_single_release(segment);
+}
+
+/* ... and give its segment back (to the cache or the OS). */
+void _mi_segment_single_release(mi_segment_t* segment) {
+  mi_page_t* page = &segment->pages[0];
   page->used = 0;
   segment->used_pages = 0;
   atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);

@@ -87,6 +87,11 @@ void mi_prim_thread_join(void* handle);
 void mi_prim_thread_exit_hook_init(void (*done)(void* value));
 void mi_prim_thread_exit_hook_set(void* value);
 void mi_prim_yield(void);
+/* Install a handler for memory faults (SIGSEGV/SIGBUS). `report(addr)` runs
+   first; whatever it returns, the fault then takes its course as if the
+   handler were not there (the previous handler, or death by the signal). */
+void mi_prim_fault_handler_install(void (*report)(void* addr));
+
 /* Register the handlers run around fork(). */
 void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 /* Run `fn` at process exit. */

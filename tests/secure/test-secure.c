@@ -20,65 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef void (*mi_case_fn)(bool misuse);
-
-static bool misuse_flag;
-static mi_case_fn case_fn;
-
-static void run_case(void) {
-  case_fn(misuse_flag);
-}
-
-/* Run a case in a child with stderr captured; returns the wait status. */
-static int run_child(mi_case_fn fn, bool misuse, char* err, size_t err_size) {
-  int pipefd[2];
-  assert_int_equal(pipe(pipefd), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    /* cmocka's handlers would turn the signal into a test failure */
-    signal(SIGSEGV, SIG_DFL);
-    signal(SIGBUS, SIG_DFL);
-    signal(SIGABRT, SIG_DFL);
-    dup2(pipefd[1], 2);
-    close(pipefd[0]);
-    case_fn = fn;
-    misuse_flag = misuse;
-    run_case();
-    _exit(0);
-  }
-  close(pipefd[1]);
-  size_t n = 0;
-  ssize_t r;
-  while (n + 1 < err_size && (r = read(pipefd[0], err + n, err_size - 1 - n)) > 0) n += (size_t)r;
-  err[n] = 0;
-  close(pipefd[0]);
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return status;
-}
-
-/* The misuse dies of `sig` with a report line starting with
-   "mimalloc: error: <message>"; the control exits 0 with no report. */
-static void expect(mi_case_fn fn, int sig, const char* message) {
-  char err[8192];
-  int status = run_child(fn, false, err, sizeof(err));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) print_error("control failed: status %d, stderr: %s\n", status, err);
-  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  assert_null(strstr(err, "mimalloc: error:"));
-  status = run_child(fn, true, err, sizeof(err));
-  if (!WIFSIGNALED(status) || WTERMSIG(status) != sig) print_error("misuse: status %d, stderr: %s\n", status, err);
-  assert_true(WIFSIGNALED(status));
-  assert_int_equal(WTERMSIG(status), sig);
-  if (message != NULL) {
-    char line[160];
-    snprintf(line, sizeof(line), "mimalloc: error: %s 0x", message);
-    if (strstr(err, line) == NULL) print_error("expected '%s' in: %s\n", line, err);
-    assert_non_null(strstr(err, line));
-    assert_non_null(strstr(err, "(size "));
-  }
-}
+#include "child.h"
 
 static void* volatile sink;
 static void touch_free(void* p) {
@@ -328,7 +270,7 @@ SECURE_TEST(overflow_after_shrink, SIGABRT, "heap buffer overflow detected in bl
 SECURE_TEST(overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(overflow_checked_by_realloc, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(underflow, SIGABRT, "heap buffer overflow detected in block")
-SECURE_TEST(guard_page_large, SIGSEGV, NULL)
+SECURE_TEST(guard_page_large, SIGSEGV, "heap buffer overflow into a guard page detected at")
 SECURE_TEST(uaf_write, SIGABRT, "use-after-free write detected in block")
 SECURE_TEST(corrupt_link, SIGABRT, "corrupted free list detected at")
 SECURE_TEST(realloc_freed, SIGABRT, "use of a freed block detected at")
@@ -360,6 +302,7 @@ static void test_exact_usable_size(void** state) {
 }
 
 int main(void) {
+  mi_child_save_signals();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_double_free_small),
       cmocka_unit_test(test_double_free_large),

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -332,6 +333,30 @@ void mi_prim_thread_exit_hook_set(void* value) {
 
 void mi_prim_yield(void) {
   sched_yield();
+}
+
+static void (*prim_fault_report)(void* addr);
+static struct sigaction prim_prev_segv;
+static struct sigaction prim_prev_bus;
+
+static void mi_prim_fault_handler(int sig, siginfo_t* info, void* context) {
+  (void)context;
+  if (prim_fault_report != NULL) prim_fault_report(info->si_addr);
+  /* re-raise: put back the previous disposition; returning re-executes the
+     faulting access, which now meets it */
+  sigaction(sig, (sig == SIGSEGV ? &prim_prev_segv : &prim_prev_bus), NULL);
+}
+
+void mi_prim_fault_handler_install(void (*report)(void* addr)) {
+  if (prim_fault_report != NULL) return;
+  prim_fault_report = report;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = &mi_prim_fault_handler;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &prim_prev_segv);
+  sigaction(SIGBUS, &sa, &prim_prev_bus);
 }
 
 void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {

@@ -1,0 +1,146 @@
+/* Guard pages at work: sampled guarded allocations (MI_GUARDED) in the
+   manner of GWP-ASan and electric fence, and the report printed when a
+   program faults on any guard page of the secure build.
+
+   A sampled allocation gets a single-block segment of its own, placed so the
+   block ends exactly where the guard page after it begins (to 16 bytes, or to
+   the byte with option guarded_precise): an overflow off its end faults at
+   once. When it is freed its pages are made inaccessible and it waits in a
+   bounded quarantine, so a use after free faults too. */
+#include "../internal.h"
+
+#include <stdio.h>
+
+/* ---- Fault reports -------------------------------------------------------- */
+
+static void mi_guard_say(const char* what, const void* addr, const void* block, size_t size) {
+  char buf[256];
+  snprintf(buf, sizeof(buf), "mimalloc: error: %s at %p in block %p (size %zu)\n", what, addr, block, size);
+  mi_prim_out_stderr(buf); /* in a signal handler: straight to stderr */
+}
+
+/* Called from the fault handler: say what a fault on one of our pages hit. */
+void _mi_guard_fault_report(void* addr) {
+  if (!_mi_segment_map_contains(addr)) return;
+  mi_segment_t* segment = _mi_ptr_segment(addr);
+  if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) return;
+  size_t psize = _mi_os_page_size();
+  uint8_t* a = (uint8_t*)addr;
+  uint8_t* s = (uint8_t*)segment;
+  if (a >= s + segment->info_size - psize && a < s + segment->info_size) {
+    mi_guard_say("heap buffer underflow into the metadata guard page detected", addr, s, 0);
+    return;
+  }
+  if (segment->kind == MI_SEGMENT_SINGLE) {
+    const mi_page_t* page = &segment->pages[0];
+    if (page->guard_offset != 0 && a >= s + page->guard_offset && a < s + page->guard_offset + psize) {
+      mi_guard_say(page->is_guarded ? "guarded heap buffer overflow detected" : "heap buffer overflow into a guard page detected",
+                   addr, page->start, page->block_size);
+    } else if (page->is_guarded && page->guarded_freed && a >= page->start - psize && a < s + page->guard_offset) {
+      mi_guard_say("use-after-free detected in guarded block", addr, page->start, page->block_size);
+    }
+    return;
+  }
+  mi_page_t* page = _mi_segment_page_of(segment, addr);
+  uint8_t* start;
+  size_t area = _mi_segment_page_area(segment, page->index, &start);
+  if (a >= start + area && a < start + area + psize) {
+    mi_guard_say("heap buffer overflow into a guard page detected", addr, start + area - page->block_size,
+                 page->block_size);
+  }
+}
+
+#if MI_GUARDED
+
+/* ---- Sampling -------------------------------------------------------------- */
+
+/* Each guarded block costs a segment and a few memory mappings: past this
+   many live ones, sampling pauses (the process's mapping limit is shared with
+   everything else). */
+#define MI_GUARD_MAX_LIVE 2048
+static _Atomic(long) mi_guard_live;
+
+static long mi_guard_next_countdown(mi_tld_t* tld, long rate) {
+  if (tld->guard_rng == 0) {
+    long seed = mi_option_get(mi_option_guarded_sample_seed);
+    tld->guard_rng = (seed != 0 ? (uintptr_t)seed : (_mi_process_key ^ tld->thread_id)) | 1;
+  }
+  /* uniform in [1, 2*rate-1]: one in `rate` on average, not predictable */
+  return 1 + (long)(_mi_random_next(&tld->guard_rng) % (uintptr_t)(2 * rate - 1));
+}
+
+static bool mi_guard_sample(mi_tld_t* tld, size_t size) {
+  long rate = _mi_option_get_fast(mi_option_guarded_sample_rate);
+  if (mi_likely(rate <= 0)) return false;
+  if (size < (size_t)mi_option_get(mi_option_guarded_min) || size > (size_t)mi_option_get(mi_option_guarded_max)) {
+    return false;
+  }
+  if (rate == 1) return true;
+  if (tld->guard_countdown <= 0) tld->guard_countdown = mi_guard_next_countdown(tld, rate);
+  if (--tld->guard_countdown > 0) return false;
+  tld->guard_countdown = mi_guard_next_countdown(tld, rate);
+  return true;
+}
+
+void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
+  if (!mi_guard_sample(heap->tld, size)) return NULL;
+  if (atomic_fetch_add_explicit(&mi_guard_live, 1, memory_order_relaxed) >= MI_GUARD_MAX_LIVE) {
+    atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
+    return NULL;
+  }
+  size_t bsize = (size == 0 ? 1 : size);
+  if (!mi_option_is_enabled(mi_option_guarded_precise)) bsize = _mi_align_up(bsize, MI_MAX_ALIGN_SIZE);
+  /* a single block of that size: its guard page sits right after its area */
+  mi_page_t* page = _mi_segment_single_alloc(heap, bsize, 0, false);
+  if (page == NULL) {
+    atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
+    return NULL; /* the caller falls back to an ordinary block */
+  }
+  mi_segment_t* segment = _mi_page_segment(page);
+  page->start = (uint8_t*)segment + page->guard_offset - bsize;
+  page->block_size = bsize;
+  page->is_guarded = true;
+  page->guarded_freed = false;
+  _mi_secure_block_prepare(page, (mi_block_t*)page->start, size);
+  if (zero) memset(page->start, 0, bsize);
+  return page->start;
+}
+
+/* ---- Freeing: protect and hold ------------------------------------------ */
+
+#define MI_GUARD_QUARANTINE 64
+static _Atomic(mi_segment_t*) mi_guard_quarantine[MI_GUARD_QUARANTINE];
+static _Atomic(size_t) mi_guard_quarantine_next;
+
+static uint8_t* mi_guard_block_pages(const mi_page_t* page, size_t* len) {
+  size_t psize = _mi_os_page_size();
+  uint8_t* first = (uint8_t*)((uintptr_t)page->start & ~(uintptr_t)(psize - 1));
+  *len = (size_t)((uint8_t*)_mi_page_segment(page) + page->guard_offset - first);
+  return first;
+}
+
+void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
+  _mi_segment_single_unlink(segment);
+  size_t len;
+  uint8_t* first = mi_guard_block_pages(page, &len);
+  if (mi_prim_protect(first, len, true) != 0) {
+    /* cannot fence it off: give it back at once */
+    page->is_guarded = false;
+    _mi_segment_single_release(segment);
+    atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
+    return;
+  }
+  page->guarded_freed = true;
+  size_t slot = atomic_fetch_add_explicit(&mi_guard_quarantine_next, 1, memory_order_relaxed) % MI_GUARD_QUARANTINE;
+  mi_segment_t* evicted = atomic_exchange_explicit(&mi_guard_quarantine[slot], segment, memory_order_acq_rel);
+  if (evicted == NULL) return;
+  mi_page_t* old = &evicted->pages[0];
+  first = mi_guard_block_pages(old, &len);
+  mi_prim_protect(first, len, false);
+  old->is_guarded = false;
+  old->guarded_freed = false;
+  _mi_segment_single_release(evicted);
+  atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
+}
+
+#endif

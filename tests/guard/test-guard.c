@@ -1,0 +1,157 @@
+/* Sampled guard-page allocations (MI_GUARDED, secure builds): an overflow off
+   the end of a guarded block and a use after free each fault at once, with a
+   report naming what was hit; each case has a control that exits 0, and the
+   sampling knobs are each seen to act. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <mimalloc.h>
+#include <stdlib.h>
+
+#include "../secure/child.h"
+
+static char* volatile sink;
+
+static void guard_every_allocation(void) {
+  mi_option_set(mi_option_guarded_sample_rate, 1);
+  mi_option_set(mi_option_guarded_min, 0);
+  mi_option_set(mi_option_guarded_max, 1 << 20);
+}
+
+/* A guarded block of a multiple of 16 bytes ends exactly at a page boundary. */
+static bool looks_guarded(const void* p, size_t size) {
+  return (((uintptr_t)p + size) & 4095) == 0;
+}
+
+static void case_overflow_precise(bool misuse) {
+  guard_every_allocation();
+  mi_option_set(mi_option_guarded_precise, 1);
+  char* p = (char*)mi_malloc(100);
+  volatile char* v = p;
+  for (int i = 0; i < 100; i++) v[i] = 'a';
+  if (misuse) v[100] = 'b'; /* one byte past the end */
+  mi_free(p);
+}
+static void case_overflow_16(bool misuse) {
+  guard_every_allocation();
+  char* p = (char*)mi_malloc(96);
+  volatile char* v = p;
+  for (int i = 0; i < (misuse ? 112 : 96); i++) v[i] = 'a';
+  mi_free(p);
+}
+static void case_uaf_read(bool misuse) {
+  guard_every_allocation();
+  char* p = (char*)mi_malloc(64);
+  p[0] = 'a';
+  mi_free(p);
+  if (misuse) sink = (char*)(uintptr_t)((volatile char*)p)[0];
+}
+static void case_uaf_write(bool misuse) {
+  guard_every_allocation();
+  char* p = (char*)mi_malloc(3000);
+  mi_free(p);
+  if (misuse) ((volatile char*)p)[1000] = 'x';
+}
+static void case_overflow_large(bool misuse) {
+  guard_every_allocation();
+  char* p = (char*)mi_malloc(200000);
+  volatile char* v = p;
+  for (int i = 0; i < (misuse ? 200016 : 200000); i++) v[i] = 'a';
+  mi_free(p);
+}
+/* sampling off: the same overflow is left to the canary, caught at free */
+static void case_rate_zero(bool misuse) {
+  mi_option_set(mi_option_guarded_sample_rate, 0);
+  char* p = (char*)mi_malloc(96);
+  if (looks_guarded(p, 96)) exit(5);
+  volatile char* v = p;
+  for (int i = 0; i < (misuse ? 112 : 96); i++) v[i] = 'a';
+  mi_free(p);
+}
+/* outside [guarded_min, guarded_max] nothing is sampled */
+static void case_size_range(bool misuse) {
+  guard_every_allocation();
+  mi_option_set(mi_option_guarded_min, 1024);
+  char* small = (char*)mi_malloc(96);
+  char* big = (char*)mi_malloc(2048);
+  if (looks_guarded(small, 96) || !looks_guarded(big, 2048)) exit(5);
+  volatile char* v = small;
+  for (int i = 0; i < (misuse ? 112 : 96); i++) v[i] = 'a';
+  mi_free(small);
+  mi_free(big);
+}
+
+#define GUARD_TEST(name, sig, msg) \
+  static void test_##name(void** state) { \
+    (void)state; \
+    expect(&case_##name, sig, msg); \
+  }
+
+GUARD_TEST(overflow_precise, SIGSEGV, "guarded heap buffer overflow detected at")
+GUARD_TEST(overflow_16, SIGSEGV, "guarded heap buffer overflow detected at")
+GUARD_TEST(uaf_read, SIGSEGV, "use-after-free detected in guarded block at")
+GUARD_TEST(uaf_write, SIGSEGV, "use-after-free detected in guarded block at")
+GUARD_TEST(overflow_large, SIGSEGV, "guarded heap buffer overflow detected at")
+GUARD_TEST(rate_zero, SIGABRT, "heap buffer overflow detected in block")
+GUARD_TEST(size_range, SIGABRT, "heap buffer overflow detected in block")
+
+/* 1 in N on average, reproducibly with a seed */
+static int count_guarded(long rate, long seed) {
+  mi_option_set(mi_option_guarded_sample_rate, rate);
+  mi_option_set(mi_option_guarded_sample_seed, seed);
+  mi_option_set(mi_option_guarded_min, 0);
+  int n = 0;
+  void* blocks[2000];
+  for (int i = 0; i < 2000; i++) {
+    blocks[i] = mi_malloc(48);
+    if (looks_guarded(blocks[i], 48)) n++;
+  }
+  for (int i = 0; i < 2000; i++) mi_free(blocks[i]);
+  return n;
+}
+
+static void case_rate_count(bool misuse) {
+  (void)misuse;
+  int n = count_guarded(20, 12345);
+  fprintf(stderr, "guarded %d of 2000 at rate 20\n", n);
+  exit(n >= 40 && n <= 200 ? 0 : 6);
+}
+
+static void test_sample_rate_counts(void** state) {
+  (void)state;
+  char err[4096];
+  int status = run_child(&case_rate_count, false, err, sizeof(err));
+  print_message("%s", err);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* the knobs are read from the environment too */
+static void test_environment(void** state) {
+  (void)state;
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "MIMALLOC_GUARDED_SAMPLE_RATE=1 /proc/%d/exe --probe", (int)getpid());
+  assert_int_equal(system(cmd), 0);
+  snprintf(cmd, sizeof(cmd), "MIMALLOC_GUARDED_SAMPLE_RATE=0 /proc/%d/exe --probe", (int)getpid());
+  assert_int_not_equal(system(cmd), 0);
+}
+
+int main(int argc, char** argv) {
+  mi_child_save_signals();
+  if (argc > 1 && strcmp(argv[1], "--probe") == 0) {
+    void* p = mi_malloc(64);
+    return looks_guarded(p, 64) ? 0 : 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_overflow_precise), cmocka_unit_test(test_overflow_16),
+      cmocka_unit_test(test_uaf_read),         cmocka_unit_test(test_uaf_write),
+      cmocka_unit_test(test_overflow_large),   cmocka_unit_test(test_rate_zero),
+      cmocka_unit_test(test_size_range),       cmocka_unit_test(test_sample_rate_counts),
+      cmocka_unit_test(test_environment),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
