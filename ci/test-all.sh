@@ -54,7 +54,9 @@ step "gcc-release" matrix gcc-release gcc -DCMAKE_BUILD_TYPE=Release
 step "clang-release" matrix clang-release clang -DCMAKE_BUILD_TYPE=Release
 step "clang-debug" matrix clang-debug clang -DCMAKE_BUILD_TYPE=Debug
 step "gcc-secure-release" matrix gcc-secure-release gcc -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
+step "clang-secure-debug" matrix clang-secure-debug clang -DCMAKE_BUILD_TYPE=Debug -DMI_SECURE=ON
 step "override-real-programs" run_ctest "$out/gcc-release" -L override
+step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
 step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
 step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
   OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
