@@ -191,7 +191,7 @@ void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
 
 /* A block just taken from a free list: check it was not written since it was
    freed, mark it handed out, lay out its canary and trailer. */
-void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
+static inline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
   size_t idx = 0;
 #if MI_GUARDED
   if (page->is_guarded) {
@@ -214,6 +214,10 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
   return block;
 }
 
+void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
+  return mi_block_prepare(page, block, size);
+}
+
 /* ---- Allocation ------------------------------------------------------------ */
 
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
@@ -230,8 +234,9 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
 #endif
   size_t need = size + MI_SECURE_TRAILER;
   mi_block_t* block = NULL;
+  mi_page_t* page = NULL;
   if (mi_likely(need <= MI_MEDIUM_BLOCK_MAX)) {
-    mi_page_t* page = heap->pages[_mi_bin(need)].first;
+    page = heap->pages[_mi_bin(need)].first;
     block = page->free;
     if (mi_likely(block != NULL)) {
       page->free = mi_block_next_checked(page, block);
@@ -242,9 +247,9 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
     /* single-block segments come zeroed when asked; small blocks are zeroed below */
     block = (mi_block_t*)_mi_malloc_generic(heap, need, zero && need > MI_MEDIUM_BLOCK_MAX);
     if (block == NULL) return NULL;
+    page = _mi_segment_page_of(_mi_ptr_segment(block), block);
   }
-  mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
-  _mi_secure_block_prepare(page, block, size);
+  mi_block_prepare(page, block, size);
   if (zero && page->reserved > 1) memset(block, 0, size);
   return block;
 }

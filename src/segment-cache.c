@@ -108,7 +108,18 @@ void _mi_segment_cache_purge(bool force) {
     _mi_lock_release(&mi_cache_lock);
     if (!due) continue;
     int64_t committed = _mi_segment_committed(slot->segment);
-    bool purged = _mi_os_purge(slot->segment, slot->size);
+    bool purged = true;
+#if MI_SECURE
+    /* purging zeroes the header, and with it where a large block's guard page
+       is: lift that guard first (the other guard pages sit where every
+       segment of the kind has them) */
+    mi_page_t* single = &slot->segment->pages[0];
+    if (slot->segment->kind == MI_SEGMENT_SINGLE && single->guard_offset != 0) {
+      purged = (mi_prim_protect((uint8_t*)slot->segment + single->guard_offset, _mi_os_page_size(), false) == 0);
+      if (purged) single->guard_offset = 0;
+    }
+#endif
+    purged = purged && _mi_os_purge(slot->segment, slot->size);
     _mi_lock_acquire(&mi_cache_lock);
     slot->purging = false;
     if (purged) {

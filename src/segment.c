@@ -135,17 +135,6 @@ int64_t _mi_segment_committed(const mi_segment_t* segment) {
 static void mi_segment_release(mi_segment_t* segment) {
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
   segment->tld = NULL;
-#if MI_SECURE
-  mi_page_t* single = &segment->pages[0];
-  if (segment->kind == MI_SEGMENT_SINGLE && single->guard_offset != 0) {
-    /* the next block in this segment may be larger: its guard moves */
-    if (mi_prim_protect((uint8_t*)segment + single->guard_offset, _mi_os_page_size(), false) != 0) {
-      mi_segment_unmap(segment);
-      return;
-    }
-    single->guard_offset = 0;
-  }
-#endif
   if (segment->segment_size <= MI_LARGE_SEGMENT_MAX && _mi_segment_cache_push(segment)) return;
   mi_segment_unmap(segment);
 }
@@ -466,13 +455,23 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
     page->committed = area;
   }
 #if MI_SECURE
-  if (mi_prim_protect((uint8_t*)segment + needed, psize, true) != 0) {
-    _mi_error_message(ENOMEM, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + offset));
-    atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
-    mi_segment_release(segment);
-    return NULL;
+  /* a segment taken back from the cache keeps its guard page: it moves only
+     when this block ends elsewhere */
+  if (page->guard_offset != needed) {
+    int err = 0;
+    if (page->guard_offset != 0) err = mi_prim_protect((uint8_t*)segment + page->guard_offset, psize, false);
+    if (err == 0) {
+      page->guard_offset = 0;
+      err = mi_prim_protect((uint8_t*)segment + needed, psize, true);
+    }
+    if (err != 0) {
+      _mi_error_message(err, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + offset));
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
+      mi_segment_unmap(segment);
+      return NULL;
+    }
+    page->guard_offset = needed;
   }
-  page->guard_offset = needed;
 #endif
   page->start = (uint8_t*)segment + offset;
   page->block_size = needed - offset;
