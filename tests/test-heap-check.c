@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* The debug build's heap-consistency check (MI_DEBUG >= 2), with its positive
    control: a free list corrupted on purpose must be caught, in a child, with
    an abort and the assertion message. Release builds compile the check out;
@@ -15,35 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
+
 #ifndef MI_TEST_DEBUG_CHECK
 #define MI_TEST_DEBUG_CHECK 0
 #endif
 #ifndef MI_TEST_SECURE
 #define MI_TEST_SECURE 0
 #endif
-
-/* Run `fn` in a child with stderr captured; returns the wait status. */
-static int run_child(void (*fn)(void), char* err, size_t err_size) {
-  int pipefd[2];
-  assert_int_equal(pipe(pipefd), 0);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(pipefd[1], 2);
-    close(pipefd[0]);
-    fn();
-    _exit(0);
-  }
-  close(pipefd[1]);
-  size_t n = 0;
-  ssize_t r;
-  while (n + 1 < err_size && (r = read(pipefd[0], err + n, err_size - 1 - n)) > 0) n += (size_t)r;
-  err[n] = 0;
-  close(pipefd[0]);
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return status;
-}
 
 static void churn_and_collect(bool corrupt) {
   mi_heap_t* heap = mi_heap_new();
@@ -59,18 +39,10 @@ static void churn_and_collect(bool corrupt) {
   if (!corrupt) mi_heap_destroy(heap);
 }
 
-static void clean_case(void) {
-  churn_and_collect(false);
-}
-
-static void corrupt_case(void) {
-  churn_and_collect(true);
-}
-
 static void test_clean_heap_passes(void** state) {
   (void)state;
   char err[4096];
-  int status = run_child(&clean_case, err, sizeof(err));
+  int status = run_child(&churn_and_collect, false, err, sizeof(err));
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
   assert_null(strstr(err, "assertion failed"));
@@ -85,7 +57,7 @@ static void test_corrupted_free_list_is_caught(void** state) {
     return;
   }
   char err[4096];
-  int status = run_child(&corrupt_case, err, sizeof(err));
+  int status = run_child(&churn_and_collect, true, err, sizeof(err));
   assert_true(WIFSIGNALED(status));
   assert_int_equal(WTERMSIG(status), SIGABRT);
   assert_non_null(strstr(err, "mimalloc: assertion failed: "));
@@ -93,6 +65,7 @@ static void test_corrupted_free_list_is_caught(void** state) {
 }
 
 int main(void) {
+  mi_child_save_signals();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clean_heap_passes),
       cmocka_unit_test(test_corrupted_free_list_is_caught),

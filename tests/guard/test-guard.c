@@ -12,7 +12,7 @@
 #include <mimalloc.h>
 #include <stdlib.h>
 
-#include "../secure/child.h"
+#include "../child.h"
 
 static char* volatile sink;
 

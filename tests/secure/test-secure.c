@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "../child.h"
 
 static void* volatile sink;
 static void touch_free(void* p) {

@@ -1,5 +1,5 @@
 /* Running a case of misuse in a child process and checking how it died:
-   shared by the secure-mode and guarded-allocation tests. Include after
+   shared by the tests of aborting behaviour. Include after
    <cmocka.h>. */
 #ifndef MI_TEST_CHILD_H
 #define MI_TEST_CHILD_H
@@ -65,7 +65,7 @@ static int run_child(mi_case_fn fn, bool misuse, char* err, size_t err_size) {
 
 /* The misuse dies of `sig` with a report line starting with
    "mimalloc: error: <message>"; the control exits 0 with no report. */
-static void expect(mi_case_fn fn, int sig, const char* message) {
+__attribute__((unused)) static void expect(mi_case_fn fn, int sig, const char* message) {
   char err[8192];
   int status = run_child(fn, false, err, sizeof(err));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) print_error("control failed: status %d, stderr: %s\n", status, err);
