@@ -10,6 +10,15 @@
 
 #include <errno.h>
 #include <mimalloc.h>
+
+/* The misuse here is planted on purpose: keep the compiler from refusing it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Warray-bounds"
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
