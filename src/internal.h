@@ -220,7 +220,22 @@ void _mi_deferred_free(mi_heap_t* heap, bool force) mi_decl_hidden;
 
 /* options.c */
 void _mi_options_init(void) mi_decl_hidden;
-long _mi_option_get_fast(mi_option_t option) mi_decl_hidden;
+typedef enum mi_option_init_e { MI_OPTION_UNINIT, MI_OPTION_DEFAULTED, MI_OPTION_INITIALIZED } mi_option_init_t;
+typedef struct mi_option_desc_s {
+  long value;
+  mi_option_init_t init;
+  const char* name;
+  bool is_size; /* value in KiB; accepts KiB/MiB/GiB suffixes */
+} mi_option_desc_t;
+extern mi_option_desc_t _mi_options[_mi_option_last] mi_decl_hidden;
+long _mi_option_get_slow(mi_option_t option) mi_decl_hidden;
+
+/* An option's value, read on hot paths: a table load once it is initialised. */
+static inline long _mi_option_get_fast(mi_option_t option) {
+  const mi_option_desc_t* desc = &_mi_options[option];
+  if (mi_unlikely(desc->init == MI_OPTION_UNINIT)) return _mi_option_get_slow(option);
+  return desc->value;
+}
 
 /* output.c */
 void _mi_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));

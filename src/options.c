@@ -5,19 +5,10 @@
 #include <ctype.h>
 #include <stdlib.h>
 
-typedef enum mi_option_init_e { MI_OPTION_UNINIT, MI_OPTION_DEFAULTED, MI_OPTION_INITIALIZED } mi_option_init_t;
-
-typedef struct mi_option_desc_s {
-  long value;
-  mi_option_init_t init;
-  const char* name;
-  bool is_size; /* value in KiB; accepts KiB/MiB/GiB suffixes */
-} mi_option_desc_t;
-
 #define MI_OPTION(opt, def) [mi_option_##opt] = {def, MI_OPTION_UNINIT, #opt, false}
 #define MI_OPTION_SIZE(opt, def) [mi_option_##opt] = {def, MI_OPTION_UNINIT, #opt, true}
 
-static mi_option_desc_t mi_options[_mi_option_last] = {
+mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(show_errors, MI_DEBUG > 0 ? 1 : 0),
     MI_OPTION(show_stats, 0),
     MI_OPTION(verbose, 0),
@@ -59,7 +50,7 @@ static mi_option_desc_t mi_options[_mi_option_last] = {
 };
 
 static bool mi_option_valid(mi_option_t option) {
-  return (option >= 0 && option < _mi_option_last && mi_options[option].name != NULL);
+  return (option >= 0 && option < _mi_option_last && _mi_options[option].name != NULL);
 }
 
 static void mi_option_env_name(const char* name, char* buf, size_t size) {
@@ -102,7 +93,7 @@ static bool mi_option_parse(const mi_option_desc_t* desc, const char* s, long* v
 }
 
 static void mi_option_init(mi_option_t option) {
-  mi_option_desc_t* desc = &mi_options[option];
+  mi_option_desc_t* desc = &_mi_options[option];
   char name[80];
   char value[64];
   mi_option_env_name(desc->name, name, sizeof(name));
@@ -122,14 +113,13 @@ static void mi_option_init(mi_option_t option) {
 
 void _mi_options_init(void) {
   for (int i = 0; i < _mi_option_last; i++) {
-    if (mi_option_valid((mi_option_t)i) && mi_options[i].init == MI_OPTION_UNINIT) mi_option_init((mi_option_t)i);
+    if (mi_option_valid((mi_option_t)i) && _mi_options[i].init == MI_OPTION_UNINIT) mi_option_init((mi_option_t)i);
   }
 }
 
-long _mi_option_get_fast(mi_option_t option) {
-  mi_option_desc_t* desc = &mi_options[option];
-  if (mi_unlikely(desc->init == MI_OPTION_UNINIT)) mi_option_init(option);
-  return desc->value;
+long _mi_option_get_slow(mi_option_t option) {
+  mi_option_init(option);
+  return _mi_options[option].value;
 }
 
 long mi_option_get(mi_option_t option) {
@@ -146,19 +136,19 @@ size_t mi_option_get_size(mi_option_t option) {
   if (!mi_option_valid(option)) return 0;
   long v = mi_option_get(option);
   if (v < 0) return 0;
-  return (mi_options[option].is_size ? (size_t)v * 1024 : (size_t)v);
+  return (_mi_options[option].is_size ? (size_t)v * 1024 : (size_t)v);
 }
 
 void mi_option_set(mi_option_t option, long value) {
   if (!mi_option_valid(option)) return;
-  mi_options[option].value = value;
-  mi_options[option].init = MI_OPTION_INITIALIZED;
+  _mi_options[option].value = value;
+  _mi_options[option].init = MI_OPTION_INITIALIZED;
 }
 
 void mi_option_set_default(mi_option_t option, long value) {
   if (!mi_option_valid(option)) return;
-  if (mi_options[option].init == MI_OPTION_UNINIT) mi_option_init(option);
-  if (mi_options[option].init != MI_OPTION_INITIALIZED) mi_options[option].value = value;
+  if (_mi_options[option].init == MI_OPTION_UNINIT) mi_option_init(option);
+  if (_mi_options[option].init != MI_OPTION_INITIALIZED) _mi_options[option].value = value;
 }
 
 bool mi_option_is_enabled(mi_option_t option) {

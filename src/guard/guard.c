@@ -72,7 +72,8 @@ static long mi_guard_next_countdown(mi_tld_t* tld, long rate) {
 static bool mi_guard_sample(mi_tld_t* tld, size_t size) {
   long rate = _mi_option_get_fast(mi_option_guarded_sample_rate);
   if (mi_likely(rate <= 0)) return false;
-  if (size < (size_t)mi_option_get(mi_option_guarded_min) || size > (size_t)mi_option_get(mi_option_guarded_max)) {
+  if (size < (size_t)_mi_option_get_fast(mi_option_guarded_min) ||
+      size > (size_t)_mi_option_get_fast(mi_option_guarded_max)) {
     return false;
   }
   if (rate == 1) return true;
