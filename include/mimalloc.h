@@ -74,6 +74,13 @@ typedef void(mi_cdecl mi_error_fun)(int err, void* arg);
 mi_decl_export void mi_register_error(mi_error_fun* fun, void* arg);
 
 mi_decl_export void mi_collect(bool force) mi_attr_noexcept;
+
+/* Arenas: memory reserved up front, from which segments are taken before
+   the OS is asked. 0 on success, else ENOMEM (or EINVAL). */
+mi_decl_export int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noexcept;
+mi_decl_export int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msecs) mi_attr_noexcept;
+mi_decl_export int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes, size_t timeout_msecs) mi_attr_noexcept;
+mi_decl_export int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserved) mi_attr_noexcept;
 mi_decl_export int mi_version(void) mi_attr_noexcept;
 mi_decl_export void mi_stats_reset(void) mi_attr_noexcept;
 mi_decl_export void mi_stats_merge(void) mi_attr_noexcept;

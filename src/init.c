@@ -2,6 +2,7 @@
    constructor runs, from dlsym and from TLS set-up), thread exit, fork and
    process exit. */
 #include "internal.h"
+#include "prim/fault.h"
 
 typedef struct mi_thread_data_s {
   mi_heap_t heap;
@@ -134,10 +135,14 @@ void _mi_process_init_once(void) {
     return;
   }
   mi_prim_init(&_mi_os_config);
+#if MI_FAULT
+  _mi_fault_init_from_env();
+#endif
   _mi_options_init();
   _mi_process_key = mi_initial_key();
   _mi_meta_init();
   _mi_segments_init();
+  _mi_arenas_init();
   _mi_purge_init();
   mi_prim_thread_exit_hook_init(&mi_thread_exit_hook);
   _mi_process_is_initialized = true;
@@ -145,6 +150,10 @@ void _mi_process_init_once(void) {
   /* these may allocate: the allocator is ready for it now */
   mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
   mi_prim_atexit(&mi_process_done);
+#if MI_FAULT
+  _mi_fault_register_report();
+#endif
+  _mi_arenas_reserve_from_options();
 #if MI_SECURE
   /* a fault on one of our guard pages says what it hit before the process dies */
   mi_prim_fault_handler_install(&_mi_guard_fault_report);

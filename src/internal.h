@@ -93,6 +93,7 @@ typedef struct mi_segment_s {
   uint8_t kind;
   uint8_t page_shift;           /* log2 of the page size; 63 for single-block segments */
   uint8_t in_purge_list;        /* protected by the purge lock */
+  uint8_t is_pinned;            /* large or huge OS pages: never purged, never cached */
   uint32_t page_count;
   uint32_t used_pages;          /* pages in use (owner only) */
   size_t info_size;             /* header bytes before page 0's blocks */
@@ -143,6 +144,8 @@ typedef struct mi_stats_s {
   mi_stat_count_t large;     /* large and huge blocks in use */
   mi_stat_count_t threads;
   mi_stat_count_t purged;    /* bytes returned to the OS (total) */
+  mi_stat_count_t meta;      /* bytes reserved for the allocator's metadata (never returned) */
+  mi_stat_count_t arenas;    /* bytes reserved for arenas (never returned) */
   _Atomic(int64_t) mmap_calls;
   _Atomic(int64_t) purge_calls;
   _Atomic(int64_t) reclaimed;
@@ -184,6 +187,7 @@ typedef enum mi_lock_class_e {
   MI_LOCK_SEGMENT_CACHE = 2,
   MI_LOCK_PURGE = 3,
   MI_LOCK_META = 4,
+  MI_LOCK_ARENA = 5,
   MI_LOCK_CLASS_COUNT
 } mi_lock_class_t;
 
@@ -246,14 +250,26 @@ void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden __attribute
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
 
 /* os.c */
-void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool* is_zero) mi_decl_hidden;
+void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allow_large, bool* is_pinned) mi_decl_hidden;
 void _mi_os_free(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_purge(void* p, size_t size) mi_decl_hidden;
+bool _mi_os_commit(void* p, size_t size) mi_decl_hidden;
+bool _mi_os_decommit(void* p, size_t size) mi_decl_hidden;
+int _mi_os_protect(void* p, size_t size, bool protect) mi_decl_hidden;
+void _mi_os_reset_breaker(void) mi_decl_hidden;
+
+/* arena.c */
+void _mi_arenas_init(void) mi_decl_hidden;
+void _mi_arenas_reserve_from_options(void) mi_decl_hidden;
+void* _mi_arena_alloc(size_t size, bool* is_pinned) mi_decl_hidden;
+bool _mi_arena_free(void* p, size_t size) mi_decl_hidden;
+bool _mi_arena_contains(const void* p) mi_decl_hidden;
 void* _mi_os_alloc_meta(size_t size) mi_decl_hidden;
+void _mi_os_free_meta(void* p, size_t size) mi_decl_hidden;
 size_t _mi_os_page_size(void) mi_decl_hidden;
 
 /* segment-map.c */
-void _mi_segment_map_set(const mi_segment_t* segment, bool present) mi_decl_hidden;
+bool _mi_segment_map_set(const mi_segment_t* segment, bool present) mi_decl_hidden;
 bool _mi_segment_map_contains(const void* p) mi_decl_hidden;
 
 /* segment.c */
@@ -265,6 +281,7 @@ void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
 void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_single_discard(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;

@@ -7,7 +7,8 @@
      2. single             large and huge blocks of every heap
      3. segment-cache      free segments kept for reuse
      4. purge              segments with memory waiting to be purged
-     5. meta               slots for thread data and heaps */
+     5. meta               slots for thread data and heaps
+     6. arena              chunk maps of the reserved arenas */
 #include "internal.h"
 
 /* Each lock class has exactly one global lock; it registers itself here when

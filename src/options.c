@@ -9,7 +9,7 @@
 #define MI_OPTION_SIZE(opt, def) [mi_option_##opt] = {def, MI_OPTION_UNINIT, #opt, true}
 
 mi_option_desc_t _mi_options[_mi_option_last] = {
-    MI_OPTION(show_errors, MI_DEBUG > 0 ? 1 : 0),
+    MI_OPTION(show_errors, (MI_DEBUG > 0 || MI_SECURE) ? 1 : 0),
     MI_OPTION(show_stats, 0),
     MI_OPTION(verbose, 0),
     MI_OPTION(eager_commit, 1),

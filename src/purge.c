@@ -57,6 +57,11 @@ static void mi_purge_list_add(mi_segment_t* segment) {
 
 /* Called by the page's owner (or by whoever holds an abandoned segment). */
 void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
+  if (segment->is_pinned) {
+    /* pinned pages cannot be returned in parts: the page stays committed */
+    atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
+    return;
+  }
   long delay = _mi_option_get_fast(mi_option_purge_delay);
   int64_t due = (delay < 0 ? INT64_MAX : mi_prim_clock_now() + delay);
   atomic_store_explicit(&page->purge_at, due, memory_order_relaxed);
@@ -78,6 +83,7 @@ static void mi_purge_list_remove(mi_segment_t* segment) {
 /* A cached segment taken back into use may still have dirty free pages:
    list it so they are purged in time. */
 void _mi_purge_track_segment(mi_segment_t* segment) {
+  if (segment->is_pinned) return;
   bool dirty = false;
   for (size_t i = 0; i < segment->page_count && !dirty; i++) {
     dirty = (atomic_load_explicit(&segment->pages[i].state, memory_order_relaxed) == MI_PAGE_FREE_DIRTY);
@@ -141,7 +147,8 @@ static size_t mi_purge_claim(int64_t now, bool force, int64_t* next_due, mi_purg
 
 /* Outside the lock: return the memory of claimed pages. A segment cannot be
    released while one of its pages is PURGING (see _mi_purge_unlink_segment). */
-static void mi_purge_items(mi_purge_item_t* items, size_t n) {
+static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
+  size_t failed = 0;
   for (size_t i = 0; i < n; i++) {
     mi_segment_t* segment = items[i].segment;
     mi_page_t* page = items[i].page;
@@ -155,10 +162,18 @@ static void mi_purge_items(mi_purge_item_t* items, size_t n) {
         page->committed = 0;
       }
     }
+    if (!ok) {
+      /* the OS refused: the memory stays committed and is tried again one
+         delay later (not at once, which would spin while the OS refuses) */
+      long delay = _mi_option_get_fast(mi_option_purge_delay);
+      atomic_store_explicit(&page->purge_at, (delay < 0 ? INT64_MAX : now + (delay > 0 ? delay : 1)),
+                            memory_order_relaxed);
+      failed++;
+    }
     atomic_store_explicit(&page->state, ok ? MI_PAGE_FREE_CLEAN : MI_PAGE_FREE_DIRTY, memory_order_release);
-    /* the OS refused: the memory stays committed and is tried again later */
     if (!ok) _mi_purge_track_segment(segment);
   }
+  return failed;
 }
 
 /* Purge everything that is due (everything with `force`). */
@@ -173,7 +188,8 @@ void _mi_purge_run(bool force) {
     _mi_lock_release(&_mi_purge_lock);
     if (next_due != INT64_MAX) mi_purge_due_at(next_due);
     if (n == 0) break;
-    mi_purge_items(items, n);
+    /* a refusal ends the run: a forced run would claim the same pages again */
+    if (mi_purge_items(items, n, now) > 0) break;
   }
   _mi_segment_cache_purge(force);
   if (_mi_segment_cache_has_dirty()) {

@@ -115,7 +115,7 @@ void _mi_segment_cache_purge(bool force) {
        segment of the kind has them) */
     mi_page_t* single = &slot->segment->pages[0];
     if (slot->segment->kind == MI_SEGMENT_SINGLE && single->guard_offset != 0) {
-      purged = (mi_prim_protect((uint8_t*)slot->segment + single->guard_offset, _mi_os_page_size(), false) == 0);
+      purged = (_mi_os_protect((uint8_t*)slot->segment + single->guard_offset, _mi_os_page_size(), false) == 0);
       if (purged) single->guard_offset = 0;
     }
 #endif

@@ -19,20 +19,24 @@ static _Atomic(uint64_t)* mi_segment_map_get(bool create) {
   _Atomic(uint64_t)* expected = NULL;
   if (!atomic_compare_exchange_strong_explicit(&mi_segment_map, &expected, map, memory_order_acq_rel,
                                                memory_order_acquire)) {
-    _mi_os_free(map, MI_SEGMENT_MAP_WORDS * sizeof(uint64_t));
+    _mi_os_free_meta(map, MI_SEGMENT_MAP_WORDS * sizeof(uint64_t));
     map = expected;
   }
   return map;
 }
 
-void _mi_segment_map_set(const mi_segment_t* segment, bool present) {
+/* Record a segment as ours (or no longer). False if the map itself could not
+   be had: then the segment must not be used, since frees into it would not
+   be recognised as ours. */
+bool _mi_segment_map_set(const mi_segment_t* segment, bool present) {
   uintptr_t chunk = (uintptr_t)segment >> MI_SEGMENT_SHIFT;
-  if (chunk >= MI_SEGMENT_MAP_BITS) return;
-  _Atomic(uint64_t)* map = mi_segment_map_get(true);
-  if (map == NULL) return;
+  if (chunk >= MI_SEGMENT_MAP_BITS) return !present; /* beyond the map (the 48-bit address space) */
+  _Atomic(uint64_t)* map = mi_segment_map_get(present);
+  if (map == NULL) return !present;
   uint64_t bit = (uint64_t)1 << (chunk % 64);
   if (present) atomic_fetch_or_explicit(&map[chunk / 64], bit, memory_order_release);
   else atomic_fetch_and_explicit(&map[chunk / 64], ~bit, memory_order_release);
+  return true;
 }
 
 bool _mi_segment_map_contains(const void* p) {

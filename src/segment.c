@@ -72,11 +72,11 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
    metadata. A failure to protect is reported and the segment not used. */
 static bool mi_segment_protect_guards(mi_segment_t* segment) {
   size_t psize = _mi_os_page_size();
-  int err = mi_prim_protect((uint8_t*)segment + segment->info_size - psize, psize, true);
+  int err = _mi_os_protect((uint8_t*)segment + segment->info_size - psize, psize, true);
   for (size_t i = 0; err == 0 && segment->kind != MI_SEGMENT_SINGLE && i < segment->page_count; i++) {
     uint8_t* start;
     size_t area = _mi_segment_page_area(segment, i, &start);
-    err = mi_prim_protect(start + area, psize, true);
+    err = _mi_os_protect(start + area, psize, true);
   }
   if (err != 0) _mi_error_message(err, "unable to protect the guard pages of segment %p (error %d)\n", (void*)segment, err);
   return (err == 0);
@@ -87,7 +87,7 @@ static void mi_segment_unmap(mi_segment_t* segment) {
   _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
   _mi_stat_decrease(&_mi_stats.segments, 1);
   _mi_segment_map_set(segment, false);
-  _mi_os_free(segment, segment->segment_size);
+  if (!_mi_arena_free(segment, segment->segment_size)) _mi_os_free(segment, segment->segment_size);
 }
 
 /* A segment of `kind`: a cached one of the same kind keeps its page states
@@ -107,12 +107,21 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
     _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
     return segment;
   }
-  bool is_zero = false;
-  segment = (mi_segment_t*)_mi_os_alloc_aligned(segment_size, MI_SEGMENT_SIZE, &is_zero);
+  /* an arena first (if any were reserved), else the OS */
+  bool is_pinned = false;
+  segment = (mi_segment_t*)_mi_arena_alloc(segment_size, &is_pinned);
+  if (segment == NULL) {
+    bool allow_large = mi_option_is_enabled(mi_option_allow_large_os_pages);
+    segment = (mi_segment_t*)_mi_os_alloc_aligned(segment_size, MI_SEGMENT_SIZE, true, allow_large, &is_pinned);
+  }
   if (segment == NULL) return NULL;
+  if (!_mi_segment_map_set(segment, true)) {
+    if (!_mi_arena_free(segment, segment_size)) _mi_os_free(segment, segment_size);
+    return NULL;
+  }
   _mi_stat_increase(&_mi_stats.segments, 1);
-  _mi_segment_map_set(segment, true);
   mi_segment_init_header(segment, kind, segment_size);
+  segment->is_pinned = is_pinned;
   _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
 #if MI_SECURE
   if (!mi_segment_protect_guards(segment)) {
@@ -135,7 +144,9 @@ int64_t _mi_segment_committed(const mi_segment_t* segment) {
 static void mi_segment_release(mi_segment_t* segment) {
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
   segment->tld = NULL;
-  if (segment->segment_size <= MI_LARGE_SEGMENT_MAX && _mi_segment_cache_push(segment)) return;
+  /* pinned segments skip the cache: its purge would fail on them, and their
+     memory is better back in its arena */
+  if (!segment->is_pinned && segment->segment_size <= MI_LARGE_SEGMENT_MAX && _mi_segment_cache_push(segment)) return;
   mi_segment_unmap(segment);
 }
 
@@ -459,10 +470,10 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
      when this block ends elsewhere */
   if (page->guard_offset != needed) {
     int err = 0;
-    if (page->guard_offset != 0) err = mi_prim_protect((uint8_t*)segment + page->guard_offset, psize, false);
+    if (page->guard_offset != 0) err = _mi_os_protect((uint8_t*)segment + page->guard_offset, psize, false);
     if (err == 0) {
       page->guard_offset = 0;
-      err = mi_prim_protect((uint8_t*)segment + needed, psize, true);
+      err = _mi_os_protect((uint8_t*)segment + needed, psize, true);
     }
     if (err != 0) {
       _mi_error_message(err, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + offset));
@@ -514,6 +525,18 @@ void _mi_segment_single_release(mi_segment_t* segment) {
   segment->used_pages = 0;
   atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
   mi_segment_release(segment);
+}
+
+/* Give a single-block segment straight back to the OS (or its arena),
+   never to the cache: its block's memory cannot be trusted to be usable. */
+void _mi_segment_single_discard(mi_segment_t* segment) {
+  mi_page_t* page = &segment->pages[0];
+  page->used = 0;
+  segment->used_pages = 0;
+  atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
+  atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+  segment->tld = NULL;
+  mi_segment_unmap(segment);
 }
 
 /* Grow or shrink a large block within its segment. */

@@ -124,7 +124,7 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
   _mi_segment_single_unlink(segment);
   size_t len;
   uint8_t* first = mi_guard_block_pages(page, &len);
-  if (mi_prim_protect(first, len, true) != 0) {
+  if (_mi_os_protect(first, len, true) != 0) {
     /* cannot fence it off: give it back at once */
     page->is_guarded = false;
     _mi_segment_single_release(segment);
@@ -137,10 +137,16 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
   if (evicted == NULL) return;
   mi_page_t* old = &evicted->pages[0];
   first = mi_guard_block_pages(old, &len);
-  mi_prim_protect(first, len, false);
+  bool accessible = (_mi_os_protect(first, len, false) == 0);
   old->is_guarded = false;
   old->guarded_freed = false;
-  _mi_segment_single_release(evicted);
+  if (accessible) {
+    _mi_segment_single_release(evicted);
+  } else {
+    /* still fenced off: reusing it would fault, so it goes back to the OS */
+    _mi_error_message(ENOMEM, "unable to lift the guard of freed block %p; returning it to the OS\n", (void*)old->start);
+    _mi_segment_single_discard(evicted);
+  }
   atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
 }
 

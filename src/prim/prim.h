@@ -8,7 +8,9 @@
    - addresses and sizes are multiples of mi_prim_page_size() and non-zero;
    - results come back through out-pointers, and the return value is 0 on
      success or an errno-style code (ENOMEM, EINVAL, ...) on failure;
-   - no function here allocates from the allocator. */
+   - no function here allocates from the allocator;
+   - each memory call passes the fault-injection point (prim/fault.h) right
+     where it makes its system call. */
 #ifndef MI_PRIM_H
 #define MI_PRIM_H
 
@@ -42,8 +44,13 @@ int mi_prim_decommit(void* addr, size_t size);
 int mi_prim_purge(void* addr, size_t size, bool allow_lazy, bool* is_zero);
 /* Make a range inaccessible (protect) or read/write again. */
 int mi_prim_protect(void* addr, size_t size, bool protect);
-/* Reserve explicit huge (1 GiB) pages; fails with ENOTSUP where unavailable. */
+/* Reserve explicit huge (1 GiB) pages; fails with ENOTSUP where unavailable.
+   `size` is a multiple of 1 GiB. */
 int mi_prim_alloc_huge_os_pages(size_t size, void** addr);
+/* Reserve explicit large (2 MiB) pages, committed and pinned: they are never
+   purged or protected in parts. `size` is a multiple of 2 MiB; fails (ENOMEM,
+   ENOTSUP) where the system has none to give. */
+int mi_prim_alloc_large_os_pages(size_t size, size_t try_alignment, void** addr);
 
 /* Monotonic clock in milliseconds. */
 int64_t mi_prim_clock_now(void);

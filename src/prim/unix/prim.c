@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "../prim.h"
+#include "../fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +50,22 @@ static int mi_prim_errno(void) {
   return (errno == 0 ? ENOMEM : errno);
 }
 
+/* An injected failure sets errno as the system call would have, then takes
+   the same path as a real failure. */
+static bool mi_prim_fault(mi_fault_kind_t kind) {
+  int f = mi_fault_point(kind);
+  if (f == 0) return false;
+  errno = (f == mi_fault_error_oom + 1 ? ENOMEM : (f == mi_fault_error_again + 1 ? EAGAIN : EINVAL));
+  return true;
+}
+
+static void* mi_prim_mmap(mi_fault_kind_t kind, void* hint, size_t size, int prot, int flags) {
+  if (mi_prim_fault(kind)) return MAP_FAILED;
+  void* p = mmap(hint, size, prot, flags, -1, 0);
+  if (p != MAP_FAILED && (flags & MAP_FIXED) == 0) mi_fault_reserved((long long)size);
+  return p;
+}
+
 /* Aligned requests are placed at hint addresses that walk upward from 2 TiB
    in steps of the alignment, so the kernel usually returns them aligned and
    the caller need not over-reserve and trim. */
@@ -80,7 +97,7 @@ int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_lar
   *addr = NULL;
   int prot = (commit ? PROT_READ | PROT_WRITE : PROT_NONE);
   void* hint = mi_prim_aligned_hint(size, try_alignment);
-  void* p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = mi_prim_mmap(mi_fault_reserve, hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
   if (p == MAP_FAILED) return mi_prim_errno();
 #if defined(MADV_HUGEPAGE)
   if (allow_large && commit && prim_config.large_page_size != 0 && size >= prim_config.large_page_size) {
@@ -95,23 +112,27 @@ int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_lar
 }
 
 int mi_prim_free(void* addr, size_t size) {
-  return (munmap(addr, size) == 0 ? 0 : mi_prim_errno());
+  if (mi_prim_fault(mi_fault_release) || munmap(addr, size) != 0) return mi_prim_errno();
+  mi_fault_reserved(-(long long)size);
+  return 0;
 }
 
 int mi_prim_commit(void* addr, size_t size, bool* is_zero) {
-  *is_zero = false;
-  if (mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) return mi_prim_errno();
+  /* decommitted ranges are fresh mappings (see decommit): they read as zero */
+  *is_zero = true;
+  if (mi_prim_fault(mi_fault_commit) || mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) return mi_prim_errno();
   return 0;
 }
 
 int mi_prim_decommit(void* addr, size_t size) {
   /* replacing the mapping drops its pages and its commit charge at once */
-  void* p = mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = mi_prim_mmap(mi_fault_decommit, addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
   return (p == MAP_FAILED ? mi_prim_errno() : 0);
 }
 
 int mi_prim_purge(void* addr, size_t size, bool allow_lazy, bool* is_zero) {
   *is_zero = false;
+  if (mi_prim_fault(mi_fault_purge)) return mi_prim_errno();
 #if defined(MADV_FREE)
   if (allow_lazy) {
     if (madvise(addr, size, MADV_FREE) == 0) return 0;
@@ -126,19 +147,38 @@ int mi_prim_purge(void* addr, size_t size, bool allow_lazy, bool* is_zero) {
 
 int mi_prim_protect(void* addr, size_t size, bool protect) {
   int prot = (protect ? PROT_NONE : PROT_READ | PROT_WRITE);
-  return (mprotect(addr, size, prot) == 0 ? 0 : mi_prim_errno());
+  if (mi_prim_fault(mi_fault_protect) || mprotect(addr, size, prot) != 0) return mi_prim_errno();
+  return 0;
 }
 
 int mi_prim_alloc_huge_os_pages(size_t size, void** addr) {
   *addr = NULL;
 #if defined(MAP_HUGETLB) && defined(MAP_HUGE_SHIFT)
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB | (30 << MAP_HUGE_SHIFT);
-  void* p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+  /* no MAP_NORESERVE: without a reservation a later touch of a page the
+     pool cannot supply kills the process with SIGBUS; with one, mmap fails */
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (30 << MAP_HUGE_SHIFT);
+  void* p = mi_prim_mmap(mi_fault_huge, NULL, size, PROT_READ | PROT_WRITE, flags);
   if (p == MAP_FAILED) return mi_prim_errno();
   *addr = p;
   return 0;
 #else
   (void)size;
+  return ENOTSUP;
+#endif
+}
+
+int mi_prim_alloc_large_os_pages(size_t size, size_t try_alignment, void** addr) {
+  *addr = NULL;
+#if defined(MAP_HUGETLB) && defined(MAP_HUGE_SHIFT)
+  /* explicit 2 MiB pages: pinned, and only there if the administrator set some aside */
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (21 << MAP_HUGE_SHIFT); /* reserved: see above */
+  void* p = mi_prim_mmap(mi_fault_large, mi_prim_aligned_hint(size, try_alignment), size, PROT_READ | PROT_WRITE, flags);
+  if (p == MAP_FAILED) return mi_prim_errno();
+  *addr = p;
+  return 0;
+#else
+  (void)size;
+  (void)try_alignment;
   return ENOTSUP;
 #endif
 }
