@@ -1,0 +1,540 @@
+/* The fault-injection knobs, the OOM retry and each fallback path, shown
+   taken by the counters. Every case runs in a forked child, so each starts
+   from the same allocator state and its policy cannot leak into the next. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <mimalloc.h>
+#include <mimalloc/fault.h>
+
+#include "../../src/internal.h"
+#include "child.h"
+
+static const char* self_path;
+
+/* Inside a child: a failed check prints and exits 1. */
+#define CHECK(cond)                                                                 \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      fprintf(stderr, "test-fault: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      _exit(1);                                                                     \
+    }                                                                               \
+  } while (0)
+
+static void child_options(void) {
+  mi_option_set(mi_option_purge_thread, 0);
+  mi_option_set(mi_option_purge_delay, -1);
+  mi_option_set(mi_option_segment_cache, 0);
+  /* the first segment also maps the segment map: get that out of the counts */
+  mi_free(mi_malloc((size_t)5 << 20));
+  mi_fault_reset();
+}
+
+static void in_child(void (*body)(void)) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    mi_child_restore_signals(); /* a crash must kill the child, not resume cmocka in it */
+    child_options();
+    body();
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status)) print_error("child died with signal %d\n", WTERMSIG(status));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static mi_fault_counters_t counters(void) {
+  mi_fault_counters_t c;
+  mi_fault_get_counters(&c);
+  return c;
+}
+
+static void set_policy(mi_fault_kind_t kind, long long nth, long long count, mi_fault_error_t error) {
+  mi_fault_policy_t p = {kind, nth, count, 0.0, 0, error};
+  mi_fault_set_policy(&p);
+}
+
+static void check_accounting(void) {
+  CHECK(counters().os_reserved == atomic_load(&_mi_stats.reserved.current));
+}
+
+/* A block that needs a fresh segment of its own (a large block). */
+#define LARGE_SIZE ((size_t)5 << 20)
+
+/* ---- The knobs --------------------------------------------------------------- */
+
+static void nth_and_count_body(void) {
+  /* a large block's segment is one aligned attempt, then, if that fails,
+     one over-reserve: failing calls 2 and 3 fails exactly the second block */
+  set_policy(mi_fault_reserve, 2, 2, mi_fault_error_oom);
+  mi_option_set(mi_option_retry_on_oom, 0);
+  void* a = mi_malloc(LARGE_SIZE); /* call 1 */
+  CHECK(a != NULL);
+  errno = 0;
+  void* b = mi_malloc(LARGE_SIZE); /* calls 2 and 3: both fail */
+  CHECK(b == NULL && errno == ENOMEM);
+  void* c = mi_malloc(LARGE_SIZE); /* call 4: succeeds again */
+  CHECK(c != NULL);
+  mi_fault_counters_t k = counters();
+  CHECK(k.selected_calls == 4 && k.selected_injected == 2);
+  CHECK(k.injected[mi_fault_reserve] == 2 && k.injected[mi_fault_release] == 0);
+  CHECK(k.events[mi_fault_event_aligned_trim] == 1);
+  mi_free(a);
+  mi_free(c);
+  check_accounting();
+}
+
+static void test_nth_and_count(void** state) {
+  (void)state;
+  in_child(&nth_and_count_body);
+}
+
+/* The same seed fails the same calls; the draw depends on the call index only. */
+static unsigned long long prob_pattern(unsigned long long seed) {
+  mi_fault_reset();
+  mi_fault_policy_t p = {mi_fault_reserve, 0, 1, 0.5, seed, mi_fault_error_oom};
+  mi_fault_set_policy(&p);
+  mi_option_set(mi_option_retry_on_oom, 0);
+  unsigned long long pattern = 0;
+  for (int i = 0; i < 32; i++) {
+    void* q = mi_malloc(LARGE_SIZE);
+    if (q == NULL) pattern |= (1ULL << i);
+    mi_free(q);
+  }
+  mi_fault_set_policy(NULL);
+  return pattern;
+}
+
+static void probability_body(void) {
+  unsigned long long a = prob_pattern(42);
+  unsigned long long b = prob_pattern(42);
+  unsigned long long c = prob_pattern(7);
+  CHECK(a == b);
+  CHECK(a != c);
+  int failed = __builtin_popcountll(a);
+  CHECK(failed > 4 && failed < 28); /* p = 0.5 over 32 calls */
+}
+
+static void test_probability_reproducible(void** state) {
+  (void)state;
+  in_child(&probability_body);
+}
+
+/* The environment: MIMALLOC_FAULT_NTH=1 MIMALLOC_FAULT_COUNT=-1 fails every
+   call and the report at exit says so in exactly one summary line. */
+static int run_env(const char* nth, const char* count, const char* kind, char* err, size_t err_size) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    setenv("MIMALLOC_FAULT_NTH", nth, 1);
+    setenv("MIMALLOC_FAULT_COUNT", count, 1);
+    setenv("MIMALLOC_FAULT_KIND", kind, 1);
+    setenv("MIMALLOC_FAULT_REPORT", "1", 1);
+    setenv("MIMALLOC_RETRY_ON_OOM", "0", 1);
+    setenv("MIMALLOC_SEGMENT_CACHE", "0", 1);
+    execl(self_path, self_path, "--env-child", (char*)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < err_size && (r = read(fds[0], err + n, err_size - 1 - n)) > 0) n += (size_t)r;
+  err[n] = 0;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+static int env_child(void) {
+  /* every allocation may fail here: say what happened in the exit code */
+  void* p = mi_malloc(100);
+  int small_enomem = (p == NULL && errno == ENOMEM);
+  void* q = mi_malloc(LARGE_SIZE);
+  int large_enomem = (q == NULL && errno == ENOMEM);
+  mi_free(p);
+  mi_free(q);
+  return (p == NULL ? (small_enomem ? 10 : 1) : 0) + (q == NULL ? (large_enomem ? 20 : 2) : 0);
+}
+
+static void test_environment_all_fail(void** state) {
+  (void)state;
+  char err[8192];
+  int status = run_env("1", "-1", "any", err, sizeof(err));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 30); /* both NULL with ENOMEM */
+  const char* line = strstr(err, "fault: calls=");
+  assert_non_null(line);
+  assert_null(strstr(line + 1, "fault: calls=")); /* exactly one summary line */
+  unsigned long long calls = 0, injected = 0;
+  assert_int_equal(sscanf(line, "fault: calls=%llu injected=%llu", &calls, &injected), 2);
+  assert_true(calls > 0);
+  assert_int_equal(calls, injected);
+  assert_non_null(strstr(err, "fault: kind reserve"));
+}
+
+static void test_environment_kind(void** state) {
+  (void)state;
+  char err[8192];
+  /* only releases fail: allocation works, the report counts only releases */
+  int status = run_env("1", "-1", "release", err, sizeof(err));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  unsigned long long calls = 0, injected = 0;
+  const char* line = strstr(err, "fault: calls=");
+  assert_non_null(line);
+  assert_int_equal(sscanf(line, "fault: calls=%llu injected=%llu", &calls, &injected), 2);
+  assert_int_equal(calls, injected);
+  assert_true(calls >= 1); /* the large block's segment went back */
+}
+
+/* ---- OOM retry ----------------------------------------------------------------- */
+
+static void retry_transient_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 400);
+  set_policy(mi_fault_reserve, 1, 3, mi_fault_error_oom);
+  errno = 1234;
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL);    /* three failures, hidden by the fallback and the retries */
+  CHECK(errno == 1234); /* and no trace in errno */
+  mi_fault_counters_t k = counters();
+  CHECK(k.selected_injected == 3);
+  CHECK(k.events[mi_fault_event_aligned_trim] == 1);
+  CHECK(k.events[mi_fault_event_oom_retry] == 2);
+  mi_free(p);
+}
+
+static void test_retry_transient(void** state) {
+  (void)state;
+  in_child(&retry_transient_body);
+}
+
+static void retry_persistent_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 20);
+  set_policy(mi_fault_reserve, 1, -1, mi_fault_error_oom);
+  errno = 0;
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p == NULL && errno == ENOMEM);
+  mi_fault_counters_t k = counters();
+  unsigned long long retries = k.events[mi_fault_event_oom_retry];
+  CHECK(retries >= 1);
+  /* the budget was spent in vain: the next failure does not wait */
+  unsigned long long calls_before = k.calls[mi_fault_reserve];
+  p = mi_malloc(LARGE_SIZE);
+  CHECK(p == NULL && errno == ENOMEM);
+  k = counters();
+  CHECK(k.events[mi_fault_event_oom_retry] == retries);
+  CHECK(k.events[mi_fault_event_oom_fail_fast] >= 1);
+  CHECK(k.calls[mi_fault_reserve] == calls_before + 2); /* the aligned attempt and one over-reserve */
+  /* a success ends the fail-fast period: the next failure is retried again */
+  mi_fault_set_policy(NULL);
+  p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL);
+  mi_free(p);
+  set_policy(mi_fault_reserve, 1, -1, mi_fault_error_oom);
+  p = mi_malloc(LARGE_SIZE);
+  CHECK(p == NULL);
+  CHECK(counters().events[mi_fault_event_oom_retry] > retries);
+  check_accounting();
+}
+
+static void test_retry_persistent(void** state) {
+  (void)state;
+  in_child(&retry_persistent_body);
+}
+
+static void retry_not_oom_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 400);
+  set_policy(mi_fault_reserve, 1, 2, mi_fault_error_other);
+  errno = 0;
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p == NULL && errno == ENOMEM); /* the caller always sees ENOMEM */
+  CHECK(counters().events[mi_fault_event_oom_retry] == 0);
+  p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL);
+  mi_free(p);
+}
+
+static void test_retry_not_for_other_errors(void** state) {
+  (void)state;
+  in_child(&retry_not_oom_body);
+}
+
+/* ---- Fallbacks ------------------------------------------------------------------ */
+
+static void large_breaker_body(void) {
+  mi_option_set(mi_option_allow_large_os_pages, 1);
+  /* fail every large-page call, so the result does not depend on whether
+     this machine has 2 MiB pages set aside */
+  set_policy(mi_fault_large, 1, -1, mi_fault_error_oom);
+  void* blocks[10];
+  for (int i = 0; i < 10; i++) {
+    blocks[i] = mi_malloc(LARGE_SIZE);
+    CHECK(blocks[i] != NULL);
+  }
+  mi_fault_counters_t k = counters();
+#if MI_SECURE
+  CHECK(k.calls[mi_fault_large] == 0); /* secure builds never pin: guard pages need 4 KiB protection */
+#else
+  /* try, fail, skip 8, try again, fail */
+  CHECK(k.calls[mi_fault_large] == 2);
+  CHECK(k.events[mi_fault_event_large_fallback] == 2);
+  CHECK(k.events[mi_fault_event_large_skipped] == 8);
+#endif
+  for (int i = 0; i < 10; i++) mi_free(blocks[i]);
+  check_accounting();
+}
+
+static void test_large_pages_circuit_breaker(void** state) {
+  (void)state;
+  in_child(&large_breaker_body);
+}
+
+static void aligned_trim_body(void) {
+  /* the aligned attempt fails: the over-reserve-and-trim path serves it */
+  mi_option_set(mi_option_retry_on_oom, 0);
+  set_policy(mi_fault_reserve, 1, 1, mi_fault_error_oom);
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL);
+  mi_fault_counters_t k = counters();
+  CHECK(k.events[mi_fault_event_aligned_trim] == 1);
+  CHECK(k.calls[mi_fault_reserve] == 2);
+  CHECK(k.calls[mi_fault_release] >= 1); /* the ends given back */
+  CHECK((((uintptr_t)p) & ~(uintptr_t)(MI_SEGMENT_SIZE - 1)) % MI_SEGMENT_SIZE == 0);
+  mi_free(p);
+  check_accounting();
+}
+
+static void test_aligned_trim(void** state) {
+  (void)state;
+  in_child(&aligned_trim_body);
+}
+
+static void huge_fallback_body(void) {
+  set_policy(mi_fault_huge, 1, -1, mi_fault_error_oom);
+  CHECK(mi_reserve_huge_os_pages_at(1, 0, 0) == 0); /* fell back to normal pages */
+  mi_fault_counters_t k = counters();
+  CHECK(k.calls[mi_fault_huge] == 1);
+  CHECK(k.events[mi_fault_event_huge_fallback] == 1);
+  CHECK(atomic_load(&_mi_stats.arenas.current) == ((int64_t)1 << 30));
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL && _mi_arena_contains(p)); /* served from the arena */
+  mi_free(p);
+  check_accounting();
+}
+
+static void test_huge_pages_fallback(void** state) {
+  (void)state;
+  in_child(&huge_fallback_body);
+}
+
+static void arena_fallback_body(void) {
+  /* an arena with room for one large segment: the second comes from the OS */
+  CHECK(mi_reserve_os_memory(MI_SEGMENT_SIZE * 2, false, false) == 0);
+  void* a = mi_malloc(LARGE_SIZE); /* 8 MiB segment: the whole arena */
+  void* b = mi_malloc(LARGE_SIZE);
+  CHECK(a != NULL && b != NULL);
+  CHECK(_mi_arena_contains(a) && !_mi_arena_contains(b));
+  mi_fault_counters_t k = counters();
+  CHECK(k.events[mi_fault_event_arena_fallback] >= 1);
+  CHECK(k.calls[mi_fault_commit] == 1); /* the reserved-only arena committed its chunk */
+  mi_free(a);
+  mi_free(b);
+  check_accounting();
+}
+
+static void test_arena_fallback(void** state) {
+  (void)state;
+  in_child(&arena_fallback_body);
+}
+
+static void arena_reserve_fails_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 0);
+  set_policy(mi_fault_reserve, 1, 2, mi_fault_error_oom); /* the aligned attempt and the over-reserve */
+  CHECK(mi_reserve_os_memory((size_t)64 << 20, false, false) == ENOMEM);
+  CHECK(atomic_load(&_mi_stats.arenas.current) == 0);
+  void* p = mi_malloc(LARGE_SIZE); /* straight from the OS */
+  CHECK(p != NULL && !_mi_arena_contains(p));
+  mi_free(p);
+  check_accounting();
+}
+
+static void test_arena_reservation_fails(void** state) {
+  (void)state;
+  in_child(&arena_reserve_fails_body);
+}
+
+static void commit_fails_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 0);
+  CHECK(mi_reserve_os_memory((size_t)64 << 20, false, false) == 0);
+  /* the arena's commit fails: the OS is asked directly instead */
+  set_policy(mi_fault_commit, 1, -1, mi_fault_error_oom);
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL && !_mi_arena_contains(p));
+  CHECK(counters().events[mi_fault_event_commit_failed] == 1);
+  mi_free(p);
+  /* commit and reserve both fail: NULL with ENOMEM, the chunk back in the arena */
+  set_policy(mi_fault_any, 1, -1, mi_fault_error_oom);
+  errno = 0;
+  p = mi_malloc(LARGE_SIZE);
+  CHECK(p == NULL && errno == ENOMEM);
+  mi_fault_set_policy(NULL);
+  p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL && _mi_arena_contains(p));
+  mi_free(p);
+  check_accounting();
+}
+
+static void test_commit_failure(void** state) {
+  (void)state;
+  in_child(&commit_fails_body);
+}
+
+static void decommit_fails_body(void) {
+  CHECK(mi_reserve_os_memory(MI_SEGMENT_SIZE * 2, false, false) == 0);
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL && _mi_arena_contains(p));
+  memset(p, 0xAB, LARGE_SIZE);
+  unsigned long long commits = counters().calls[mi_fault_commit];
+  set_policy(mi_fault_decommit, 1, -1, mi_fault_error_oom);
+  mi_free(p); /* back to the arena: the decommit fails, the chunk stays committed */
+  CHECK(counters().events[mi_fault_event_decommit_failed] == 1);
+  mi_fault_set_policy(NULL);
+  unsigned char* q = (unsigned char*)mi_calloc(1, LARGE_SIZE);
+  CHECK(q != NULL && _mi_arena_contains(q));
+  CHECK(counters().calls[mi_fault_commit] == commits); /* still committed: no commit needed */
+  for (size_t i = 0; i < LARGE_SIZE; i += 4096) CHECK(q[i] == 0);
+  mi_free(q);
+  check_accounting();
+}
+
+static void test_decommit_failure(void** state) {
+  (void)state;
+  in_child(&decommit_fails_body);
+}
+
+static void purge_fails_body(void) {
+  /* fill and free a small page, then make its purge fail; a live block of
+     another size keeps the segment (an empty one would be unmapped whole) */
+  void* keep = mi_malloc(2000);
+  void* blocks[512];
+  for (int i = 0; i < 512; i++) blocks[i] = mi_malloc(100);
+  for (int i = 0; i < 512; i++) mi_free(blocks[i]);
+  int64_t committed = atomic_load(&_mi_stats.committed.current);
+  int64_t purged = atomic_load(&_mi_stats.purged.total);
+  set_policy(mi_fault_purge, 1, -1, mi_fault_error_oom);
+  mi_collect(true);
+  mi_fault_counters_t k = counters();
+  CHECK(k.calls[mi_fault_purge] >= 1 && k.events[mi_fault_event_purge_failed] >= 1);
+  CHECK(atomic_load(&_mi_stats.committed.current) == committed); /* still committed, still counted */
+  CHECK(atomic_load(&_mi_stats.purged.total) == purged);
+  /* the next purge without faults succeeds */
+  mi_fault_set_policy(NULL);
+  mi_collect(true);
+  CHECK(atomic_load(&_mi_stats.committed.current) < committed);
+  CHECK(atomic_load(&_mi_stats.purged.total) > purged);
+  mi_free(keep);
+  check_accounting();
+}
+
+static void test_purge_failure(void** state) {
+  (void)state;
+  in_child(&purge_fails_body);
+}
+
+static void release_fails_body(void) {
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL);
+  int64_t reserved = atomic_load(&_mi_stats.reserved.current);
+  set_policy(mi_fault_release, 1, -1, mi_fault_error_oom);
+  mi_free(p); /* the OS refuses the segment back: it stays counted */
+  CHECK(counters().events[mi_fault_event_release_failed] == 1);
+  CHECK(atomic_load(&_mi_stats.reserved.current) == reserved);
+  check_accounting();
+}
+
+static void test_release_failure(void** state) {
+  (void)state;
+  in_child(&release_fails_body);
+}
+
+#if MI_SECURE
+static int protect_error;
+static void on_error(int err, void* arg) {
+  (void)arg;
+  protect_error = err;
+}
+
+static void protect_fails_body(void) {
+  mi_register_error(&on_error, NULL);
+  mi_option_set(mi_option_retry_on_oom, 0);
+  set_policy(mi_fault_protect, 1, -1, mi_fault_error_oom);
+  errno = 0;
+  void* p = mi_malloc(LARGE_SIZE); /* its guard page cannot be set: not used */
+  CHECK(p == NULL && errno == ENOMEM);
+  CHECK(protect_error == ENOMEM);
+  CHECK(counters().events[mi_fault_event_protect_failed] >= 1);
+  mi_fault_set_policy(NULL);
+  p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL);
+  mi_free(p);
+  check_accounting();
+}
+
+static void test_protect_failure_reported(void** state) {
+  (void)state;
+  in_child(&protect_fails_body);
+}
+#endif
+
+int main(int argc, char** argv) {
+  mi_child_save_signals();
+  self_path = argv[0];
+  if (argc > 1 && strcmp(argv[1], "--env-child") == 0) return env_child();
+  if (!mi_fault_available()) {
+    printf("test-fault: built without the fault hooks (MI_FAULT=OFF)\n");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_nth_and_count),
+      cmocka_unit_test(test_probability_reproducible),
+      cmocka_unit_test(test_environment_all_fail),
+      cmocka_unit_test(test_environment_kind),
+      cmocka_unit_test(test_retry_transient),
+      cmocka_unit_test(test_retry_persistent),
+      cmocka_unit_test(test_retry_not_for_other_errors),
+      cmocka_unit_test(test_large_pages_circuit_breaker),
+      cmocka_unit_test(test_aligned_trim),
+      cmocka_unit_test(test_huge_pages_fallback),
+      cmocka_unit_test(test_arena_fallback),
+      cmocka_unit_test(test_arena_reservation_fails),
+      cmocka_unit_test(test_commit_failure),
+      cmocka_unit_test(test_decommit_failure),
+      cmocka_unit_test(test_purge_failure),
+      cmocka_unit_test(test_release_failure),
+#if MI_SECURE
+      cmocka_unit_test(test_protect_failure_reported),
+#endif
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
