@@ -49,12 +49,26 @@ matrix() { # matrix NAME CC [cmake args...]: build and run the core tests
   build "$out/$name" "$cc" "$@" && run_ctest "$out/$name" -L core
 }
 
+matrix_label() { # matrix_label NAME CC LABEL [cmake args...]: build and run the tests of one label
+  local name=$1 cc=$2 label=$3
+  shift 3
+  build "$out/$name" "$cc" "$@" && run_ctest "$out/$name" -L "$label"
+}
+
 step "gcc-debug" matrix gcc-debug gcc -DCMAKE_BUILD_TYPE=Debug
 step "gcc-release" matrix gcc-release gcc -DCMAKE_BUILD_TYPE=Release
 step "clang-release" matrix clang-release clang -DCMAKE_BUILD_TYPE=Release
 step "clang-debug" matrix clang-debug clang -DCMAKE_BUILD_TYPE=Debug
 step "gcc-secure-release" matrix gcc-secure-release gcc -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
 step "clang-secure-debug" matrix clang-secure-debug clang -DCMAKE_BUILD_TYPE=Debug -DMI_SECURE=ON
+# fault injection: every failure path of the OS layer taken (coverage of the
+# default and secure builds, with the knob and fallback tests and the
+# single-threaded sweeps), the two-thread sweep, and the positive control (a
+# planted unchecked commit the sweep must catch)
+step "fault-coverage" bash ci/fault-coverage.sh "$out/fault-coverage"
+step "fault-sweep-threads" run_ctest "$out/fault-coverage/default" -R '^fault-sweep-threads$'
+step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_TYPE=Debug -DMI_FAULT=ON \
+  -DMI_FAULT_PLANT_UNCHECKED=ON
 step "override-real-programs" run_ctest "$out/gcc-release" -L override
 step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
 step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"

@@ -90,6 +90,7 @@ void* _mi_arena_alloc(size_t size, bool* is_pinned) {
   _mi_lock_acquire(&mi_arena_lock);
   for (size_t a = 0; a < count && arena == NULL; a++) {
     mi_arena_t* candidate = &mi_arenas[a];
+    if (MI_SECURE && candidate->is_pinned) continue; /* no guard pages in pinned memory */
     size_t run = 0;
     for (size_t i = 0; i < candidate->chunk_count; i++) {
       run = (mi_bit(candidate->in_use, i) ? 0 : run + 1);
@@ -157,13 +158,24 @@ bool _mi_arena_free(void* p, size_t size) {
   mi_arena_t* arena = mi_arena_of(p, &first);
   if (arena == NULL) return false;
   size_t n = size / MI_ARENA_CHUNK;
-  /* the chunk must read as zero next time: reserved-only arenas take the
-     commit back, committed ones are purged (cleared if the OS refuses);
-     pinned ones are marked and cleared when handed out again */
+  /* the chunk must read as zero, and be free of guard pages, next time: it
+     is decommitted (committed again when taken). If the OS refuses, it is
+     made accessible and purged (cleared if that is refused too); if it
+     cannot even be made accessible it stays taken, lost to the arena but
+     never handed out with guard pages in it. Pinned chunks are marked and
+     cleared when handed out again. */
   bool decommitted = false;
   if (!arena->is_pinned) {
-    decommitted = (!arena->is_committed && _mi_os_decommit(p, size));
-    if (!decommitted && !_mi_os_purge(p, size)) memset(p, 0, size);
+    decommitted = _mi_os_decommit(p, size);
+    if (!decommitted) {
+      if (MI_SECURE && _mi_os_protect(p, size, false) != 0) {
+        _mi_warning_message("arena memory at %p cannot be made accessible again; it stays out of use\n", p); /* fault path */
+        return true;
+      }
+      if (!_mi_os_purge(p, size)) {
+        memset(p, 0, size); /* fault path */
+      }
+    }
   }
   _mi_lock_acquire(&mi_arena_lock);
   if (decommitted) mi_bits_set(arena->committed, first, n, false);
@@ -182,11 +194,11 @@ int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) {
   bool is_pinned = false;
   void* p = _mi_os_alloc_aligned(size, MI_ARENA_CHUNK, commit, allow_large, &is_pinned);
   if (p == NULL) {
-    _mi_warning_message("unable to reserve %zu MiB of OS memory for an arena\n", size >> 20);
+    _mi_warning_message("unable to reserve %zu MiB of OS memory for an arena\n", size >> 20); /* fault path */
     return ENOMEM;
   }
   if (!mi_arena_add(p, size, commit, is_pinned)) {
-    _mi_os_free(p, size);
+    _mi_os_free(p, size); /* fault path */
     return ENOMEM;
   }
   _mi_stat_increase(&_mi_stats.arenas, (int64_t)size);
@@ -195,7 +207,7 @@ int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) {
 
 /* Huge (1 GiB) pages, falling back to large (2 MiB) pages, then to normal
    committed pages: the caller asked for memory up front, and gets it in the
-   best kind the system has. */
+   best kind the system has (in secure builds: normal pages). */
 int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msecs) {
   (void)numa_node;
   (void)timeout_msecs;
@@ -204,7 +216,8 @@ int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msec
   _mi_process_init_once();
   size_t size = pages * MI_HUGE_OS_PAGE_SIZE;
   void* p = NULL;
-  int err = mi_prim_alloc_huge_os_pages(size, &p);
+  /* secure builds never pin: guard pages need 4 KiB protection */
+  int err = (MI_SECURE ? ENOTSUP : mi_prim_alloc_huge_os_pages(size, &p));
   if (err == 0) {
     atomic_fetch_add_explicit(&_mi_stats.mmap_calls, 1, memory_order_relaxed);
     _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);

@@ -34,7 +34,7 @@ mi_heap_t* mi_heap_new(void) {
   if (backing == NULL) return NULL;
   mi_heap_t* heap = (mi_heap_t*)_mi_meta_alloc();
   if (heap == NULL) {
-    errno = ENOMEM;
+    errno = ENOMEM; /* fault path */
     return NULL;
   }
   mi_tld_t* tld = backing->tld;

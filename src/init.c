@@ -75,7 +75,9 @@ mi_heap_t* _mi_heap_init_thread(void) {
   mi_heap_t* heap = _mi_heap_default;
   if (mi_heap_is_initialized(heap)) return heap;
   mi_thread_data_t* td = (mi_thread_data_t*)_mi_meta_alloc();
-  if (td == NULL) return NULL;
+  if (td == NULL) {
+    return NULL; /* fault path */
+  }
   mi_tld_t* tld = &td->tld;
   tld->thread_id = _mi_thread_id();
   tld->heap_backing = &td->heap;

@@ -31,7 +31,7 @@ void* _mi_meta_alloc(void) {
     uint8_t* chunk = (uint8_t*)_mi_os_alloc_meta(MI_META_CHUNK_SIZE);
     if (chunk == NULL) {
       _mi_lock_release(&mi_meta_lock);
-      return NULL;
+      return NULL; /* fault path */
     }
     for (size_t off = 0; off + slot <= MI_META_CHUNK_SIZE; off += slot) {
       mi_meta_slot_t* s = (mi_meta_slot_t*)(chunk + off);

@@ -46,7 +46,9 @@ static int mi_os_with_retry(mi_os_attempt_fun attempt, void* arg) {
     atomic_store_explicit(&mi_oom_fail_fast, false, memory_order_relaxed);
     return 0;
   }
-  if (!mi_is_oom_error(err)) return err;
+  if (!mi_is_oom_error(err)) {
+    return err; /* fault path */
+  }
   if (atomic_load_explicit(&mi_oom_fail_fast, memory_order_relaxed)) {
     mi_fault_event(mi_fault_event_oom_fail_fast);
     return err;
@@ -66,9 +68,13 @@ static int mi_os_with_retry(mi_os_attempt_fun attempt, void* arg) {
       errno = saved_errno;
       return 0;
     }
-    if (!mi_is_oom_error(err)) return err;
+    if (!mi_is_oom_error(err)) {
+      return err; /* fault path */
+    }
   }
-  if (budget > 0) atomic_store_explicit(&mi_oom_fail_fast, true, memory_order_relaxed);
+  if (budget > 0) {
+    atomic_store_explicit(&mi_oom_fail_fast, true, memory_order_relaxed); /* fault path */
+  }
   return err;
 }
 
@@ -176,15 +182,6 @@ static void* mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, boo
   }
   void* p = NULL;
   int err;
-  if (alignment <= psize) {
-    err = mi_os_alloc_retry(size, alignment, commit, allow_large, &p);
-    if (err != 0) {
-      _mi_verbose_message("unable to allocate OS memory (error %d, size %zu)\n", err, size);
-      return NULL;
-    }
-    _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);
-    return p;
-  }
   /* the aligned attempt: one call, no retry; whatever goes wrong with it,
      the over-reserve below is the robust way (and retries) */
   mi_os_alloc_args_t first = {size, alignment, commit, allow_large, NULL};
@@ -196,13 +193,14 @@ static void* mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, boo
   }
   mi_fault_event(mi_fault_event_aligned_trim);
   if (err == 0 && !mi_os_release(first.addr, size)) {
-    _mi_stat_increase(&_mi_stats.reserved, (int64_t)size); /* the OS kept it: it stays ours, unused */
+    /* the OS kept it: it stays ours, unused */
+    _mi_stat_increase(&_mi_stats.reserved, (int64_t)size); /* fault path */
   }
   if (size > SIZE_MAX - alignment) return NULL;
   size_t over = size + alignment;
   err = mi_os_alloc_retry(over, alignment, commit, allow_large, &p);
   if (err != 0) {
-    _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over);
+    _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over); /* fault path */
     return NULL;
   }
   uintptr_t start = (uintptr_t)p;
@@ -211,8 +209,12 @@ static void* mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, boo
   size_t post = over - pre - size;
   size_t kept = size;
   /* an end the OS will not take back stays mapped and counted */
-  if (pre > 0 && !mi_os_release(p, pre)) kept += pre;
-  if (post > 0 && !mi_os_release((void*)(aligned + size), post)) kept += post;
+  if (pre > 0 && !mi_os_release(p, pre)) {
+    kept += pre; /* fault path */
+  }
+  if (post > 0 && !mi_os_release((void*)(aligned + size), post)) {
+    kept += post; /* fault path */
+  }
   _mi_stat_increase(&_mi_stats.reserved, (int64_t)kept);
   return (void*)aligned;
 }
@@ -284,7 +286,9 @@ bool _mi_os_decommit(void* p, size_t size) {
 void* _mi_os_alloc_meta(size_t size) {
   size = _mi_align_up(size, _mi_os_page_size());
   void* p = NULL;
-  if (mi_os_alloc_retry(size, 0, true, false, &p) != 0) return NULL;
+  if (mi_os_alloc_retry(size, 0, true, false, &p) != 0) {
+    return NULL; /* fault path */
+  }
   _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);
   _mi_stat_increase(&_mi_stats.meta, (int64_t)size);
   return p;
@@ -302,6 +306,8 @@ void _mi_os_free_meta(void* p, size_t size) {
    reports it and keeps the memory out of use. */
 int _mi_os_protect(void* p, size_t size, bool protect) {
   int err = mi_prim_protect(p, size, protect);
-  if (err != 0) mi_fault_event(mi_fault_event_protect_failed);
+  if (err != 0) {
+    mi_fault_event(mi_fault_event_protect_failed);
+  }
   return err;
 }

@@ -247,7 +247,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     heap = _mi_heap_init_thread();
     if (heap == NULL) {
-      errno = ENOMEM;
+      errno = ENOMEM; /* fault path */
       return NULL;
     }
   }
@@ -260,7 +260,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
   if (size > MI_MEDIUM_BLOCK_MAX) {
     mi_page_t* page = _mi_segment_single_alloc(heap, size, 0, zero);
     if (page == NULL) {
-      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);
+      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size); /* fault path */
       errno = ENOMEM;
       return NULL;
     }
@@ -271,7 +271,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
   if (page->free == NULL) {
     page = mi_find_page(heap, bin);
     if (page == NULL) {
-      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);
+      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size); /* fault path */
       errno = ENOMEM;
       return NULL;
     }

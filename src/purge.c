@@ -168,7 +168,7 @@ static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
       long delay = _mi_option_get_fast(mi_option_purge_delay);
       atomic_store_explicit(&page->purge_at, (delay < 0 ? INT64_MAX : now + (delay > 0 ? delay : 1)),
                             memory_order_relaxed);
-      failed++;
+      failed++; /* fault path */
     }
     atomic_store_explicit(&page->state, ok ? MI_PAGE_FREE_CLEAN : MI_PAGE_FREE_DIRTY, memory_order_release);
     if (!ok) _mi_purge_track_segment(segment);

@@ -116,7 +116,11 @@ void _mi_segment_cache_purge(bool force) {
     mi_page_t* single = &slot->segment->pages[0];
     if (slot->segment->kind == MI_SEGMENT_SINGLE && single->guard_offset != 0) {
       purged = (_mi_os_protect((uint8_t*)slot->segment + single->guard_offset, _mi_os_page_size(), false) == 0);
-      if (purged) single->guard_offset = 0;
+      if (purged) {
+        single->guard_offset = 0;
+      } else {
+        _mi_warning_message("unable to lift the guard page of cached segment %p\n", (void*)slot->segment); /* fault path */
+      }
     }
 #endif
     purged = purged && _mi_os_purge(slot->segment, slot->size);

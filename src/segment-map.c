@@ -32,7 +32,9 @@ bool _mi_segment_map_set(const mi_segment_t* segment, bool present) {
   uintptr_t chunk = (uintptr_t)segment >> MI_SEGMENT_SHIFT;
   if (chunk >= MI_SEGMENT_MAP_BITS) return !present; /* beyond the map (the 48-bit address space) */
   _Atomic(uint64_t)* map = mi_segment_map_get(present);
-  if (map == NULL) return !present;
+  if (map == NULL) {
+    return !present; /* fault path */
+  }
   uint64_t bit = (uint64_t)1 << (chunk % 64);
   if (present) atomic_fetch_or_explicit(&map[chunk / 64], bit, memory_order_release);
   else atomic_fetch_and_explicit(&map[chunk / 64], ~bit, memory_order_release);

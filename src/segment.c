@@ -78,7 +78,9 @@ static bool mi_segment_protect_guards(mi_segment_t* segment) {
     size_t area = _mi_segment_page_area(segment, i, &start);
     err = _mi_os_protect(start + area, psize, true);
   }
-  if (err != 0) _mi_error_message(err, "unable to protect the guard pages of segment %p (error %d)\n", (void*)segment, err);
+  if (err != 0) {
+    _mi_error_message(err, "unable to protect the guard pages of segment %p (error %d)\n", (void*)segment, err); /* fault path */
+  }
   return (err == 0);
 }
 #endif
@@ -116,7 +118,7 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
   }
   if (segment == NULL) return NULL;
   if (!_mi_segment_map_set(segment, true)) {
-    if (!_mi_arena_free(segment, segment_size)) _mi_os_free(segment, segment_size);
+    if (!_mi_arena_free(segment, segment_size)) _mi_os_free(segment, segment_size); /* fault path */
     return NULL;
   }
   _mi_stat_increase(&_mi_stats.segments, 1);
@@ -125,7 +127,7 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
   _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
 #if MI_SECURE
   if (!mi_segment_protect_guards(segment)) {
-    mi_segment_unmap(segment);
+    mi_segment_unmap(segment); /* fault path */
     return NULL;
   }
 #endif
@@ -264,7 +266,9 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) {
       continue;
     }
     segment = mi_segment_alloc(kind, MI_SEGMENT_SIZE);
-    if (segment == NULL) return NULL;
+    if (segment == NULL) {
+      return NULL; /* fault path */
+    }
     mi_tld_segment_add(tld, segment);
   }
   return NULL;
@@ -476,7 +480,7 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
       err = _mi_os_protect((uint8_t*)segment + needed, psize, true);
     }
     if (err != 0) {
-      _mi_error_message(err, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + offset));
+      _mi_error_message(err, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + offset)); /* fault path */
       atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
       mi_segment_unmap(segment);
       return NULL;

@@ -35,7 +35,8 @@ typedef enum mi_fault_kind_e {
 typedef enum mi_fault_error_e {
   mi_fault_error_oom = 0, /* ENOMEM (Windows: ERROR_NOT_ENOUGH_MEMORY, ERROR_COMMITMENT_LIMIT, ...) */
   mi_fault_error_again,   /* EAGAIN: also out-of-memory for the retry policy */
-  mi_fault_error_other    /* EINVAL: not an out-of-memory error, never retried */
+  mi_fault_error_other,   /* EINVAL: not an out-of-memory error, never retried */
+  mi_fault_error_mixed    /* ENOMEM, but EINVAL for the last of `count` failures: a retry meeting another error */
 } mi_fault_error_t;
 
 typedef struct mi_fault_policy_s {
@@ -45,6 +46,7 @@ typedef struct mi_fault_policy_s {
   double probability;        /* also fail each selected call with this probability */
   unsigned long long seed;   /* seed for the probability draws: same seed, same failures */
   mi_fault_error_t error;
+  bool misalign;             /* aligned reservations land one page off their aligned address */
 } mi_fault_policy_t;
 
 /* Events on the paths that handle a failure, counted so tests can show each

@@ -126,7 +126,7 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
   uint8_t* first = mi_guard_block_pages(page, &len);
   if (_mi_os_protect(first, len, true) != 0) {
     /* cannot fence it off: give it back at once */
-    page->is_guarded = false;
+    page->is_guarded = false; /* fault path */
     _mi_segment_single_release(segment);
     atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
     return;
@@ -145,7 +145,7 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
   } else {
     /* still fenced off: reusing it would fault, so it goes back to the OS */
     _mi_error_message(ENOMEM, "unable to lift the guard of freed block %p; returning it to the OS\n", (void*)old->start);
-    _mi_segment_single_discard(evicted);
+    _mi_segment_single_discard(evicted); /* fault path */
   }
   atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
 }

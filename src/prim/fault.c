@@ -17,6 +17,7 @@ typedef struct mi_fault_state_s {
   _Atomic(uint64_t) threshold; /* probability scaled to 2^64; 0: never */
   _Atomic(uint64_t) seed;
   _Atomic(int) error;
+  _Atomic(bool) misalign;
   _Atomic(unsigned long long) calls[mi_fault_kind_count];
   _Atomic(unsigned long long) injected[mi_fault_kind_count];
   _Atomic(unsigned long long) selected_calls;
@@ -54,7 +55,16 @@ int _mi_fault_decide(mi_fault_kind_t kind) {
   atomic_fetch_add_explicit(&mi_fault.selected_injected, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&mi_fault.injected[mi_fault_any], 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&mi_fault.injected[kind], 1, memory_order_relaxed);
-  return atomic_load_explicit(&mi_fault.error, memory_order_relaxed) + 1;
+  int error = atomic_load_explicit(&mi_fault.error, memory_order_relaxed);
+  if (error == mi_fault_error_mixed) {
+    bool last = (count > 0 && nth > 0 && index == (unsigned long long)(nth + count - 1));
+    error = (last ? mi_fault_error_other : mi_fault_error_oom);
+  }
+  return error + 1;
+}
+
+bool _mi_fault_misalign(void) {
+  return atomic_load_explicit(&mi_fault.misalign, memory_order_relaxed);
 }
 
 void _mi_fault_note_reserved(long long delta) {
@@ -70,7 +80,7 @@ bool mi_fault_available(void) {
 }
 
 void mi_fault_set_policy(const mi_fault_policy_t* policy) {
-  mi_fault_policy_t none = {mi_fault_any, 0, 1, 0.0, 0, mi_fault_error_oom};
+  mi_fault_policy_t none = {mi_fault_any, 0, 1, 0.0, 0, mi_fault_error_oom, false};
   if (policy == NULL) policy = &none;
   uint64_t threshold = 0;
   if (policy->probability >= 1.0) threshold = UINT64_MAX;
@@ -82,6 +92,7 @@ void mi_fault_set_policy(const mi_fault_policy_t* policy) {
   atomic_store_explicit(&mi_fault.count, policy->count, memory_order_relaxed);
   atomic_store_explicit(&mi_fault.seed, policy->seed, memory_order_relaxed);
   atomic_store_explicit(&mi_fault.error, (int)policy->error, memory_order_relaxed);
+  atomic_store_explicit(&mi_fault.misalign, policy->misalign, memory_order_relaxed);
   atomic_store_explicit(&mi_fault.selected_calls, 0, memory_order_relaxed);
   atomic_store_explicit(&mi_fault.selected_injected, 0, memory_order_relaxed);
   atomic_store_explicit(&mi_fault.threshold, threshold, memory_order_relaxed);
@@ -161,7 +172,7 @@ static void mi_fault_exit_report(void) {
 }
 
 void _mi_fault_init_from_env(void) {
-  mi_fault_policy_t policy = {mi_fault_any, 0, 1, 0.0, 0, mi_fault_error_oom};
+  mi_fault_policy_t policy = {mi_fault_any, 0, 1, 0.0, 0, mi_fault_error_oom, false};
   bool any = mi_fault_env_ll("MIMALLOC_FAULT_NTH", &policy.nth);
   any = mi_fault_env_ll("MIMALLOC_FAULT_COUNT", &policy.count) || any;
   long long seed = 0;
@@ -187,7 +198,13 @@ void _mi_fault_init_from_env(void) {
     if (strcmp(buf, "oom") == 0) policy.error = mi_fault_error_oom;
     else if (strcmp(buf, "again") == 0) policy.error = mi_fault_error_again;
     else if (strcmp(buf, "other") == 0) policy.error = mi_fault_error_other;
+    else if (strcmp(buf, "mixed") == 0) policy.error = mi_fault_error_mixed;
     else _mi_warning_message("environment option MIMALLOC_FAULT_ERROR has an invalid value: %s\n", buf);
+  }
+  long long misalign = 0;
+  if (mi_fault_env_ll("MIMALLOC_FAULT_MISALIGN", &misalign) && misalign != 0) {
+    policy.misalign = true;
+    any = true;
   }
   mi_fault_set_policy(any ? &policy : NULL);
   long long report = 0;

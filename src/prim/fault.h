@@ -16,11 +16,16 @@ void _mi_fault_note_event(mi_fault_event_t event) __attribute__((visibility("hid
 void _mi_fault_init_from_env(void) __attribute__((visibility("hidden")));
 /* with MIMALLOC_FAULT_REPORT=1: print the counters at exit */
 void _mi_fault_register_report(void) __attribute__((visibility("hidden")));
+/* true: aligned reservations should miss their alignment (drives the
+   over-reserve-and-trim path) */
+bool _mi_fault_misalign(void) __attribute__((visibility("hidden")));
 #define mi_fault_point(kind) _mi_fault_decide(kind)
+#define mi_fault_misalign() _mi_fault_misalign()
 #define mi_fault_reserved(delta) _mi_fault_note_reserved(delta)
 #define mi_fault_event(event) _mi_fault_note_event(event)
 #else
 #define mi_fault_point(kind) ((void)(kind), 0)
+#define mi_fault_misalign() false
 #define mi_fault_reserved(delta) ((void)0)
 #define mi_fault_event(event) ((void)0)
 #endif

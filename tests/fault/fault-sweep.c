@@ -12,7 +12,7 @@
      is exactly what the allocator's accounting says it holds: metadata and
      arenas, plus what the OS refused to take back.
 
-   Usage: fault-sweep [--threads 1|2] [--arena] [--kind NAME] [--expect-failure]
+   Usage: fault-sweep [--threads 1|2] [--arena] [--kind NAME] [--expect-failure] [--only N COUNT]
    With --expect-failure (the positive control, built with the planted
    unchecked commit) the sweep must find a failing run. */
 #define _GNU_SOURCE
@@ -30,6 +30,18 @@
 
 #include "../../src/internal.h"
 
+/* Children end with _exit (no atexit handlers of the parent's run), which
+   would drop a coverage build's counters: write them first. */
+#if MI_TEST_COVERAGE
+extern void __gcov_dump(void);
+#endif
+static void child_exit(int code) {
+#if MI_TEST_COVERAGE
+  __gcov_dump();
+#endif
+  _exit(code);
+}
+
 #define LIVE_MAX 48
 #define ROUNDS 160
 
@@ -45,7 +57,7 @@ static mi_fault_kind_t sweep_kind = mi_fault_any;
 
 static void fail(const char* what, size_t detail) {
   fprintf(stderr, "fault-sweep: check failed: %s (%zu)\n", what, detail);
-  _exit(3);
+  child_exit(3);
 }
 
 /* blocks beyond 4 KiB are written and checked at a stride, so large and
@@ -214,7 +226,7 @@ static long long run_case(long long nth, long long count) {
     close(fds[0]);
     alarm(120); /* a hang (a retry that never ends, a lost lock) is a failure too */
     mi_fault_reset();
-    mi_fault_policy_t policy = {sweep_kind, nth, count, 0.0, 0, mi_fault_error_oom};
+    mi_fault_policy_t policy = {sweep_kind, nth, count, 0.0, 0, mi_fault_error_oom, false};
     mi_fault_set_policy(&policy); /* nth 0: count the kind's calls, fail none */
     run_workload();
     mi_fault_counters_t c;
@@ -222,8 +234,8 @@ static long long run_case(long long nth, long long count) {
     long long calls = (long long)c.selected_calls;
     mi_fault_set_policy(NULL);
     check_accounting();
-    if (write(fds[1], &calls, sizeof(calls)) != (ssize_t)sizeof(calls)) _exit(4);
-    _exit(0);
+    if (write(fds[1], &calls, sizeof(calls)) != (ssize_t)sizeof(calls)) child_exit(4);
+    child_exit(0);
   }
   close(fds[1]);
   long long calls = -1;
@@ -245,8 +257,13 @@ static long long run_case(long long nth, long long count) {
 
 int main(int argc, char** argv) {
   bool expect_failure = false;
+  long long only_nth = 0, only_count = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--only") == 0 && i + 2 < argc) {
+      only_nth = atoll(argv[++i]);
+      only_count = atoll(argv[++i]);
+    }
     else if (strcmp(argv[i], "--arena") == 0) use_arena = true;
     else if (strcmp(argv[i], "--expect-failure") == 0) expect_failure = true;
     else if (strcmp(argv[i], "--kind") == 0 && i + 1 < argc) {
@@ -259,7 +276,7 @@ int main(int argc, char** argv) {
       }
       sweep_kind = (mi_fault_kind_t)k;
     } else {
-      fprintf(stderr, "usage: fault-sweep [--threads 1|2] [--arena] [--kind NAME] [--expect-failure]\n");
+      fprintf(stderr, "usage: fault-sweep [--threads 1|2] [--arena] [--kind NAME] [--expect-failure] [--only N COUNT]\n");
       return 2;
     }
   }
@@ -274,6 +291,16 @@ int main(int argc, char** argv) {
   mi_option_set(mi_option_segment_cache, 0);
   mi_option_set(mi_option_retry_on_oom, 2);
   setvbuf(stdout, NULL, _IONBF, 0);
+  if (only_nth > 0) {
+    /* one case, in this process (for a debugger): exit 0 if it passes */
+    mi_fault_policy_t policy = {sweep_kind, only_nth, only_count, 0.0, 0, mi_fault_error_oom, false};
+    mi_fault_set_policy(&policy);
+    run_workload();
+    mi_fault_set_policy(NULL);
+    check_accounting();
+    printf("fault-sweep: nth=%lld count=%lld: passed\n", only_nth, only_count);
+    return 0;
+  }
   long long total = run_case(0, 0);
   if (total < 0) {
     printf("fault-sweep: the workload fails without faults\n");

@@ -21,6 +21,18 @@
 #include "../../src/internal.h"
 #include "child.h"
 
+/* Children end with _exit (no atexit handlers of the parent's run), which
+   would drop a coverage build's counters: write them first. */
+#if MI_TEST_COVERAGE
+extern void __gcov_dump(void);
+#endif
+static void child_exit(int code) {
+#if MI_TEST_COVERAGE
+  __gcov_dump();
+#endif
+  _exit(code);
+}
+
 static const char* self_path;
 
 /* Inside a child: a failed check prints and exits 1. */
@@ -28,7 +40,7 @@ static const char* self_path;
   do {                                                                              \
     if (!(cond)) {                                                                  \
       fprintf(stderr, "test-fault: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      _exit(1);                                                                     \
+      child_exit(1);                                                                     \
     }                                                                               \
   } while (0)
 
@@ -49,7 +61,7 @@ static void in_child(void (*body)(void)) {
     mi_child_restore_signals(); /* a crash must kill the child, not resume cmocka in it */
     child_options();
     body();
-    _exit(0);
+    child_exit(0);
   }
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -65,7 +77,7 @@ static mi_fault_counters_t counters(void) {
 }
 
 static void set_policy(mi_fault_kind_t kind, long long nth, long long count, mi_fault_error_t error) {
-  mi_fault_policy_t p = {kind, nth, count, 0.0, 0, error};
+  mi_fault_policy_t p = {kind, nth, count, 0.0, 0, error, false};
   mi_fault_set_policy(&p);
 }
 
@@ -107,7 +119,7 @@ static void test_nth_and_count(void** state) {
 /* The same seed fails the same calls; the draw depends on the call index only. */
 static unsigned long long prob_pattern(unsigned long long seed) {
   mi_fault_reset();
-  mi_fault_policy_t p = {mi_fault_reserve, 0, 1, 0.5, seed, mi_fault_error_oom};
+  mi_fault_policy_t p = {mi_fault_reserve, 0, 1, 0.5, seed, mi_fault_error_oom, false};
   mi_fault_set_policy(&p);
   mi_option_set(mi_option_retry_on_oom, 0);
   unsigned long long pattern = 0;
@@ -208,6 +220,46 @@ static void test_environment_kind(void** state) {
   assert_true(calls >= 1); /* the large block's segment went back */
 }
 
+/* A fresh process whose n-th reserve fails, for each of its first calls
+   (thread data, the first segments, the segment map): it must carry on,
+   with both allocations of the child served once the failure has passed. */
+static void test_environment_startup_failures(void** state) {
+  (void)state;
+  char err[8192];
+  for (int n = 1; n <= 6; n++) {
+    char nth[8];
+    snprintf(nth, sizeof(nth), "%d", n);
+    int status = run_env(nth, "1", "reserve", err, sizeof(err));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) print_error("n=%d: status %d: %s\n", n, status, err);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    unsigned long long calls = 0, injected = 0;
+    const char* line = strstr(err, "fault: calls=");
+    assert_non_null(line);
+    assert_int_equal(sscanf(line, "fault: calls=%llu injected=%llu", &calls, &injected), 2);
+    assert_int_equal(injected, (calls >= (unsigned long long)n ? 1 : 0));
+  }
+}
+
+static void heap_new_fails_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 0);
+  set_policy(mi_fault_reserve, 1, -1, mi_fault_error_oom);
+  /* heaps come from metadata slots; once the slots run out a new chunk is needed, and fails */
+  static mi_heap_t* heaps[100000];
+  size_t n = 0;
+  errno = 0;
+  while (n < 100000 && (heaps[n] = mi_heap_new()) != NULL) n++;
+  CHECK(n < 100000 && errno == ENOMEM);
+  mi_fault_set_policy(NULL);
+  for (size_t i = 0; i < n; i++) mi_heap_delete(heaps[i]);
+  check_accounting();
+}
+
+static void test_heap_new_fails(void** state) {
+  (void)state;
+  in_child(&heap_new_fails_body);
+}
+
 /* ---- OOM retry ----------------------------------------------------------------- */
 
 static void retry_transient_body(void) {
@@ -280,6 +332,25 @@ static void test_retry_not_for_other_errors(void** state) {
   in_child(&retry_not_oom_body);
 }
 
+static void retry_meets_other_error_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 400);
+  /* the aligned attempt and the over-reserve run out of memory, the retry
+     then meets another error: it stops at once */
+  set_policy(mi_fault_reserve, 1, 3, mi_fault_error_mixed);
+  errno = 0;
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p == NULL && errno == ENOMEM);
+  mi_fault_counters_t k = counters();
+  CHECK(k.selected_injected == 3);
+  CHECK(k.events[mi_fault_event_oom_retry] == 1);
+  check_accounting();
+}
+
+static void test_retry_meets_other_error(void** state) {
+  (void)state;
+  in_child(&retry_meets_other_error_body);
+}
+
 /* ---- Fallbacks ------------------------------------------------------------------ */
 
 static void large_breaker_body(void) {
@@ -330,11 +401,47 @@ static void test_aligned_trim(void** state) {
   in_child(&aligned_trim_body);
 }
 
+static void misaligned_trim_body(void) {
+  /* the aligned attempt lands one page off; then every release fails: the
+     misaligned range and both trimmed ends stay mapped, and counted */
+  mi_fault_policy_t p = {mi_fault_release, 1, -1, 0.0, 0, mi_fault_error_oom, true};
+  mi_fault_set_policy(&p);
+  void* q = mi_malloc(LARGE_SIZE);
+  CHECK(q != NULL);
+  mi_fault_counters_t k = counters();
+  CHECK(k.events[mi_fault_event_aligned_trim] == 1);
+  CHECK(k.events[mi_fault_event_release_failed] == 3);
+  CHECK(((uintptr_t)q & (MI_SEGMENT_SIZE - 1)) < MI_SEGMENT_SIZE / 2); /* in an aligned segment */
+  check_accounting();
+  mi_fault_set_policy(NULL);
+  mi_free(q);
+  check_accounting();
+}
+
+static void test_misaligned_trim_release_fails(void** state) {
+  (void)state;
+  in_child(&misaligned_trim_body);
+}
+
+static void arena_table_full_body(void) {
+  int err = 0;
+  int reserved = 0;
+  while (reserved < 64 && (err = mi_reserve_os_memory(MI_SEGMENT_SIZE, false, false)) == 0) reserved++;
+  CHECK(err == ENOMEM && reserved == 16); /* the table has 16 arenas */
+  CHECK(atomic_load(&_mi_stats.arenas.current) == 16 * (int64_t)MI_SEGMENT_SIZE);
+  check_accounting(); /* the 17th reservation went back to the OS */
+}
+
+static void test_arena_table_full(void** state) {
+  (void)state;
+  in_child(&arena_table_full_body);
+}
+
 static void huge_fallback_body(void) {
   set_policy(mi_fault_huge, 1, -1, mi_fault_error_oom);
   CHECK(mi_reserve_huge_os_pages_at(1, 0, 0) == 0); /* fell back to normal pages */
   mi_fault_counters_t k = counters();
-  CHECK(k.calls[mi_fault_huge] == 1);
+  CHECK(k.calls[mi_fault_huge] == (MI_SECURE ? 0 : 1)); /* secure builds never pin */
   CHECK(k.events[mi_fault_event_huge_fallback] == 1);
   CHECK(atomic_load(&_mi_stats.arenas.current) == ((int64_t)1 << 30));
   void* p = mi_malloc(LARGE_SIZE);
@@ -505,6 +612,83 @@ static void test_protect_failure_reported(void** state) {
   (void)state;
   in_child(&protect_fails_body);
 }
+
+#if MI_GUARDED
+static void guard_everything(void) {
+  mi_option_set(mi_option_guarded_sample_rate, 1);
+  mi_option_set(mi_option_guarded_min, 0);
+  mi_option_set(mi_option_guarded_max, 1 << 20);
+}
+
+static void guard_free_protect_fails_body(void) {
+  guard_everything();
+  void* p = mi_malloc(1000);
+  CHECK(p != NULL);
+  set_policy(mi_fault_protect, 1, 1, mi_fault_error_oom);
+  mi_free(p); /* cannot be fenced off: given back at once */
+  CHECK(counters().events[mi_fault_event_protect_failed] == 1);
+  mi_fault_set_policy(NULL);
+  p = mi_malloc(1000);
+  CHECK(p != NULL);
+  memset(p, 1, 1000);
+  mi_free(p);
+  check_accounting();
+}
+
+static void test_guard_free_protect_fails(void** state) {
+  (void)state;
+  in_child(&guard_free_protect_fails_body);
+}
+
+static void guard_unprotect_fails_body(void) {
+  guard_everything();
+  /* fill the guarded quarantine, then make the next eviction's unprotect fail */
+  for (int i = 0; i < 64; i++) mi_free(mi_malloc(1000));
+  void* p = mi_malloc(1000);
+  CHECK(p != NULL);
+  set_policy(mi_fault_protect, 2, 1, mi_fault_error_oom); /* 1: fence p off, 2: lift the oldest */
+  int64_t segments = atomic_load(&_mi_stats.segments.current);
+  mi_free(p);
+  CHECK(counters().events[mi_fault_event_protect_failed] == 1);
+  CHECK(atomic_load(&_mi_stats.segments.current) == segments - 1); /* the evicted one went to the OS */
+  mi_fault_set_policy(NULL);
+  for (int i = 0; i < 70; i++) {
+    void* q = mi_malloc(1000);
+    CHECK(q != NULL);
+    memset(q, 2, 1000); /* nothing handed out is still fenced off */
+    mi_free(q);
+  }
+  check_accounting();
+}
+
+static void test_guard_unprotect_fails(void** state) {
+  (void)state;
+  in_child(&guard_unprotect_fails_body);
+}
+
+#endif
+
+static void cache_guard_lift_fails_body(void) {
+  mi_option_set(mi_option_segment_cache, 4);
+  void* p = mi_malloc(LARGE_SIZE);
+  CHECK(p != NULL);
+  mi_free(p); /* cached, dirty, with its guard page */
+  set_policy(mi_fault_protect, 1, -1, mi_fault_error_oom);
+  mi_collect(true); /* purging the cache must lift the guard first: refused */
+  CHECK(counters().events[mi_fault_event_protect_failed] >= 1);
+  CHECK(counters().calls[mi_fault_purge] == 0); /* not purged with the guard in place */
+  mi_fault_set_policy(NULL);
+  p = mi_malloc(LARGE_SIZE); /* the cached segment, still usable */
+  CHECK(p != NULL);
+  memset(p, 3, LARGE_SIZE);
+  mi_free(p);
+  check_accounting();
+}
+
+static void test_cache_guard_lift_fails(void** state) {
+  (void)state;
+  in_child(&cache_guard_lift_fails_body);
+}
 #endif
 
 int main(int argc, char** argv) {
@@ -520,11 +704,16 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_probability_reproducible),
       cmocka_unit_test(test_environment_all_fail),
       cmocka_unit_test(test_environment_kind),
+      cmocka_unit_test(test_environment_startup_failures),
+      cmocka_unit_test(test_heap_new_fails),
       cmocka_unit_test(test_retry_transient),
       cmocka_unit_test(test_retry_persistent),
       cmocka_unit_test(test_retry_not_for_other_errors),
+      cmocka_unit_test(test_retry_meets_other_error),
       cmocka_unit_test(test_large_pages_circuit_breaker),
       cmocka_unit_test(test_aligned_trim),
+      cmocka_unit_test(test_misaligned_trim_release_fails),
+      cmocka_unit_test(test_arena_table_full),
       cmocka_unit_test(test_huge_pages_fallback),
       cmocka_unit_test(test_arena_fallback),
       cmocka_unit_test(test_arena_reservation_fails),
@@ -534,6 +723,11 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_release_failure),
 #if MI_SECURE
       cmocka_unit_test(test_protect_failure_reported),
+#if MI_GUARDED
+      cmocka_unit_test(test_guard_free_protect_fails),
+      cmocka_unit_test(test_guard_unprotect_fails),
+#endif
+      cmocka_unit_test(test_cache_guard_lift_fails),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

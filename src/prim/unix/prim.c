@@ -97,8 +97,11 @@ int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_lar
   *addr = NULL;
   int prot = (commit ? PROT_READ | PROT_WRITE : PROT_NONE);
   void* hint = mi_prim_aligned_hint(size, try_alignment);
+  if (hint != NULL && mi_fault_misalign()) hint = (uint8_t*)hint + prim_config.page_size;
   void* p = mi_prim_mmap(mi_fault_reserve, hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
-  if (p == MAP_FAILED) return mi_prim_errno();
+  if (p == MAP_FAILED) {
+    return mi_prim_errno(); /* fault path */
+  }
 #if defined(MADV_HUGEPAGE)
   if (allow_large && commit && prim_config.large_page_size != 0 && size >= prim_config.large_page_size) {
     /* transparent huge pages: a hint; failure just means normal pages */
@@ -112,7 +115,9 @@ int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_lar
 }
 
 int mi_prim_free(void* addr, size_t size) {
-  if (mi_prim_fault(mi_fault_release) || munmap(addr, size) != 0) return mi_prim_errno();
+  if (mi_prim_fault(mi_fault_release) || munmap(addr, size) != 0) {
+    return mi_prim_errno(); /* fault path */
+  }
   mi_fault_reserved(-(long long)size);
   return 0;
 }
@@ -120,34 +125,41 @@ int mi_prim_free(void* addr, size_t size) {
 int mi_prim_commit(void* addr, size_t size, bool* is_zero) {
   /* decommitted ranges are fresh mappings (see decommit): they read as zero */
   *is_zero = true;
-  if (mi_prim_fault(mi_fault_commit) || mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) return mi_prim_errno();
+  if (mi_prim_fault(mi_fault_commit) || mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) {
+    return mi_prim_errno(); /* fault path */
+  }
   return 0;
 }
 
 int mi_prim_decommit(void* addr, size_t size) {
   /* replacing the mapping drops its pages and its commit charge at once */
   void* p = mi_prim_mmap(mi_fault_decommit, addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
-  return (p == MAP_FAILED ? mi_prim_errno() : 0);
+  if (p == MAP_FAILED) {
+    return mi_prim_errno(); /* fault path */
+  }
+  return 0;
 }
 
 int mi_prim_purge(void* addr, size_t size, bool allow_lazy, bool* is_zero) {
   *is_zero = false;
-  if (mi_prim_fault(mi_fault_purge)) return mi_prim_errno();
+  bool failed = mi_prim_fault(mi_fault_purge);
 #if defined(MADV_FREE)
-  if (allow_lazy) {
-    if (madvise(addr, size, MADV_FREE) == 0) return 0;
-  }
+  if (!failed && allow_lazy && madvise(addr, size, MADV_FREE) == 0) return 0;
 #else
   (void)allow_lazy;
 #endif
-  if (madvise(addr, size, MADV_DONTNEED) != 0) return mi_prim_errno();
+  if (failed || madvise(addr, size, MADV_DONTNEED) != 0) {
+    return mi_prim_errno(); /* fault path */
+  }
   *is_zero = true;
   return 0;
 }
 
 int mi_prim_protect(void* addr, size_t size, bool protect) {
   int prot = (protect ? PROT_NONE : PROT_READ | PROT_WRITE);
-  if (mi_prim_fault(mi_fault_protect) || mprotect(addr, size, prot) != 0) return mi_prim_errno();
+  if (mi_prim_fault(mi_fault_protect) || mprotect(addr, size, prot) != 0) {
+    return mi_prim_errno(); /* fault path */
+  }
   return 0;
 }
 
@@ -158,7 +170,9 @@ int mi_prim_alloc_huge_os_pages(size_t size, void** addr) {
      pool cannot supply kills the process with SIGBUS; with one, mmap fails */
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (30 << MAP_HUGE_SHIFT);
   void* p = mi_prim_mmap(mi_fault_huge, NULL, size, PROT_READ | PROT_WRITE, flags);
-  if (p == MAP_FAILED) return mi_prim_errno();
+  if (p == MAP_FAILED) {
+    return mi_prim_errno(); /* fault path */
+  }
   *addr = p;
   return 0;
 #else
@@ -173,7 +187,9 @@ int mi_prim_alloc_large_os_pages(size_t size, size_t try_alignment, void** addr)
   /* explicit 2 MiB pages: pinned, and only there if the administrator set some aside */
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (21 << MAP_HUGE_SHIFT); /* reserved: see above */
   void* p = mi_prim_mmap(mi_fault_large, mi_prim_aligned_hint(size, try_alignment), size, PROT_READ | PROT_WRITE, flags);
-  if (p == MAP_FAILED) return mi_prim_errno();
+  if (p == MAP_FAILED) {
+    return mi_prim_errno(); /* fault path */
+  }
   *addr = p;
   return 0;
 #else
