@@ -112,6 +112,9 @@ static void mi_fork_parent(void) {
 static void mi_fork_child(void) {
   _mi_locks_release_all();
   _mi_purge_after_fork_child();
+#if MI_DHAT
+  _mi_dhat_after_fork_child();
+#endif
 }
 
 /* ---- Process ------------------------------------------------------------------------- */
@@ -119,6 +122,9 @@ static void mi_fork_child(void) {
 static void mi_process_done(void) {
   if (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) return;
   _mi_purge_thread_stop();
+#if MI_DHAT
+  _mi_dhat_process_done();
+#endif
   if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
     _mi_stats_print_at_exit();
   }
@@ -145,6 +151,10 @@ void _mi_process_init_once(void) {
   /* these may allocate: the allocator is ready for it now */
   mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
   mi_prim_atexit(&mi_process_done);
+#if MI_DHAT
+  /* MIMALLOC_DHAT=1: the profiler starts now (it may allocate while it sets up) */
+  _mi_dhat_process_init();
+#endif
 #if MI_SECURE
   /* a fault on one of our guard pages says what it hit before the process dies */
   mi_prim_fault_handler_install(&_mi_guard_fault_report);

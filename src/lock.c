@@ -7,7 +7,11 @@
      2. single             large and huge blocks of every heap
      3. segment-cache      free segments kept for reuse
      4. purge              segments with memory waiting to be purged
-     5. meta               slots for thread data and heaps */
+     5. meta               slots for thread data and heaps
+     6. dhat               the heap profiler's block and site tables (last:
+                           taken inside allocation calls, and while held it
+                           takes no other lock of ours; its own allocations
+                           come from the OS) */
 #include "internal.h"
 
 /* Each lock class has exactly one global lock; it registers itself here when
