@@ -57,6 +57,7 @@ step "gcc-secure-release" matrix gcc-secure-release gcc -DCMAKE_BUILD_TYPE=Relea
 step "clang-secure-debug" matrix clang-secure-debug clang -DCMAKE_BUILD_TYPE=Debug -DMI_SECURE=ON
 step "override-real-programs" run_ctest "$out/gcc-release" -L override
 step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
+step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat
 step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
 step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
   OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
