@@ -3,7 +3,10 @@
    dynamic loader (dladdr1); the function from the object's ELF symbol table
    (.symtab, which names static functions too; .dynsym where the file is
    stripped), read from the file mapped read-only, or from dladdr's nearest
-   exported symbol as the last resort. Source lines are not looked up.
+   exported symbol as the last resort. Source file and line come from the
+   DWARF line tables through elfutils' libdw when it is installed: it is
+   loaded with dlopen at the first dump, so the library does not depend on
+   it ("0x4011A3: parse_line (prog.c:42)", as Valgrind writes it).
 
    Runs on the dumping thread with its recursion guard up and no profiler lock
    held; the loader's lookups do not allocate. */
@@ -100,6 +103,75 @@ static const char* mi_dhat_object_lookup(const mi_dhat_object_t* obj, uintptr_t 
   return obj->strs + best->st_name;
 }
 
+/* ---- Source lines through libdw (optional, loaded at run time) -------------
+   The few libdwfl calls used, declared here so that building needs no
+   elfutils headers; their ABI has been stable since elfutils 0.1xx. */
+typedef struct mi_dwfl_callbacks_s {
+  void* find_elf;
+  void* find_debuginfo;
+  void* section_address;
+  char** debuginfo_path;
+} mi_dwfl_callbacks_t;
+
+typedef struct mi_dwfl_s {
+  bool tried;
+  void* dwfl;
+  void* (*begin)(const mi_dwfl_callbacks_t*);
+  int (*proc_report)(void*, int);
+  int (*report_end)(void*, void*, void*);
+  void* (*addrmodule)(void*, uint64_t);
+  void* (*getsrc)(void*, uint64_t);
+  const char* (*lineinfo)(void*, uint64_t*, int*, int*, uint64_t*, uint64_t*);
+  void (*end)(void*);
+} mi_dwfl_t;
+
+static mi_dwfl_t mi_dwfl;
+static mi_dwfl_callbacks_t mi_dwfl_callbacks;
+
+static void mi_dhat_dwfl_open(void) {
+  mi_dwfl.tried = true;
+  void* h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) return;
+  /* function pointers from dlsym: POSIX guarantees the conversion */
+  *(void**)&mi_dwfl.begin = dlsym(h, "dwfl_begin");
+  *(void**)&mi_dwfl.proc_report = dlsym(h, "dwfl_linux_proc_report");
+  *(void**)&mi_dwfl.report_end = dlsym(h, "dwfl_report_end");
+  *(void**)&mi_dwfl.addrmodule = dlsym(h, "dwfl_addrmodule");
+  *(void**)&mi_dwfl.getsrc = dlsym(h, "dwfl_module_getsrc");
+  *(void**)&mi_dwfl.lineinfo = dlsym(h, "dwfl_lineinfo");
+  *(void**)&mi_dwfl.end = dlsym(h, "dwfl_end");
+  mi_dwfl_callbacks.find_elf = dlsym(h, "dwfl_linux_proc_find_elf");
+  mi_dwfl_callbacks.find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo");
+  if (mi_dwfl.begin == NULL || mi_dwfl.proc_report == NULL || mi_dwfl.report_end == NULL ||
+      mi_dwfl.addrmodule == NULL || mi_dwfl.getsrc == NULL || mi_dwfl.lineinfo == NULL || mi_dwfl.end == NULL ||
+      mi_dwfl_callbacks.find_elf == NULL || mi_dwfl_callbacks.find_debuginfo == NULL) {
+    return; /* the handle stays open: unloading is not worth the risk */
+  }
+  void* dwfl = mi_dwfl.begin(&mi_dwfl_callbacks);
+  if (dwfl == NULL) return;
+  if (mi_dwfl.proc_report(dwfl, (int)mi_prim_getpid()) != 0 || mi_dwfl.report_end(dwfl, NULL, NULL) != 0) {
+    mi_dwfl.end(dwfl);
+    return;
+  }
+  mi_dwfl.dwfl = dwfl;
+}
+
+/* "file.c:42" for `pc`, or false where there is no line information. */
+static bool mi_dhat_source_line(uintptr_t pc, const char** file, int* line) {
+  if (!mi_dwfl.tried) mi_dhat_dwfl_open();
+  if (mi_dwfl.dwfl == NULL) return false;
+  void* mod = mi_dwfl.addrmodule(mi_dwfl.dwfl, (uint64_t)pc);
+  if (mod == NULL) return false;
+  void* src = mi_dwfl.getsrc(mod, (uint64_t)pc);
+  if (src == NULL) return false;
+  uint64_t addr = 0;
+  const char* f = mi_dwfl.lineinfo(src, &addr, line, NULL, NULL, NULL);
+  if (f == NULL || *line <= 0) return false;
+  const char* slash = strrchr(f, '/');
+  *file = (slash != NULL ? slash + 1 : f);
+  return true;
+}
+
 static bool mi_dhat_has_prefix(const char* s, const char* prefix) {
   return (strncmp(s, prefix, strlen(prefix)) == 0);
 }
@@ -166,7 +238,24 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
   mi_dhat_append_hex(buf, size, &len, addr);
   mi_dhat_append(buf, size, &len, ": ");
   mi_dhat_append(buf, size, &len, name != NULL ? name : "???");
-  if (objname != NULL && objname[0] != 0) {
+  const char* file = NULL;
+  int line = 0;
+  if (name != NULL && mi_dhat_source_line(pc, &file, &line)) {
+    char digits[16];
+    int n = 0;
+    do {
+      digits[n++] = (char)('0' + line % 10);
+      line /= 10;
+    } while (line != 0 && n < 15);
+    char num[16];
+    for (int i = 0; i < n; i++) num[i] = digits[n - 1 - i];
+    num[n] = 0;
+    mi_dhat_append(buf, size, &len, " (");
+    mi_dhat_append(buf, size, &len, file);
+    mi_dhat_append(buf, size, &len, ":");
+    mi_dhat_append(buf, size, &len, num);
+    mi_dhat_append(buf, size, &len, ")");
+  } else if (objname != NULL && objname[0] != 0) {
     mi_dhat_append(buf, size, &len, " (in ");
     mi_dhat_append(buf, size, &len, objname);
     mi_dhat_append(buf, size, &len, ")");
@@ -174,6 +263,9 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
 }
 
 void _mi_dhat_symbolize_done(void) {
+  if (mi_dwfl.dwfl != NULL) mi_dwfl.end(mi_dwfl.dwfl);
+  mi_dwfl.dwfl = NULL;
+  mi_dwfl.tried = false;
   for (size_t i = 0; i < mi_dhat_object_count; i++) {
     if (mi_dhat_objects[i].map != NULL) mi_prim_file_unmap((void*)mi_dhat_objects[i].map, mi_dhat_objects[i].map_size);
   }
