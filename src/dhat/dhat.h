@@ -36,6 +36,8 @@ typedef struct mi_dhat_sym_s {
 /* The DHAT frame string of the return address `addr` ("0x...: fn (in obj)")
    written to `buf`. */
 void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* sym) mi_decl_hidden;
+/* The address range of the program's `main` (false if it has no symbol). */
+bool _mi_dhat_find_main(uintptr_t* lo, uintptr_t* hi) mi_decl_hidden;
 /* Release the mapped object files of the last dump. */
 void _mi_dhat_symbolize_done(void) mi_decl_hidden;
 

@@ -262,6 +262,35 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
   }
 }
 
+static int mi_dhat_main_bias(struct dl_phdr_info* info, size_t size, void* arg) {
+  (void)size;
+  *(uintptr_t*)arg = (uintptr_t)info->dlpi_addr;
+  return 1; /* the first object is the program */
+}
+
+bool _mi_dhat_find_main(uintptr_t* lo, uintptr_t* hi) {
+  mi_dhat_object_t* obj = (mi_dhat_object_t*)_mi_dhat_os_alloc(sizeof(mi_dhat_object_t));
+  if (obj == NULL) return false;
+  bool found = false;
+  uintptr_t bias = 0;
+  dl_iterate_phdr(&mi_dhat_main_bias, &bias);
+  if (mi_prim_exe_path(obj->path, sizeof(obj->path))) {
+    mi_dhat_object_load(obj);
+    for (size_t i = 0; i < obj->sym_count && !found; i++) {
+      const ElfW(Sym)* s = &obj->syms[i];
+      if (ELF64_ST_TYPE(s->st_info) == STT_FUNC && s->st_value != 0 && s->st_name < obj->strs_size &&
+          strcmp(obj->strs + s->st_name, "main") == 0) {
+        *lo = bias + (uintptr_t)s->st_value;
+        *hi = *lo + (uintptr_t)(s->st_size == 0 ? 1 : s->st_size);
+        found = true;
+      }
+    }
+    if (obj->map != NULL) mi_prim_file_unmap((void*)obj->map, obj->map_size);
+  }
+  _mi_dhat_os_free(obj, sizeof(mi_dhat_object_t));
+  return found;
+}
+
 void _mi_dhat_symbolize_done(void) {
   if (mi_dwfl.dwfl != NULL) mi_dwfl.end(mi_dwfl.dwfl);
   mi_dwfl.dwfl = NULL;

@@ -22,7 +22,7 @@ if [ ! -d "$HERE/viewer/node_modules/playwright-core" ]; then
 fi
 failed=0
 if command -v python3 >/dev/null; then
-  (cd "$WORK" && MIMALLOC_DHAT=1 MIMALLOC_DHAT_BACKTRACE=1 MIMALLOC_DHAT_FILE="$WORK/real.json" LD_PRELOAD="$LIB" \
+  (cd "$WORK" && MIMALLOC_DHAT=1 MIMALLOC_DHAT_FILE="$WORK/real.json" LD_PRELOAD="$LIB" \
     python3 -c 'import json; d={str(i): list(range(i % 50)) for i in range(20000)}; s=json.dumps(d); print(len(json.loads(s)))' >/dev/null)
 else
   (cd "$WORK" && seq 1 100000 | MIMALLOC_DHAT=1 MIMALLOC_DHAT_FILE="$WORK/real.json" LD_PRELOAD="$LIB" sort -r >/dev/null)
