@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The heap profiler's cost on the bench workloads: wall time with our library
-# preloaded and the profiler idle, on (frame-pointer stacks) and on with
-# MIMALLOC_DHAT_BACKTRACE=1 (unwind-table stacks), as the minimum of RUNS runs;
+# preloaded and the profiler idle, and on in each stack mode
+# (MIMALLOC_DHAT_BACKTRACE 0, 1, -1), as the minimum of RUNS runs, for the
+# workloads as bench/run.sh builds them and built with frame pointers;
 # and Valgrind's DHAT against an unprofiled run on one workload at a smaller
 # scale (DHAT takes minutes at full scale). Prints a markdown table.
 # usage: bash bench/dhat-cost.sh /path/to/libmimalloc.so
@@ -32,27 +33,38 @@ best() { # best CMD...: minimum wall seconds of RUNS runs
 }
 ratio() { python3 -c "print(f'{$1/$2:.2f}x')"; }
 
-echo "| workload (threads, scale $SCALE) | idle (s) | on, frame pointers (s) | ratio | on, backtrace() (s) | ratio |"
-echo "|---|---|---|---|---|---|"
+on() { # on MODE BIN ARGS...: the profiler on with MIMALLOC_DHAT_BACKTRACE=MODE
+  local mode=$1
+  shift
+  best env LD_PRELOAD="$LIB" MIMALLOC_DHAT=1 MIMALLOC_DHAT_BACKTRACE="$mode" MIMALLOC_DHAT_FILE="$WORK/p.json" "$@"
+}
+echo "Workloads built as bench/run.sh builds them (-O2, no frame pointers), and again with"
+echo "-fno-omit-frame-pointer (\"fp build\"). Minimum of $RUNS runs, seconds; ratio to the idle profiler."
+echo
+echo "| workload (threads) | idle | on (auto) | on, unwinder | on, frame pointers only | fp build: idle | fp build: on (auto) |"
+echo "|---|---|---|---|---|---|---|"
 for w in $WORKLOADS; do
   gcc -O2 -g0 -pthread -o "$WORK/$w" "$HERE/workloads/${SRC[$w]}.c" || exit 1
+  gcc -O2 -g0 -fno-omit-frame-pointer -pthread -o "$WORK/$w-fp" "$HERE/workloads/${SRC[$w]}.c" || exit 1
   t=${THREADS[$w]}
   off=$(best env LD_PRELOAD="$LIB" "$WORK/$w" "$t" "$SCALE")
-  on=$(best env LD_PRELOAD="$LIB" MIMALLOC_DHAT=1 MIMALLOC_DHAT_FILE="$WORK/p.json" "$WORK/$w" "$t" "$SCALE")
-  bt=$(best env LD_PRELOAD="$LIB" MIMALLOC_DHAT=1 MIMALLOC_DHAT_BACKTRACE=1 MIMALLOC_DHAT_FILE="$WORK/p.json" \
-    "$WORK/$w" "$t" "$SCALE")
-  echo "| $w ($t, $SCALE) | $off | $on | $(ratio "$on" "$off") | $bt | $(ratio "$bt" "$off") |"
+  auto=$(on 0 "$WORK/$w" "$t" "$SCALE")
+  unw=$(on 1 "$WORK/$w" "$t" "$SCALE")
+  fpo=$(on -1 "$WORK/$w" "$t" "$SCALE")
+  offfp=$(best env LD_PRELOAD="$LIB" "$WORK/$w-fp" "$t" "$SCALE")
+  autofp=$(on 0 "$WORK/$w-fp" "$t" "$SCALE")
+  echo "| $w ($t) | $off | $auto ($(ratio "$auto" "$off")) | $unw ($(ratio "$unw" "$off")) | $fpo ($(ratio "$fpo" "$off")) | $offfp | $autofp ($(ratio "$autofp" "$offfp")) |"
 done
 if command -v valgrind >/dev/null; then
   w=churn
   RUNS=1
   base=$(best "$WORK/$w" 1 "$VG_SCALE")
-  ours=$(best env LD_PRELOAD="$LIB" MIMALLOC_DHAT=1 MIMALLOC_DHAT_FILE="$WORK/p.json" "$WORK/$w" 1 "$VG_SCALE")
+  ours=$(on 0 "$WORK/$w" 1 "$VG_SCALE")
   vg=$(best valgrind --tool=dhat --dhat-out-file="$WORK/vg.json" "$WORK/$w" 1 "$VG_SCALE")
   echo
   echo "| $w at scale $VG_SCALE | seconds | ratio to glibc unprofiled |"
   echo "|---|---|---|"
   echo "| glibc, unprofiled | $base | 1x |"
-  echo "| ours, profiler on | $ours | $(ratio "$ours" "$base") |"
+  echo "| ours, profiler on (auto stacks) | $ours | $(ratio "$ours" "$base") |"
   echo "| valgrind --tool=dhat | $vg | $(ratio "$vg" "$base") |"
 fi

@@ -4,11 +4,22 @@
 #include <limits.h>
 #include <stdlib.h>
 
+/* Slow path of the recorded entry points: the profiler's hook after it. */
+static mi_noinline void* mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) {
+  void* p = _mi_malloc_generic(heap, size, false);
+  mi_dhat_alloc(p, size);
+  return p;
+}
+
 /* The fast path: a size class lookup, one page, one free-list pop. No lock,
-   no atomic read-modify-write. Everything else is in _mi_malloc_generic. */
-static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size) {
+   no atomic read-modify-write. Everything else is in _mi_malloc_generic.
+   With `record` (the public entry points) the profiler's flag is tested
+   after the pop; both exits are tail calls, so the fast path needs no frame. */
+static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool record) {
 #if MI_SECURE
-  return _mi_secure_malloc(heap, size, false);
+  void* p = _mi_secure_malloc(heap, size, false);
+  if (record) mi_dhat_alloc(p, size);
+  return p;
 #endif
   if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
     size_t bin = _mi_bin(size);
@@ -20,17 +31,20 @@ static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size) {
 #if MI_STAT
       heap->stat_malloc[bin]++;
 #endif
+#if MI_DHAT
+      if (record && mi_unlikely(mi_dhat_is_on())) return _mi_dhat_record_alloc(block, size);
+#endif
       return block;
     }
   }
-  return _mi_malloc_generic(heap, size, false);
+  return (record ? mi_malloc_generic_recorded(heap, size) : _mi_malloc_generic(heap, size, false));
 }
 
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
 #if MI_SECURE
   return _mi_secure_malloc(heap, size, zero);
 #endif
-  if (!zero) return mi_heap_malloc_inline(heap, size);
+  if (!zero) return mi_heap_malloc_inline(heap, size, false);
   return _mi_malloc_generic(heap, size, true);
 }
 
@@ -39,9 +53,7 @@ void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
    Internal paths call the unhooked functions above, so a block is recorded
    once, by the entry point the program called. */
 static inline void* mi_heap_malloc_recorded(mi_heap_t* heap, size_t size) {
-  void* p = mi_heap_malloc_inline(heap, size);
-  mi_dhat_alloc(p, size);
-  return p;
+  return mi_heap_malloc_inline(heap, size, true);
 }
 
 static inline void* mi_heap_malloc_zero_recorded(mi_heap_t* heap, size_t size) {

@@ -70,9 +70,21 @@ void _mi_free_unrecorded(void* p) {
   mi_free_inline(p);
 }
 
-void mi_free(void* p) {
-  /* the record goes first: once the block is free another thread may get it */
+#if MI_DHAT
+/* The record goes first: once the block is free another thread may get it. */
+static mi_noinline void mi_free_recorded(void* p) {
   mi_dhat_free(p);
+  mi_free_inline(p);
+}
+#endif
+
+void mi_free(void* p) {
+#if MI_DHAT
+  if (mi_unlikely(mi_dhat_is_on())) {
+    mi_free_recorded(p); /* a tail call: the fast path below needs no frame */
+    return;
+  }
+#endif
   mi_free_inline(p);
 }
 

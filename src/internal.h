@@ -368,13 +368,13 @@ typedef struct mi_dhat_held_s {
 void _mi_dhat_process_init(void) mi_decl_hidden;
 void _mi_dhat_process_done(void) mi_decl_hidden;
 void _mi_dhat_after_fork_child(void) mi_decl_hidden;
-void _mi_dhat_record_alloc(void* p, size_t size) mi_decl_hidden;
+void* _mi_dhat_record_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
 void _mi_dhat_record_free(void* p) mi_decl_hidden;
 void _mi_dhat_realloc_take(void* p, mi_dhat_held_t* held) mi_decl_hidden;
 void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) mi_decl_hidden;
 #define mi_dhat_alloc(p, size) \
   do { \
-    if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) _mi_dhat_record_alloc((p), (size)); \
+    if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) (void)_mi_dhat_record_alloc((p), (size)); \
   } while (0)
 #define mi_dhat_free(p) \
   do { \

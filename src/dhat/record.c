@@ -295,8 +295,8 @@ static void mi_dhat_alloc_locked(uintptr_t p, size_t size, const uintptr_t* fram
 
 /* ---- Hooks ------------------------------------------------------------------------------- */
 
-void _mi_dhat_record_alloc(void* p, size_t size) {
-  if (mi_dhat_busy) return;
+void* _mi_dhat_record_alloc(void* p, size_t size) {
+  if (mi_dhat_busy || p == NULL) return p;
   mi_dhat_busy = true;
   uintptr_t frames[MI_DHAT_MAX_FRAMES];
   int n = _mi_dhat_stack_capture(frames, MI_DHAT_MAX_FRAMES);
@@ -304,6 +304,7 @@ void _mi_dhat_record_alloc(void* p, size_t size) {
   if (mi_dhat_is_on()) mi_dhat_alloc_locked((uintptr_t)p, size, frames, n);
   _mi_lock_release(&mi_dhat_lock);
   mi_dhat_busy = false;
+  return p;
 }
 
 void _mi_dhat_record_free(void* p) {
@@ -338,7 +339,7 @@ void _mi_dhat_realloc_take(void* p, mi_dhat_held_t* held) {
 void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) {
   if (!held->found) {
     /* realloc of NULL or of a block we never saw: an allocation here */
-    if (newp != NULL && mi_dhat_is_on()) _mi_dhat_record_alloc(newp, newsize);
+    if (newp != NULL && mi_dhat_is_on()) (void)_mi_dhat_record_alloc(newp, newsize);
     return;
   }
   if (mi_dhat_busy) return;
