@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The heap profiler's cost on the bench workloads: wall time with our library
 # preloaded and the profiler idle, and on in each stack mode
-# (MIMALLOC_DHAT_BACKTRACE 0, 1, -1), as the minimum of RUNS runs, for the
+# (MIMALLOC_DHAT_BACKTRACE 0, 1, -1), as the minimum CPU time of RUNS runs, for the
 # workloads as bench/run.sh builds them and built with frame pointers;
 # and Valgrind's DHAT against an unprofiled run on one workload at a smaller
 # scale (DHAT takes minutes at full scale). Prints a markdown table.
@@ -20,14 +20,13 @@ trap 'rm -rf "$WORK"' EXIT
 declare -A SRC=([churn]=w1_churn [xthread]=w2_xthread [randsizes]=w4_randsizes [realloc]=w5_realloc)
 declare -A THREADS=([churn]=1 [xthread]=2 [randsizes]=1 [realloc]=1)
 
-best() { # best CMD...: minimum wall seconds of RUNS runs
+best() { # best CMD...: minimum CPU seconds (user + system) of RUNS runs: on a
+  # shared machine less disturbed by other load than wall time
   local b=""
   for _ in $(seq "$RUNS"); do
-    local t0 t1
-    t0=$(date +%s.%N)
-    "$@" >/dev/null 2>&1 || { echo "fail"; return; }
-    t1=$(date +%s.%N)
-    b=$(python3 -c "t=$t1-$t0; b='$b'; print(t if b=='' or t<float(b) else b)")
+    local t
+    t=$( { /usr/bin/time -f "%U %S" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1) || { echo "fail"; return; }
+    b=$(python3 -c "u,s='$t'.split(); t=float(u)+float(s); b='$b'; print(t if b=='' or t<float(b) else b)")
   done
   printf '%.3f' "$b"
 }
@@ -39,10 +38,11 @@ on() { # on MODE BIN ARGS...: the profiler on with MIMALLOC_DHAT_BACKTRACE=MODE
   best env LD_PRELOAD="$LIB" MIMALLOC_DHAT=1 MIMALLOC_DHAT_BACKTRACE="$mode" MIMALLOC_DHAT_FILE="$WORK/p.json" "$@"
 }
 echo "Workloads built as bench/run.sh builds them (-O2, no frame pointers), and again with"
-echo "-fno-omit-frame-pointer (\"fp build\"). Minimum of $RUNS runs, seconds; ratio to the idle profiler."
+echo "-fno-omit-frame-pointer (\"fp build\"). Minimum of $RUNS runs, CPU seconds (user + system); ratio to the idle profiler."
 echo
 echo "| workload (threads) | idle | on (auto) | on, unwinder | on, frame pointers only | fp build: idle | fp build: on (auto) |"
 echo "|---|---|---|---|---|---|---|"
+command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (Debian: time)"; exit 1; }
 for w in $WORKLOADS; do
   gcc -O2 -g0 -pthread -o "$WORK/$w" "$HERE/workloads/${SRC[$w]}.c" || exit 1
   gcc -O2 -g0 -fno-omit-frame-pointer -pthread -o "$WORK/$w-fp" "$HERE/workloads/${SRC[$w]}.c" || exit 1
@@ -62,7 +62,7 @@ if command -v valgrind >/dev/null; then
   ours=$(on 0 "$WORK/$w" 1 "$VG_SCALE")
   vg=$(best valgrind --tool=dhat --dhat-out-file="$WORK/vg.json" "$WORK/$w" 1 "$VG_SCALE")
   echo
-  echo "| $w at scale $VG_SCALE | seconds | ratio to glibc unprofiled |"
+  echo "| $w at scale $VG_SCALE | CPU seconds | ratio to glibc unprofiled |"
   echo "|---|---|---|"
   echo "| glibc, unprofiled | $base | 1x |"
   echo "| ours, profiler on (auto stacks) | $ours | $(ratio "$ours" "$base") |"

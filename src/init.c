@@ -60,6 +60,9 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (tld->thread_id != _mi_thread_id()) return;
   _mi_heap_free_all_of_thread(tld);
+#if MI_DHAT
+  _mi_dhat_thread_done();
+#endif
   _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
   _mi_stat_decrease(&_mi_stats.threads, 1);
   _mi_meta_free(td);

@@ -367,6 +367,7 @@ typedef struct mi_dhat_held_s {
 } mi_dhat_held_t;
 void _mi_dhat_process_init(void) mi_decl_hidden;
 void _mi_dhat_process_done(void) mi_decl_hidden;
+void _mi_dhat_thread_done(void) mi_decl_hidden;
 void _mi_dhat_after_fork_child(void) mi_decl_hidden;
 void* _mi_dhat_record_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
 void _mi_dhat_record_free(void* p) mi_decl_hidden;

@@ -13,8 +13,9 @@
 #define MI_DHAT_MAX_FRAMES 16
 
 /* ---- stack.c ---------------------------------------------------------------- */
-/* Set up before recording starts (the unwinder is loaded, the allocator's
-   own code range is found). Call with the thread's recursion guard up. */
+/* Set up before recording first starts (the unwinder is loaded, the code
+   ranges and `main` are found). Call with the thread's recursion guard up,
+   under no lock of ours (it may allocate). */
 void _mi_dhat_stack_init(void) mi_decl_hidden;
 /* The return addresses of the calling thread, innermost first, starting
    outside the allocator where that can be told from the address alone
@@ -24,6 +25,8 @@ int _mi_dhat_stack_capture(uintptr_t* frames, int max) mi_decl_hidden;
 /* Whether `addr` lies in the code of the shared object holding the allocator
    (false when the allocator is linked into the program). */
 bool _mi_dhat_addr_in_allocator(uintptr_t addr) mi_decl_hidden;
+/* The calling thread's stack cache goes back to the OS. */
+void _mi_dhat_stack_thread_done(void) mi_decl_hidden;
 /* True when the allocator is part of the program (static library): its
    frames are then told by name. */
 bool _mi_dhat_allocator_linked_in(void) mi_decl_hidden;

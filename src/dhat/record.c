@@ -268,10 +268,22 @@ static void mi_dhat_forget_stale(uintptr_t p) {
   if (i != SIZE_MAX) mi_dhat_free_slot(i);
 }
 
+/* The slot of `p`, or the empty slot where it goes (after room was made). */
+static size_t mi_dhat_block_slot(uintptr_t p) {
+  size_t mask = mi_dhat.block_cap - 1;
+  size_t i = mi_dhat_block_home(p, mask);
+  while (mi_dhat.blocks[i].p != p && mi_dhat.blocks[i].p != 0) i = (i + 1) & mask;
+  return i;
+}
+
 static void mi_dhat_alloc_locked(uintptr_t p, size_t size, const uintptr_t* frames, int n) {
   uint64_t sz = (size == 0 ? 1 : (uint64_t)size);
-  mi_dhat_forget_stale(p);
   if (!mi_dhat_block_reserve()) return;
+  size_t slot = mi_dhat_block_slot(p);
+  if (mi_dhat.blocks[slot].p == p) {
+    mi_dhat_free_slot(slot); /* a stale record at this address */
+    slot = mi_dhat_block_slot(p);
+  }
   uint32_t site = mi_dhat_site_of(frames, n);
   if (site == UINT32_MAX) return;
   mi_dhat_site_t* s = &mi_dhat.sites[site];
@@ -288,7 +300,7 @@ static void mi_dhat_alloc_locked(uintptr_t p, size_t size, const uintptr_t* fram
   mi_dhat.cur_b += sz;
   mi_dhat.cur_bk++;
   mi_dhat_block_t b = {p, site, sz, t};
-  mi_dhat_block_put(mi_dhat.blocks, mi_dhat.block_cap, &b);
+  mi_dhat.blocks[slot] = b;
   mi_dhat.block_count++;
   mi_dhat_peak_check(s);
 }
@@ -393,7 +405,7 @@ bool mi_dhat_start(void) {
   _mi_lock_acquire(&mi_dhat_lock);
   bool ok = true;
   if (mi_dhat.blocks == NULL) {
-    size_t cap = 64 * 1024;
+    size_t cap = 4096; /* grows with the live blocks; small stays in cache */
     mi_dhat.blocks = (mi_dhat_block_t*)_mi_dhat_os_alloc(cap * sizeof(mi_dhat_block_t));
     if (mi_dhat.blocks != NULL) mi_dhat.block_cap = cap;
   }
@@ -429,6 +441,10 @@ void _mi_dhat_process_done(void) {
   mi_dhat_from_env = false;
   if (!mi_dhat_dump(NULL)) _mi_warning_message("the heap profile could not be written (error %d)\n", errno);
   mi_dhat_stop();
+}
+
+void _mi_dhat_thread_done(void) {
+  _mi_dhat_stack_thread_done();
 }
 
 /* fork(): the child's profiler is off and writes nothing at exit; it may

@@ -113,6 +113,11 @@ bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi);
    platform unwinder (unwind tables; no frame pointers needed). The first
    call may allocate (it loads the unwinder). Returns the count. */
 int mi_prim_backtrace(void** frames, int max);
+/* As mi_prim_backtrace, with the unwinder's frame address for each return
+   address (on x86-64 the return address lies in the word just below it).
+   Returns -1 where the unwinder does not give it. Call mi_prim_backtrace
+   once first (it loads the unwinder). */
+int mi_prim_unwind(uintptr_t* ips, uintptr_t* cfas, int max);
 
 /* Register the handlers run around fork(). */
 void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));

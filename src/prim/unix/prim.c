@@ -5,6 +5,7 @@
 #endif
 #include "../prim.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -467,4 +468,47 @@ bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi) {
 
 int mi_prim_backtrace(void** frames, int max) {
   return backtrace(frames, max);
+}
+
+/* libgcc's unwinder, which glibc's backtrace() loads: found once by name. */
+typedef int (*mi_unwind_trace_fn)(void* ctx, void* arg);
+static int (*prim_unwind_backtrace)(mi_unwind_trace_fn fn, void* arg);
+static uintptr_t (*prim_unwind_get_ip)(void* ctx);
+static uintptr_t (*prim_unwind_get_cfa)(void* ctx);
+static _Atomic(int) prim_unwind_state; /* 0: not looked up, 1: found, 2: missing */
+
+typedef struct mi_prim_unwind_s {
+  uintptr_t* ips;
+  uintptr_t* cfas;
+  int max;
+  int n;
+} mi_prim_unwind_t;
+
+static int mi_prim_unwind_step(void* ctx, void* arg) {
+  mi_prim_unwind_t* u = (mi_prim_unwind_t*)arg;
+  if (u->n >= u->max) return 5; /* _URC_END_OF_STACK: stop */
+  uintptr_t ip = prim_unwind_get_ip(ctx);
+  if (ip == 0) return 5;
+  u->ips[u->n] = ip;
+  u->cfas[u->n] = prim_unwind_get_cfa(ctx);
+  u->n++;
+  return 0; /* _URC_NO_REASON: go on */
+}
+
+int mi_prim_unwind(uintptr_t* ips, uintptr_t* cfas, int max) {
+  int state = atomic_load_explicit(&prim_unwind_state, memory_order_acquire);
+  if (state == 0) {
+    void* h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h != NULL) {
+      *(void**)&prim_unwind_backtrace = dlsym(h, "_Unwind_Backtrace");
+      *(void**)&prim_unwind_get_ip = dlsym(h, "_Unwind_GetIP");
+      *(void**)&prim_unwind_get_cfa = dlsym(h, "_Unwind_GetCFA");
+    }
+    state = (prim_unwind_backtrace != NULL && prim_unwind_get_ip != NULL && prim_unwind_get_cfa != NULL ? 1 : 2);
+    atomic_store_explicit(&prim_unwind_state, state, memory_order_release);
+  }
+  if (state != 1) return -1;
+  mi_prim_unwind_t u = {ips, cfas, max, 0};
+  prim_unwind_backtrace(&mi_prim_unwind_step, &u);
+  return u.n;
 }
