@@ -25,7 +25,8 @@ best() { # best CMD...: minimum CPU seconds (user + system) of RUNS runs: on a
   local b=""
   for _ in $(seq "$RUNS"); do
     local t
-    t=$( { /usr/bin/time -f "%U %S" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1) || { echo "fail"; return; }
+    /usr/bin/time -o "$WORK/time" -f "%U %S" "$@" >/dev/null 2>&1 || { echo "fail"; return; }
+    t=$(tail -1 "$WORK/time")
     b=$(python3 -c "u,s='$t'.split(); t=float(u)+float(s); b='$b'; print(t if b=='' or t<float(b) else b)")
   done
   printf '%.3f' "$b"
@@ -58,6 +59,7 @@ done
 if command -v valgrind >/dev/null; then
   w=churn
   RUNS=1
+  [ -x "$WORK/$w" ] || gcc -O2 -g0 -pthread -o "$WORK/$w" "$HERE/workloads/${SRC[$w]}.c" || exit 1
   base=$(best "$WORK/$w" 1 "$VG_SCALE")
   ours=$(on 0 "$WORK/$w" 1 "$VG_SCALE")
   vg=$(best valgrind --tool=dhat --dhat-out-file="$WORK/vg.json" "$WORK/$w" 1 "$VG_SCALE")

@@ -6,6 +6,8 @@
 #include <mimalloc.h>
 #include <mimalloc/dhat.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,28 @@ static void* volatile keep[64];
 
 static void* free_elsewhere(void* arg) {
   mi_free(arg);
+  return NULL;
+}
+
+/* Threads allocating, reallocating and freeing (also each other's blocks,
+   through a shared array) while the main thread dumps. */
+#define SHARED 256
+static void* _Atomic shared[SHARED];
+
+static void* churn(void* arg) {
+  unsigned x = (unsigned)(uintptr_t)arg * 2654435761u + 1;
+  void* mine[32] = {0};
+  for (int i = 0; i < 20000; i++) {
+    x = x * 1103515245u + 12345u;
+    int k = (int)((x >> 8) % 32);
+    switch ((x >> 16) % 4) {
+      case 0: mi_free(mine[k]); mine[k] = mi_malloc((x >> 4) % 300); break;
+      case 1: mine[k] = mi_realloc(mine[k], (x >> 3) % 5000 + 1); break;
+      case 2: mi_free(atomic_exchange(&shared[(x >> 12) % SHARED], mine[k])); mine[k] = NULL; break;
+      default: mi_free(mine[k]); mine[k] = mi_calloc(2, (x >> 5) % 64); break;
+    }
+  }
+  for (int k = 0; k < 32; k++) mi_free(mine[k]);
   return NULL;
 }
 
@@ -69,6 +93,15 @@ int main(int argc, char** argv) {
   CHECK(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   CHECK(mi_dhat_is_running());
+
+  pthread_t workers[4];
+  for (int i = 0; i < 4; i++) CHECK(pthread_create(&workers[i], NULL, churn, (void*)(uintptr_t)(i + 1)) == 0);
+  char tmp[64];
+  snprintf(tmp, sizeof(tmp), "/tmp/mi-dhat-api-%d.json", (int)getpid());
+  for (int i = 0; i < 3; i++) CHECK(mi_dhat_dump(tmp)); /* while the workers run */
+  unlink(tmp);
+  for (int i = 0; i < 4; i++) CHECK(pthread_join(workers[i], NULL) == 0);
+  for (int i = 0; i < SHARED; i++) mi_free(atomic_exchange(&shared[i], NULL));
 
   CHECK(mi_dhat_dump(argv[1]));
   mi_dhat_stop();
