@@ -2,7 +2,9 @@
 """Checks a DHAT file against the field rules of the format (version 2, as
 Valgrind's dh_view.js reads it), and compares two DHAT files.
 
-  dhat_check.py validate FILE                 exit 0 if FILE follows the rules
+  dhat_check.py validate FILE [--stacks-start-outside]
+                                              exit 0 if FILE follows the rules (and, with
+                                              the option, no stack starts inside the allocator)
   dhat_check.py compare VALGRIND OURS [--totals-only]
                                               exit 0 if the counts agree
 """
@@ -162,10 +164,26 @@ def compare(vg, ours, totals_only):
     return ok
 
 
+ALLOCATOR = re.compile(r"^0x[0-9A-Fa-f]+: (mi_|_mi_|malloc |calloc |realloc |free |posix_memalign |aligned_alloc |memalign )")
+
+
+def stacks_start_outside(d):
+    """Stacks start at the caller of the allocation function."""
+    errs = []
+    for i, pp in enumerate(d.get("pps", [])):
+        fs = pp.get("fs") or []
+        if fs and isinstance(fs[0], int) and 0 < fs[0] < len(d["ftbl"]) and ALLOCATOR.match(d["ftbl"][fs[0]]):
+            errs.append(f"pps[{i}] starts inside the allocator: {d['ftbl'][fs[0]]}")
+    return errs
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "validate":
         with open(argv[2]) as f:
-            errs = validate(json.load(f))
+            d = json.load(f)
+        errs = validate(d)
+        if not errs and "--stacks-start-outside" in argv:
+            errs = stacks_start_outside(d)
         for e in errs:
             print(f"{argv[2]}: {e}")
         print(f"{argv[2]}: {'valid' if not errs else 'INVALID'}")
