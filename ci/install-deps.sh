@@ -3,11 +3,16 @@
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
-      gnuplot-nox libc6-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libclang-rt-14-dev gcovr)
+      gnuplot-nox libc6-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libclang-rt-14-dev gcovr
+      valgrind chromium libdw1) # the heap profiler's tests: Valgrind's DHAT and its viewer
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# node and npm for the viewer test: Debian's packages unless a node (which
+# may bring its own npm) is installed already
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ci: installing ${missing[*]}"
   SUDO=""

@@ -210,6 +210,8 @@ typedef enum mi_option_e {
   mi_option_purge_thread = 64, /* purge freed memory from a background thread while the program is idle */
   mi_option_zero_on_free,
   mi_option_segment_cache,     /* free segments kept for reuse (purged) instead of unmapped */
+  mi_option_dhat,              /* start the heap profiler at process start; dump at exit (mimalloc/dhat.h) */
+  mi_option_dhat_backtrace,    /* profiler stacks: 0 frame pointers, unwinder where they break; 1 unwinder; -1 frame pointers */
   _mi_option_last,
   /* legacy names */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

@@ -38,8 +38,8 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
   return (uint8_t*)p + adjust;
 }
 
-static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
-                                            bool zero) {
+static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
+                                                 bool zero) {
   if (alignment == 0 || !_mi_is_power_of_two(alignment)) {
     errno = EINVAL;
     return NULL;
@@ -64,10 +64,18 @@ static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t
       }
 #endif
       if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
-      mi_free(p);
+      _mi_free_unrecorded(p); /* never handed out */
     }
   }
   return mi_heap_malloc_aligned_at_generic(heap, size, alignment, offset, zero);
+}
+
+/* The entry the public calls share: the allocation, then the profiler's hook. */
+static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
+                                            bool zero) {
+  void* p = mi_heap_malloc_aligned_at_zero_core(heap, size, alignment, offset, zero);
+  mi_dhat_alloc(p, size);
+  return p;
 }
 
 void* mi_heap_malloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
@@ -123,12 +131,12 @@ void* mi_calloc_aligned(size_t count, size_t size, size_t alignment) {
   return mi_heap_calloc_aligned(mi_get_default_heap(), count, size, alignment);
 }
 
-static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment,
-                                             size_t offset, bool zero) {
+static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size_t newsize, size_t alignment,
+                                                  size_t offset, bool zero) {
   if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
     return _mi_heap_realloc_zero(heap, p, newsize, zero);
   }
-  if (p == NULL) return mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, zero);
+  if (p == NULL) return mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, zero);
 #if MI_SECURE
   size_t size;
   _mi_secure_validate(p, MI_OP_REALLOC, NULL, &size);
@@ -141,8 +149,24 @@ static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t ne
 #endif
     return p;
   }
-  void* newp = mi_heap_malloc_aligned_at_zero(heap, newsize, alignment, offset, false);
+  void* newp = mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, false);
   return _mi_realloc_move(p, size, newp, newsize, zero);
+}
+
+/* As mi_heap_realloc_profiled in alloc.c: the record leaves the table while
+   the block may be freed, and follows it to its new place. */
+static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment,
+                                             size_t offset, bool zero) {
+#if MI_DHAT
+  if (mi_unlikely(mi_dhat_is_on())) {
+    mi_dhat_held_t held;
+    _mi_dhat_realloc_take(p, &held);
+    void* newp = mi_heap_realloc_aligned_at_zero_core(heap, p, newsize, alignment, offset, zero);
+    _mi_dhat_realloc_done(&held, newp, newsize);
+    return newp;
+  }
+#endif
+  return mi_heap_realloc_aligned_at_zero_core(heap, p, newsize, alignment, offset, zero);
 }
 
 void* mi_heap_realloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset) {

@@ -4,11 +4,22 @@
 #include <limits.h>
 #include <stdlib.h>
 
+/* Slow path of the recorded entry points: the profiler's hook after it. */
+static mi_noinline void* mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) {
+  void* p = _mi_malloc_generic(heap, size, false);
+  mi_dhat_alloc(p, size);
+  return p;
+}
+
 /* The fast path: a size class lookup, one page, one free-list pop. No lock,
-   no atomic read-modify-write. Everything else is in _mi_malloc_generic. */
-static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size) {
+   no atomic read-modify-write. Everything else is in _mi_malloc_generic.
+   With `record` (the public entry points) the profiler's flag is tested
+   after the pop; both exits are tail calls, so the fast path needs no frame. */
+static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool record) {
 #if MI_SECURE
-  return _mi_secure_malloc(heap, size, false);
+  void* p = _mi_secure_malloc(heap, size, false);
+  if (record) mi_dhat_alloc(p, size);
+  return p;
 #endif
   if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
     size_t bin = _mi_bin(size);
@@ -20,50 +31,67 @@ static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size) {
 #if MI_STAT
       heap->stat_malloc[bin]++;
 #endif
+#if MI_DHAT
+      if (record && mi_unlikely(mi_dhat_is_on())) return _mi_dhat_record_alloc(block, size);
+#endif
       return block;
     }
   }
-  return _mi_malloc_generic(heap, size, false);
+  return (record ? mi_malloc_generic_recorded(heap, size) : _mi_malloc_generic(heap, size, false));
 }
 
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
 #if MI_SECURE
   return _mi_secure_malloc(heap, size, zero);
 #endif
-  if (!zero) return mi_heap_malloc_inline(heap, size);
+  if (!zero) return mi_heap_malloc_inline(heap, size, false);
   return _mi_malloc_generic(heap, size, true);
 }
 
+/* The public entry points: the allocation, then the profiler's hook (one
+   relaxed load and a branch when the profiler is compiled in but off).
+   Internal paths call the unhooked functions above, so a block is recorded
+   once, by the entry point the program called. */
+static inline void* mi_heap_malloc_recorded(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_inline(heap, size, true);
+}
+
+static inline void* mi_heap_malloc_zero_recorded(mi_heap_t* heap, size_t size) {
+  void* p = _mi_heap_malloc_zero(heap, size, true);
+  mi_dhat_alloc(p, size);
+  return p;
+}
+
 void* mi_heap_malloc(mi_heap_t* heap, size_t size) {
-  return mi_heap_malloc_inline(heap, size);
+  return mi_heap_malloc_recorded(heap, size);
 }
 
 void* mi_malloc(size_t size) {
-  return mi_heap_malloc_inline(mi_get_default_heap(), size);
+  return mi_heap_malloc_recorded(mi_get_default_heap(), size);
 }
 
 void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) {
-  return mi_heap_malloc_inline(heap, size);
+  return mi_heap_malloc_recorded(heap, size);
 }
 
 void* mi_malloc_small(size_t size) {
-  return mi_heap_malloc_inline(mi_get_default_heap(), size);
+  return mi_heap_malloc_recorded(mi_get_default_heap(), size);
 }
 
 void* mi_heap_zalloc(mi_heap_t* heap, size_t size) {
-  return _mi_heap_malloc_zero(heap, size, true);
+  return mi_heap_malloc_zero_recorded(heap, size);
 }
 
 void* mi_zalloc(size_t size) {
-  return _mi_heap_malloc_zero(mi_get_default_heap(), size, true);
+  return mi_heap_malloc_zero_recorded(mi_get_default_heap(), size);
 }
 
 void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) {
-  return _mi_heap_malloc_zero(heap, size, true);
+  return mi_heap_malloc_zero_recorded(heap, size);
 }
 
 void* mi_zalloc_small(size_t size) {
-  return _mi_heap_malloc_zero(mi_get_default_heap(), size, true);
+  return mi_heap_malloc_zero_recorded(mi_get_default_heap(), size);
 }
 
 void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
@@ -72,7 +100,7 @@ void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  return _mi_heap_malloc_zero(heap, total, true);
+  return mi_heap_malloc_zero_recorded(heap, total);
 }
 
 void* mi_calloc(size_t count, size_t size) {
@@ -134,16 +162,37 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
   size_t newusable = _mi_usable_size(newp);
   if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
   memcpy(newp, p, (newsize < size ? newsize : size));
-  mi_free(p);
+  _mi_free_unrecorded(p); /* the profiler moves the record to newp */
   return newp;
 }
 
+#if MI_DHAT
+/* A reallocation while the profiler runs: the old block's record is taken
+   out of the table first (once realloc frees the block, another thread may
+   get the same address), then moved to the new block, or put back if
+   realloc failed. */
+static mi_noinline void* mi_heap_realloc_profiled(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  mi_dhat_held_t held;
+  _mi_dhat_realloc_take(p, &held);
+  void* newp = _mi_heap_realloc_zero(heap, p, newsize, zero);
+  _mi_dhat_realloc_done(&held, newp, newsize);
+  return newp;
+}
+#endif
+
+static inline void* mi_heap_realloc_recorded(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+#if MI_DHAT
+  if (mi_unlikely(mi_dhat_is_on())) return mi_heap_realloc_profiled(heap, p, newsize, zero);
+#endif
+  return _mi_heap_realloc_zero(heap, p, newsize, zero);
+}
+
 void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) {
-  return _mi_heap_realloc_zero(heap, p, newsize, false);
+  return mi_heap_realloc_recorded(heap, p, newsize, false);
 }
 
 void* mi_realloc(void* p, size_t newsize) {
-  return _mi_heap_realloc_zero(mi_get_default_heap(), p, newsize, false);
+  return mi_heap_realloc_recorded(mi_get_default_heap(), p, newsize, false);
 }
 
 void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) {
@@ -170,11 +219,11 @@ void* mi_reallocf(void* p, size_t newsize) {
 }
 
 void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) {
-  return _mi_heap_realloc_zero(heap, p, newsize, true);
+  return mi_heap_realloc_recorded(heap, p, newsize, true);
 }
 
 void* mi_rezalloc(void* p, size_t newsize) {
-  return _mi_heap_realloc_zero(mi_get_default_heap(), p, newsize, true);
+  return mi_heap_realloc_recorded(mi_get_default_heap(), p, newsize, true);
 }
 
 void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t count, size_t size) {

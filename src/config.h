@@ -31,6 +31,9 @@
 #ifndef MI_GUARDED
 #define MI_GUARDED 0
 #endif
+#ifndef MI_DHAT
+#define MI_DHAT 0
+#endif
 #if MI_GUARDED && !MI_SECURE
 #error "MI_GUARDED builds on secure mode: configure with MI_SECURE"
 #endif

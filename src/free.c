@@ -44,7 +44,7 @@ mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* 
   }
 }
 
-void mi_free(void* p) {
+static inline void mi_free_inline(void* p) {
 #if MI_SECURE
   _mi_secure_free(p);
   return;
@@ -61,6 +61,31 @@ void mi_free(void* p) {
     return;
   }
   _mi_free_generic(segment, page, p);
+}
+
+/* Free without telling the profiler: for blocks whose record the caller
+   handles itself (a reallocation that moves) or that were never handed to
+   the program. */
+void _mi_free_unrecorded(void* p) {
+  mi_free_inline(p);
+}
+
+#if MI_DHAT
+/* The record goes first: once the block is free another thread may get it. */
+static mi_noinline void mi_free_recorded(void* p) {
+  mi_dhat_free(p);
+  mi_free_inline(p);
+}
+#endif
+
+void mi_free(void* p) {
+#if MI_DHAT
+  if (mi_unlikely(mi_dhat_is_on())) {
+    mi_free_recorded(p); /* a tail call: the fast path below needs no frame */
+    return;
+  }
+#endif
+  mi_free_inline(p);
 }
 
 void mi_cfree(void* p) {

@@ -61,6 +61,9 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (tld->thread_id != _mi_thread_id()) return;
   _mi_heap_free_all_of_thread(tld);
+#if MI_DHAT
+  _mi_dhat_thread_done();
+#endif
   _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
   _mi_stat_decrease(&_mi_stats.threads, 1);
   _mi_meta_free(td);
@@ -115,6 +118,9 @@ static void mi_fork_parent(void) {
 static void mi_fork_child(void) {
   _mi_locks_release_all();
   _mi_purge_after_fork_child();
+#if MI_DHAT
+  _mi_dhat_after_fork_child();
+#endif
 }
 
 /* ---- Process ------------------------------------------------------------------------- */
@@ -122,6 +128,9 @@ static void mi_fork_child(void) {
 static void mi_process_done(void) {
   if (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) return;
   _mi_purge_thread_stop();
+#if MI_DHAT
+  _mi_dhat_process_done();
+#endif
   if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
     _mi_stats_print_at_exit();
   }
@@ -156,6 +165,10 @@ void _mi_process_init_once(void) {
   _mi_fault_register_report();
 #endif
   _mi_arenas_reserve_from_options();
+#if MI_DHAT
+  /* MIMALLOC_DHAT=1: the profiler starts now (it may allocate while it sets up) */
+  _mi_dhat_process_init();
+#endif
 #if MI_SECURE
   /* a fault on one of our guard pages says what it hit before the process dies */
   mi_prim_fault_handler_install(&_mi_guard_fault_report);

@@ -188,6 +188,7 @@ typedef enum mi_lock_class_e {
   MI_LOCK_PURGE = 3,
   MI_LOCK_META = 4,
   MI_LOCK_ARENA = 5,
+  MI_LOCK_DHAT = 6,
   MI_LOCK_CLASS_COUNT
 } mi_lock_class_t;
 
@@ -322,6 +323,7 @@ void _mi_heap_collect_pages(mi_heap_t* heap, bool force) mi_decl_hidden;
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
 void _mi_free_remote(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) mi_decl_hidden;
+void _mi_free_unrecorded(void* p) mi_decl_hidden;
 
 /* alloc.c */
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
@@ -363,6 +365,43 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 #endif
 void _mi_free_local_release(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
+
+/* dhat/ (MI_DHAT): the heap profiler's hooks. The allocator's entry points
+   call them after the flag test below, so a build with the profiler in but
+   not started pays one relaxed load and a predictable branch. */
+#if MI_DHAT
+extern _Atomic(bool) _mi_dhat_on mi_decl_hidden;
+static inline bool mi_dhat_is_on(void) {
+  return atomic_load_explicit(&_mi_dhat_on, memory_order_relaxed);
+}
+typedef struct mi_dhat_held_s {
+  void* p;          /* the block being reallocated (NULL: none) */
+  uint32_t site;    /* its record, taken out of the table while realloc runs */
+  bool found;
+  uint32_t generation; /* of the profile it was taken from (a restart clears) */
+  size_t size;
+  uint64_t alloc_time;
+} mi_dhat_held_t;
+void _mi_dhat_process_init(void) mi_decl_hidden;
+void _mi_dhat_process_done(void) mi_decl_hidden;
+void _mi_dhat_thread_done(void) mi_decl_hidden;
+void _mi_dhat_after_fork_child(void) mi_decl_hidden;
+void* _mi_dhat_record_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
+void _mi_dhat_record_free(void* p) mi_decl_hidden;
+void _mi_dhat_realloc_take(void* p, mi_dhat_held_t* held) mi_decl_hidden;
+void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) mi_decl_hidden;
+#define mi_dhat_alloc(p, size) \
+  do { \
+    if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) (void)_mi_dhat_record_alloc((p), (size)); \
+  } while (0)
+#define mi_dhat_free(p) \
+  do { \
+    if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) _mi_dhat_record_free(p); \
+  } while (0)
+#else
+#define mi_dhat_alloc(p, size) ((void)0)
+#define mi_dhat_free(p) ((void)0)
+#endif
 
 /* ---- Inline helpers ---------------------------------------------------------- */
 

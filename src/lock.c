@@ -8,7 +8,11 @@
      3. segment-cache      free segments kept for reuse
      4. purge              segments with memory waiting to be purged
      5. meta               slots for thread data and heaps
-     6. arena              chunk maps of the reserved arenas */
+     6. arena              chunk maps of the reserved arenas
+     7. dhat               the heap profiler's block and site tables (last:
+                           taken inside allocation calls, and while held it
+                           takes no other lock of ours; its own allocations
+                           come from the OS) */
 #include "internal.h"
 
 /* Each lock class has exactly one global lock; it registers itself here when

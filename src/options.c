@@ -47,6 +47,8 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(purge_thread, 1),
     MI_OPTION(zero_on_free, MI_SECURE),
     MI_OPTION(segment_cache, MI_SEGMENT_CACHE_MAX),
+    MI_OPTION(dhat, 0),
+    MI_OPTION(dhat_backtrace, 0),
 };
 
 static bool mi_option_valid(mi_option_t option) {

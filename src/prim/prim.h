@@ -99,6 +99,33 @@ void mi_prim_yield(void);
    handler were not there (the previous handler, or death by the signal). */
 void mi_prim_fault_handler_install(void (*report)(void* addr));
 
+/* ---- Files and process identity (the profiler's dump) -------------------- */
+/* Create (truncate) a file for writing; `*fd` receives the descriptor. */
+int mi_prim_file_create(const char* path, int* fd);
+/* Write all of `size` bytes (retrying short writes). */
+int mi_prim_file_write(int fd, const void* buf, size_t size);
+int mi_prim_file_close(int fd);
+/* Map a whole file read-only; `*size` receives its length. */
+int mi_prim_file_map(const char* path, void** addr, size_t* size);
+void mi_prim_file_unmap(void* addr, size_t size);
+/* Path of the running executable, NUL-terminated, truncated to fit. */
+bool mi_prim_exe_path(char* buf, size_t size);
+/* The command line, arguments separated by spaces, truncated to fit. */
+void mi_prim_cmdline(char* buf, size_t size);
+long mi_prim_getpid(void);
+/* The calling thread's stack [lo, hi); false if unknown. May allocate (it
+   asks the C library): call it with the caller's recursion guard up. */
+bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi);
+/* Return addresses of the calling thread's stack, innermost first, by the
+   platform unwinder (unwind tables; no frame pointers needed). The first
+   call may allocate (it loads the unwinder). Returns the count. */
+int mi_prim_backtrace(void** frames, int max);
+/* As mi_prim_backtrace, with the unwinder's frame address for each return
+   address (on x86-64 the return address lies in the word just below it).
+   Returns -1 where the unwinder does not give it. Call mi_prim_backtrace
+   once first (it loads the unwinder). */
+int mi_prim_unwind(uintptr_t* ips, uintptr_t* cfas, int max);
+
 /* Register the handlers run around fork(). */
 void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 /* Run `fn` at process exit. */

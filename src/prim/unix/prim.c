@@ -6,7 +6,9 @@
 #include "../prim.h"
 #include "../fault.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -421,4 +424,147 @@ void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(v
 
 void mi_prim_atexit(void (*fn)(void)) {
   atexit(fn);
+}
+
+/* ---- Files and process identity ------------------------------------------- */
+
+int mi_prim_file_create(const char* path, int* fd) {
+  int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (f < 0) return mi_prim_errno();
+  *fd = f;
+  return 0;
+}
+
+int mi_prim_file_write(int fd, const void* buf, size_t size) {
+  const char* p = (const char*)buf;
+  while (size > 0) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return mi_prim_errno();
+    p += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+int mi_prim_file_close(int fd) {
+  return (close(fd) == 0 ? 0 : mi_prim_errno());
+}
+
+int mi_prim_file_map(const char* path, void** addr, size_t* size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return mi_prim_errno();
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+    close(fd);
+    return EINVAL;
+  }
+  void* p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return mi_prim_errno();
+  *addr = p;
+  *size = (size_t)st.st_size;
+  return 0;
+}
+
+void mi_prim_file_unmap(void* addr, size_t size) {
+  munmap(addr, size);
+}
+
+bool mi_prim_exe_path(char* buf, size_t size) {
+  if (size == 0) return false;
+  ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  return true;
+}
+
+void mi_prim_cmdline(char* buf, size_t size) {
+  if (size == 0) return;
+  buf[0] = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  size_t len = 0;
+  while (len + 1 < size) {
+    ssize_t n = read(fd, buf + len, size - 1 - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += (size_t)n;
+  }
+  close(fd);
+  while (len > 0 && buf[len - 1] == 0) len--; /* the last argument's terminator */
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] == 0) buf[i] = ' ';
+  }
+  buf[len] = 0;
+}
+
+long mi_prim_getpid(void) {
+  return (long)getpid();
+}
+
+bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi) {
+#if defined(__linux__) && defined(__GLIBC__)
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return false;
+  void* addr = NULL;
+  size_t size = 0;
+  int err = pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  if (err != 0 || addr == NULL || size == 0) return false;
+  *lo = (uintptr_t)addr;
+  *hi = (uintptr_t)addr + size;
+  return true;
+#else
+  (void)lo;
+  (void)hi;
+  return false;
+#endif
+}
+
+int mi_prim_backtrace(void** frames, int max) {
+  return backtrace(frames, max);
+}
+
+/* libgcc's unwinder, which glibc's backtrace() loads: found once by name. */
+typedef int (*mi_unwind_trace_fn)(void* ctx, void* arg);
+static int (*prim_unwind_backtrace)(mi_unwind_trace_fn fn, void* arg);
+static uintptr_t (*prim_unwind_get_ip)(void* ctx);
+static uintptr_t (*prim_unwind_get_cfa)(void* ctx);
+static _Atomic(int) prim_unwind_state; /* 0: not looked up, 1: found, 2: missing */
+
+typedef struct mi_prim_unwind_s {
+  uintptr_t* ips;
+  uintptr_t* cfas;
+  int max;
+  int n;
+} mi_prim_unwind_t;
+
+static int mi_prim_unwind_step(void* ctx, void* arg) {
+  mi_prim_unwind_t* u = (mi_prim_unwind_t*)arg;
+  if (u->n >= u->max) return 5; /* _URC_END_OF_STACK: stop */
+  uintptr_t ip = prim_unwind_get_ip(ctx);
+  if (ip == 0) return 5;
+  u->ips[u->n] = ip;
+  u->cfas[u->n] = prim_unwind_get_cfa(ctx);
+  u->n++;
+  return 0; /* _URC_NO_REASON: go on */
+}
+
+int mi_prim_unwind(uintptr_t* ips, uintptr_t* cfas, int max) {
+  int state = atomic_load_explicit(&prim_unwind_state, memory_order_acquire);
+  if (state == 0) {
+    void* h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h != NULL) {
+      *(void**)&prim_unwind_backtrace = dlsym(h, "_Unwind_Backtrace");
+      *(void**)&prim_unwind_get_ip = dlsym(h, "_Unwind_GetIP");
+      *(void**)&prim_unwind_get_cfa = dlsym(h, "_Unwind_GetCFA");
+    }
+    state = (prim_unwind_backtrace != NULL && prim_unwind_get_ip != NULL && prim_unwind_get_cfa != NULL ? 1 : 2);
+    atomic_store_explicit(&prim_unwind_state, state, memory_order_release);
+  }
+  if (state != 1) return -1;
+  mi_prim_unwind_t u = {ips, cfas, max, 0};
+  prim_unwind_backtrace(&mi_prim_unwind_step, &u);
+  return u.n;
 }

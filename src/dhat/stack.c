@@ -1,0 +1,274 @@
+/* Stack capture for the profiler: a frame-pointer walk, bounded by the
+   thread's stack and checked against the loaded code, redone by the platform
+   unwinder where the chain breaks (a program built without frame pointers);
+   MIMALLOC_DHAT_BACKTRACE picks one of the two for good. The allocator itself
+   is compiled with frame pointers when the profiler is built in, so the walk
+   gets through our frames to the program's.
+
+   This file and symbolize.c talk to the dynamic loader (dl_iterate_phdr,
+   dladdr): the profiler is ELF-only. */
+#include "dhat.h"
+
+#if MI_DHAT
+
+#include <link.h>
+
+/* The allocator's code, when it is a shared object of its own. */
+static uintptr_t mi_dhat_code_lo;
+static uintptr_t mi_dhat_code_hi;
+/* MIMALLOC_DHAT_BACKTRACE: 0 auto, 1 always the unwinder, -1 frame pointers only */
+static long mi_dhat_unwind_mode;
+
+/* The code of every object loaded when the profiler started, sorted: a
+   return address outside it ends a frame-pointer walk as invalid. */
+#define MI_DHAT_CODE_RANGES 512
+typedef struct mi_dhat_range_s {
+  uintptr_t lo, hi;
+} mi_dhat_range_t;
+static mi_dhat_range_t mi_dhat_ranges[MI_DHAT_CODE_RANGES];
+static size_t mi_dhat_range_count;
+/* `main`: a walk that reaches it is complete (Valgrind's stacks end there) */
+static uintptr_t mi_dhat_main_lo;
+static uintptr_t mi_dhat_main_hi;
+
+/* Per thread: the stack's bounds, asked for once (it may allocate). */
+static mi_decl_thread uintptr_t mi_dhat_stack_lo;
+static mi_decl_thread uintptr_t mi_dhat_stack_hi;
+static mi_decl_thread uint8_t mi_dhat_stack_state; /* 0: not asked, 1: known, 2: unknown */
+
+static int mi_dhat_find_code(struct dl_phdr_info* info, size_t size, void* arg) {
+  (void)size;
+  uintptr_t addr = (uintptr_t)arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0) continue;
+    uintptr_t lo = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    uintptr_t hi = lo + (uintptr_t)ph->p_memsz;
+    if (mi_dhat_range_count < MI_DHAT_CODE_RANGES) {
+      /* insertion sort: a few dozen objects */
+      size_t j = mi_dhat_range_count++;
+      while (j > 0 && mi_dhat_ranges[j - 1].lo > lo) {
+        mi_dhat_ranges[j] = mi_dhat_ranges[j - 1];
+        j--;
+      }
+      mi_dhat_ranges[j].lo = lo;
+      mi_dhat_ranges[j].hi = hi;
+    }
+    /* the main program (empty name) holds the program's code as well */
+    if (addr >= lo && addr < hi && info->dlpi_name != NULL && info->dlpi_name[0] != 0) {
+      mi_dhat_code_lo = lo;
+      mi_dhat_code_hi = hi;
+    }
+  }
+  return 0;
+}
+
+static bool mi_dhat_in_code(uintptr_t addr) {
+  size_t lo = 0, hi = mi_dhat_range_count;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (addr < mi_dhat_ranges[mid].lo) hi = mid;
+    else if (addr >= mi_dhat_ranges[mid].hi) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/* Once, at the first start: later starts may run while other threads walk
+   their stacks. (Code loaded later fails the check and goes to the unwinder.) */
+void _mi_dhat_stack_init(void) {
+  static _Atomic(int) state; /* 0: not done, 1: being done, 2: done */
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&state, &expected, 1)) {
+    while (atomic_load(&state) != 2) mi_prim_yield();
+    return;
+  }
+  mi_dhat_unwind_mode = mi_option_get(mi_option_dhat_backtrace);
+  dl_iterate_phdr(&mi_dhat_find_code, (void*)(uintptr_t)&_mi_dhat_stack_init);
+  if (!_mi_dhat_find_main(&mi_dhat_main_lo, &mi_dhat_main_hi)) mi_dhat_main_lo = mi_dhat_main_hi = 0;
+  /* the unwinder loads on its first use (and allocates): do that now */
+  void* warm[4];
+  (void)mi_prim_backtrace(warm, 4);
+  uintptr_t ips[4], cfas[4];
+  (void)mi_prim_unwind(ips, cfas, 4); /* looks the unwinder's entry points up */
+  atomic_store(&state, 2);
+}
+
+bool _mi_dhat_addr_in_allocator(uintptr_t addr) {
+  return (addr >= mi_dhat_code_lo && addr < mi_dhat_code_hi);
+}
+
+bool _mi_dhat_allocator_linked_in(void) {
+  return (mi_dhat_code_hi == 0);
+}
+
+static int mi_dhat_capture_backtrace(uintptr_t* frames, int max) {
+  void* raw[MI_DHAT_MAX_FRAMES + 16];
+  int n = mi_prim_backtrace(raw, MI_DHAT_MAX_FRAMES + 16);
+  int k = 0;
+  int i = 0;
+  while (i < n && _mi_dhat_addr_in_allocator((uintptr_t)raw[i])) i++;
+  for (; i < n && k < max; i++) frames[k++] = (uintptr_t)raw[i];
+  return k;
+}
+
+/* ---- The unwinder, with a per-thread cache -------------------------------------
+   Unwinding by the tables costs microseconds per stack. A program without
+   frame pointers calls malloc from the same places with the same stacks over
+   and over, so each thread keeps the stacks it unwound, keyed by the first
+   frame's return address and the stack slot it was found in (both known from
+   the frame-pointer walk through the allocator). A cached stack is used only
+   if every one of its return addresses is still in its slot: the chain of
+   live frames above the caller is then the one that was unwound. */
+#define MI_DHAT_UCACHE 256
+#define MI_DHAT_UCACHE_WAYS 4
+typedef struct mi_dhat_uentry_s {
+  uintptr_t ret0, slot0;
+  uint32_t n;
+  uintptr_t ips[MI_DHAT_MAX_FRAMES];
+  uintptr_t slots[MI_DHAT_MAX_FRAMES]; /* where each return address lies */
+} mi_dhat_uentry_t;
+#define MI_DHAT_UCACHE_SIZE (MI_DHAT_UCACHE * sizeof(mi_dhat_uentry_t))
+
+static mi_decl_thread mi_dhat_uentry_t* mi_dhat_ucache; /* OS memory, freed at thread exit */
+static mi_decl_thread unsigned mi_dhat_ucache_victim;
+
+void _mi_dhat_stack_thread_done(void) {
+  if (mi_dhat_ucache != NULL) _mi_dhat_os_free(mi_dhat_ucache, MI_DHAT_UCACHE_SIZE);
+  mi_dhat_ucache = NULL;
+}
+
+static bool mi_dhat_is_main(uintptr_t ret) {
+  return (ret > mi_dhat_main_lo && ret <= mi_dhat_main_hi);
+}
+
+static bool mi_dhat_uentry_valid(const mi_dhat_uentry_t* e, uintptr_t ret0, uintptr_t slot0, int max) {
+  if (e->ret0 != ret0 || e->slot0 != slot0 || e->n == 0 || (int)e->n > max) return false;
+  for (uint32_t i = 0; i < e->n; i++) {
+    if (*(const uintptr_t*)e->slots[i] != e->ips[i]) return false;
+  }
+  return true;
+}
+
+static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, uintptr_t slot0) {
+  mi_dhat_uentry_t* e = NULL;
+  if (slot0 != 0) {
+    if (mi_dhat_ucache == NULL) mi_dhat_ucache = (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
+    if (mi_dhat_ucache != NULL) {
+      /* set-associative: one place called from several others (a wrapper
+         such as xmalloc) has one stack per caller */
+      uint64_t h = (uint64_t)(ret0 ^ (slot0 << 7)) * 0x9E3779B97F4A7C15ULL;
+      mi_dhat_uentry_t* set = &mi_dhat_ucache[((h >> 40) % (MI_DHAT_UCACHE / MI_DHAT_UCACHE_WAYS)) * MI_DHAT_UCACHE_WAYS];
+      for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
+        if (mi_dhat_uentry_valid(&set[w], ret0, slot0, max)) {
+          memcpy(frames, set[w].ips, set[w].n * sizeof(uintptr_t));
+          return (int)set[w].n;
+        }
+      }
+      /* replace an empty way, else one in turn */
+      e = &set[mi_dhat_ucache_victim++ % MI_DHAT_UCACHE_WAYS];
+      for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
+        if (set[w].n == 0) {
+          e = &set[w];
+          break;
+        }
+      }
+    }
+  }
+  uintptr_t ips[MI_DHAT_MAX_FRAMES + 24];
+  uintptr_t cfas[MI_DHAT_MAX_FRAMES + 24];
+  int m = mi_prim_unwind(ips, cfas, MI_DHAT_MAX_FRAMES + 24);
+  if (m < 0) return mi_dhat_capture_backtrace(frames, max);
+  /* start at the allocator's caller: the frame whose return address lies in
+     slot0, else the first one outside the allocator's code */
+  int start = -1;
+  for (int i = 0; i < m && start < 0; i++) {
+    if (ips[i] == ret0 && cfas[i] - sizeof(uintptr_t) == slot0) start = i;
+  }
+  bool cacheable = (start >= 0);
+  if (start < 0) {
+    start = 0;
+    while (start < m && _mi_dhat_addr_in_allocator(ips[start])) start++;
+  }
+  int n = 0;
+  for (int i = start; i < m && n < max; i++) {
+    frames[n] = ips[i];
+    if (e != NULL && cacheable && n < MI_DHAT_MAX_FRAMES) {
+      /* only slots on this thread's stack, read again on a later lookup */
+      uintptr_t slot = cfas[i] - sizeof(uintptr_t);
+      if (slot < slot0 || slot > mi_dhat_stack_hi - sizeof(uintptr_t)) cacheable = false;
+      e->slots[n] = slot;
+    }
+    n++;
+    if (mi_dhat_is_main(ips[i])) break;
+  }
+  if (e != NULL && cacheable && n > 0 && n <= MI_DHAT_MAX_FRAMES) {
+    e->ret0 = ret0;
+    e->slot0 = slot0;
+    e->n = (uint32_t)n;
+    memcpy(e->ips, frames, (size_t)n * sizeof(uintptr_t));
+  } else if (e != NULL) {
+    e->n = 0;
+  }
+  return n;
+}
+
+/* The walk trusts a frame only if it lies above the previous one, inside the
+   thread's stack, and (past the first) returns into code. It is complete when
+   it reaches `main`, the outermost frame (a zero frame pointer) or the frame
+   limit. The first frame is always right: the allocator keeps frame pointers,
+   so its outermost frame holds the return address into the program. A
+   program built without frame pointers breaks the chain after that; in the
+   automatic mode such a walk is redone by the unwinder. (Where a register
+   happens to hold a stack address and the slot above it an address in code,
+   the walk can take a wrong frame for a right one; MIMALLOC_DHAT_BACKTRACE=1
+   rules that out.) */
+__attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max) {
+  if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0);
+  if (mi_unlikely(mi_dhat_stack_state == 0)) {
+    uintptr_t lo = 0, hi = 0;
+    bool known = mi_prim_thread_stack_bounds(&lo, &hi);
+    mi_dhat_stack_lo = lo;
+    mi_dhat_stack_hi = hi;
+    mi_dhat_stack_state = (known ? 1 : 2);
+  }
+  if (mi_dhat_stack_state != 1) return mi_dhat_capture_unwind(frames, max, 0, 0);
+  uintptr_t lo = mi_dhat_stack_lo;
+  uintptr_t hi = mi_dhat_stack_hi;
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  uintptr_t slot0 = 0;
+  int n = 0;
+  bool leading = true;
+  bool complete = false;
+  while (n < max) {
+    if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
+    const uintptr_t* frame = (const uintptr_t*)fp;
+    uintptr_t next = frame[0];
+    uintptr_t ret = frame[1];
+    if (leading && _mi_dhat_addr_in_allocator(ret)) {
+      /* still inside the allocator */
+    } else {
+      if (n > 0 && !mi_dhat_in_code(ret)) break;
+      if (n == 0) slot0 = fp + sizeof(uintptr_t);
+      leading = false;
+      frames[n++] = ret;
+      if (mi_dhat_is_main(ret)) {
+        complete = true;
+        break;
+      }
+    }
+    if (next == 0) {
+      complete = true;
+      break;
+    }
+    if (next <= fp) break;
+    fp = next;
+  }
+  if (n == max) complete = true;
+  if (!complete && mi_dhat_unwind_mode == 0) {
+    return mi_dhat_capture_unwind(frames, max, (n > 0 ? frames[0] : 0), slot0);
+  }
+  return n;
+}
+
+#endif

@@ -1,0 +1,304 @@
+/* Symbolisation at dump time: a return address becomes a DHAT frame string,
+   "0x4011A3: parse_line (in /usr/bin/prog)". The object comes from the
+   dynamic loader (dladdr1); the function from the object's ELF symbol table
+   (.symtab, which names static functions too; .dynsym where the file is
+   stripped), read from the file mapped read-only, or from dladdr's nearest
+   exported symbol as the last resort. Source file and line come from the
+   DWARF line tables through elfutils' libdw when it is installed: it is
+   loaded with dlopen at the first dump, so the library does not depend on
+   it ("0x4011A3: parse_line (prog.c:42)", as Valgrind writes it).
+
+   Runs on the dumping thread with its recursion guard up and no profiler lock
+   held; the loader's lookups do not allocate. */
+#include "dhat.h"
+
+#if MI_DHAT
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+typedef struct mi_dhat_object_s {
+  uintptr_t bias;     /* load address minus link-time address */
+  const void* map;    /* the file, mapped (NULL: not readable) */
+  size_t map_size;
+  const ElfW(Sym)* syms;
+  size_t sym_count;
+  const char* strs;
+  size_t strs_size;
+  char path[256];
+} mi_dhat_object_t;
+
+#define MI_DHAT_OBJECTS 128
+static mi_dhat_object_t* mi_dhat_objects; /* OS memory, MI_DHAT_OBJECTS entries */
+static size_t mi_dhat_object_count;
+
+/* The symbol table of a mapped ELF file: .symtab if present, else .dynsym. */
+static void mi_dhat_object_load(mi_dhat_object_t* obj) {
+  if (mi_prim_file_map(obj->path, (void**)&obj->map, &obj->map_size) != 0) {
+    obj->map = NULL;
+    return;
+  }
+  const uint8_t* base = (const uint8_t*)obj->map;
+  if (obj->map_size < sizeof(ElfW(Ehdr))) return;
+  const ElfW(Ehdr)* eh = (const ElfW(Ehdr)*)base;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_shentsize != sizeof(ElfW(Shdr))) return;
+  if (eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > obj->map_size) return;
+  const ElfW(Shdr)* sh = (const ElfW(Shdr)*)(base + eh->e_shoff);
+  const ElfW(Shdr)* pick = NULL;
+  for (int want = SHT_SYMTAB; pick == NULL && want != 0; want = (want == SHT_SYMTAB ? SHT_DYNSYM : 0)) {
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+      if (sh[i].sh_type == (ElfW(Word))want && sh[i].sh_link < eh->e_shnum) {
+        pick = &sh[i];
+        break;
+      }
+    }
+  }
+  if (pick == NULL) return;
+  const ElfW(Shdr)* str = &sh[pick->sh_link];
+  if (pick->sh_offset + pick->sh_size > obj->map_size || str->sh_offset + str->sh_size > obj->map_size) return;
+  obj->syms = (const ElfW(Sym)*)(base + pick->sh_offset);
+  obj->sym_count = pick->sh_size / sizeof(ElfW(Sym));
+  obj->strs = (const char*)(base + str->sh_offset);
+  obj->strs_size = str->sh_size;
+}
+
+static mi_dhat_object_t* mi_dhat_object_of(const struct link_map* lm) {
+  if (mi_dhat_objects == NULL) {
+    mi_dhat_objects = (mi_dhat_object_t*)_mi_dhat_os_alloc(MI_DHAT_OBJECTS * sizeof(mi_dhat_object_t));
+    if (mi_dhat_objects == NULL) return NULL;
+  }
+  for (size_t i = 0; i < mi_dhat_object_count; i++) {
+    if (mi_dhat_objects[i].bias == (uintptr_t)lm->l_addr) return &mi_dhat_objects[i];
+  }
+  if (mi_dhat_object_count == MI_DHAT_OBJECTS) return NULL;
+  mi_dhat_object_t* obj = &mi_dhat_objects[mi_dhat_object_count++];
+  memset(obj, 0, sizeof(*obj));
+  obj->bias = (uintptr_t)lm->l_addr;
+  if (lm->l_name == NULL || lm->l_name[0] == 0) {
+    if (!mi_prim_exe_path(obj->path, sizeof(obj->path))) obj->path[0] = 0;
+  } else {
+    size_t n = strlen(lm->l_name);
+    if (n >= sizeof(obj->path)) n = sizeof(obj->path) - 1;
+    memcpy(obj->path, lm->l_name, n);
+    obj->path[n] = 0;
+  }
+  if (obj->path[0] != 0) mi_dhat_object_load(obj);
+  return obj;
+}
+
+/* The function symbol whose range holds `addr` (a link-time address). */
+static const char* mi_dhat_object_lookup(const mi_dhat_object_t* obj, uintptr_t addr) {
+  const ElfW(Sym)* best = NULL;
+  for (size_t i = 0; i < obj->sym_count; i++) {
+    const ElfW(Sym)* s = &obj->syms[i];
+    if (ELF64_ST_TYPE(s->st_info) != STT_FUNC && ELF64_ST_TYPE(s->st_info) != STT_GNU_IFUNC) continue;
+    if (s->st_value == 0 || addr < s->st_value) continue;
+    if (addr < s->st_value + (s->st_size == 0 ? 1 : s->st_size)) {
+      /* prefer a global name over a local alias of the same code */
+      if (best == NULL || ELF64_ST_BIND(s->st_info) == STB_GLOBAL) best = s;
+    }
+  }
+  if (best == NULL || best->st_name >= obj->strs_size) return NULL;
+  return obj->strs + best->st_name;
+}
+
+/* ---- Source lines through libdw (optional, loaded at run time) -------------
+   The few libdwfl calls used, declared here so that building needs no
+   elfutils headers; their ABI has been stable since elfutils 0.1xx. */
+typedef struct mi_dwfl_callbacks_s {
+  void* find_elf;
+  void* find_debuginfo;
+  void* section_address;
+  char** debuginfo_path;
+} mi_dwfl_callbacks_t;
+
+typedef struct mi_dwfl_s {
+  bool tried;
+  void* dwfl;
+  void* (*begin)(const mi_dwfl_callbacks_t*);
+  int (*proc_report)(void*, int);
+  int (*report_end)(void*, void*, void*);
+  void* (*addrmodule)(void*, uint64_t);
+  void* (*getsrc)(void*, uint64_t);
+  const char* (*lineinfo)(void*, uint64_t*, int*, int*, uint64_t*, uint64_t*);
+  void (*end)(void*);
+} mi_dwfl_t;
+
+static mi_dwfl_t mi_dwfl;
+static mi_dwfl_callbacks_t mi_dwfl_callbacks;
+
+static void mi_dhat_dwfl_open(void) {
+  mi_dwfl.tried = true;
+  void* h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) return;
+  /* function pointers from dlsym: POSIX guarantees the conversion */
+  *(void**)&mi_dwfl.begin = dlsym(h, "dwfl_begin");
+  *(void**)&mi_dwfl.proc_report = dlsym(h, "dwfl_linux_proc_report");
+  *(void**)&mi_dwfl.report_end = dlsym(h, "dwfl_report_end");
+  *(void**)&mi_dwfl.addrmodule = dlsym(h, "dwfl_addrmodule");
+  *(void**)&mi_dwfl.getsrc = dlsym(h, "dwfl_module_getsrc");
+  *(void**)&mi_dwfl.lineinfo = dlsym(h, "dwfl_lineinfo");
+  *(void**)&mi_dwfl.end = dlsym(h, "dwfl_end");
+  mi_dwfl_callbacks.find_elf = dlsym(h, "dwfl_linux_proc_find_elf");
+  mi_dwfl_callbacks.find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo");
+  if (mi_dwfl.begin == NULL || mi_dwfl.proc_report == NULL || mi_dwfl.report_end == NULL ||
+      mi_dwfl.addrmodule == NULL || mi_dwfl.getsrc == NULL || mi_dwfl.lineinfo == NULL || mi_dwfl.end == NULL ||
+      mi_dwfl_callbacks.find_elf == NULL || mi_dwfl_callbacks.find_debuginfo == NULL) {
+    return; /* the handle stays open: unloading is not worth the risk */
+  }
+  void* dwfl = mi_dwfl.begin(&mi_dwfl_callbacks);
+  if (dwfl == NULL) return;
+  if (mi_dwfl.proc_report(dwfl, (int)mi_prim_getpid()) != 0 || mi_dwfl.report_end(dwfl, NULL, NULL) != 0) {
+    mi_dwfl.end(dwfl);
+    return;
+  }
+  mi_dwfl.dwfl = dwfl;
+}
+
+/* "file.c:42" for `pc`, or false where there is no line information. */
+static bool mi_dhat_source_line(uintptr_t pc, const char** file, int* line) {
+  if (!mi_dwfl.tried) mi_dhat_dwfl_open();
+  if (mi_dwfl.dwfl == NULL) return false;
+  void* mod = mi_dwfl.addrmodule(mi_dwfl.dwfl, (uint64_t)pc);
+  if (mod == NULL) return false;
+  void* src = mi_dwfl.getsrc(mod, (uint64_t)pc);
+  if (src == NULL) return false;
+  uint64_t addr = 0;
+  const char* f = mi_dwfl.lineinfo(src, &addr, line, NULL, NULL, NULL);
+  if (f == NULL || *line <= 0) return false;
+  const char* slash = strrchr(f, '/');
+  *file = (slash != NULL ? slash + 1 : f);
+  return true;
+}
+
+static bool mi_dhat_has_prefix(const char* s, const char* prefix) {
+  return (strncmp(s, prefix, strlen(prefix)) == 0);
+}
+
+/* The allocation functions a stack may start inside of, by name: used when
+   the allocator is linked into the program, where addresses cannot tell. */
+static bool mi_dhat_is_allocator_name(const char* name) {
+  static const char* const names[] = {"malloc", "calloc", "realloc", "free", "cfree", "reallocarray",
+                                      "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+                                      NULL};
+  if (mi_dhat_has_prefix(name, "mi_") || mi_dhat_has_prefix(name, "_mi_") || mi_dhat_has_prefix(name, "__libc_")) {
+    return true;
+  }
+  for (size_t i = 0; names[i] != NULL; i++) {
+    if (strcmp(name, names[i]) == 0) return true;
+  }
+  return false;
+}
+
+static void mi_dhat_append(char* buf, size_t size, size_t* len, const char* s) {
+  while (*s != 0 && *len + 1 < size) buf[(*len)++] = *s++;
+  buf[*len] = 0;
+}
+
+static void mi_dhat_append_hex(char* buf, size_t size, size_t* len, uintptr_t v) {
+  char digits[20];
+  int n = 0;
+  do {
+    digits[n++] = "0123456789ABCDEF"[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  mi_dhat_append(buf, size, len, "0x");
+  char tmp[2] = {0, 0};
+  while (n > 0) {
+    tmp[0] = digits[--n];
+    mi_dhat_append(buf, size, len, tmp);
+  }
+}
+
+void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* sym) {
+  sym->internal = false;
+  sym->is_main = false;
+  /* a return address may lie just past the end of a function that ends in a
+     call (to a noreturn function): look up the call instruction's byte */
+  uintptr_t pc = addr - 1;
+  Dl_info info;
+  struct link_map* lm = NULL;
+  const char* name = NULL;
+  const char* objname = NULL;
+  if (dladdr1((void*)pc, &info, (void**)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
+    mi_dhat_object_t* obj = mi_dhat_object_of(lm);
+    if (obj != NULL) {
+      objname = (obj->path[0] != 0 ? obj->path : NULL);
+      if (obj->syms != NULL) name = mi_dhat_object_lookup(obj, pc - obj->bias);
+    }
+    if (name == NULL) name = info.dli_sname;
+    if (objname == NULL) objname = info.dli_fname;
+  }
+  sym->internal = _mi_dhat_addr_in_allocator(pc) ||
+                  (name != NULL && _mi_dhat_allocator_linked_in() && mi_dhat_is_allocator_name(name));
+  sym->is_main = (name != NULL && strcmp(name, "main") == 0);
+  size_t len = 0;
+  buf[0] = 0;
+  mi_dhat_append_hex(buf, size, &len, addr);
+  mi_dhat_append(buf, size, &len, ": ");
+  mi_dhat_append(buf, size, &len, name != NULL ? name : "???");
+  const char* file = NULL;
+  int line = 0;
+  if (name != NULL && mi_dhat_source_line(pc, &file, &line)) {
+    char digits[16];
+    int n = 0;
+    do {
+      digits[n++] = (char)('0' + line % 10);
+      line /= 10;
+    } while (line != 0 && n < 15);
+    char num[16];
+    for (int i = 0; i < n; i++) num[i] = digits[n - 1 - i];
+    num[n] = 0;
+    mi_dhat_append(buf, size, &len, " (");
+    mi_dhat_append(buf, size, &len, file);
+    mi_dhat_append(buf, size, &len, ":");
+    mi_dhat_append(buf, size, &len, num);
+    mi_dhat_append(buf, size, &len, ")");
+  } else if (objname != NULL && objname[0] != 0) {
+    mi_dhat_append(buf, size, &len, " (in ");
+    mi_dhat_append(buf, size, &len, objname);
+    mi_dhat_append(buf, size, &len, ")");
+  }
+}
+
+static int mi_dhat_main_bias(struct dl_phdr_info* info, size_t size, void* arg) {
+  (void)size;
+  *(uintptr_t*)arg = (uintptr_t)info->dlpi_addr;
+  return 1; /* the first object is the program */
+}
+
+bool _mi_dhat_find_main(uintptr_t* lo, uintptr_t* hi) {
+  mi_dhat_object_t* obj = (mi_dhat_object_t*)_mi_dhat_os_alloc(sizeof(mi_dhat_object_t));
+  if (obj == NULL) return false;
+  bool found = false;
+  uintptr_t bias = 0;
+  dl_iterate_phdr(&mi_dhat_main_bias, &bias);
+  if (mi_prim_exe_path(obj->path, sizeof(obj->path))) {
+    mi_dhat_object_load(obj);
+    for (size_t i = 0; i < obj->sym_count && !found; i++) {
+      const ElfW(Sym)* s = &obj->syms[i];
+      if (ELF64_ST_TYPE(s->st_info) == STT_FUNC && s->st_value != 0 && s->st_name < obj->strs_size &&
+          strcmp(obj->strs + s->st_name, "main") == 0) {
+        *lo = bias + (uintptr_t)s->st_value;
+        *hi = *lo + (uintptr_t)(s->st_size == 0 ? 1 : s->st_size);
+        found = true;
+      }
+    }
+    if (obj->map != NULL) mi_prim_file_unmap((void*)obj->map, obj->map_size);
+  }
+  _mi_dhat_os_free(obj, sizeof(mi_dhat_object_t));
+  return found;
+}
+
+void _mi_dhat_symbolize_done(void) {
+  if (mi_dwfl.dwfl != NULL) mi_dwfl.end(mi_dwfl.dwfl);
+  mi_dwfl.dwfl = NULL;
+  mi_dwfl.tried = false;
+  for (size_t i = 0; i < mi_dhat_object_count; i++) {
+    if (mi_dhat_objects[i].map != NULL) mi_prim_file_unmap((void*)mi_dhat_objects[i].map, mi_dhat_objects[i].map_size);
+  }
+  mi_dhat_object_count = 0;
+}
+
+#endif
