@@ -203,6 +203,7 @@ typedef enum mi_option_e {
   mi_option_purge_thread = 64, /* purge freed memory from a background thread while the program is idle */
   mi_option_zero_on_free,
   mi_option_segment_cache,     /* free segments kept for reuse (purged) instead of unmapped */
+  mi_option_lockorder,         /* MI_LOCKORDER builds: 0/off, 1/abort (default), 2/warn on a lock-order violation */
   _mi_option_last,
   /* legacy names */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

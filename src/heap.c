@@ -142,6 +142,24 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   _mi_segments_abandon(tld);
 }
 
+/* Fork child: the thread of `tld` does not exist here. As at its exit, its
+   large blocks become orphans and its segments are abandoned (a thread that
+   needs memory adopts them, frees into them take the cross-thread path),
+   but nothing walks its page queues or collects: the parent may have forked
+   in the middle of one of its fast paths. At worst a block or a page is
+   lost to the child. Blocks in its secure quarantine stay there. */
+void _mi_heap_abandon_in_fork_child(mi_tld_t* tld) {
+  mi_heap_t* heap = tld->heaps;
+  while (heap != NULL) {
+    mi_heap_t* next = heap->next;
+    _mi_single_heap_delete(heap, NULL);
+    if (heap != tld->heap_backing) _mi_meta_free(heap);
+    heap = next;
+  }
+  tld->heaps = NULL;
+  _mi_segments_abandon(tld);
+}
+
 void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);
