@@ -224,20 +224,40 @@ static void child_churn(uint64_t seed) {
 }
 
 /* The parent's workers do not exist here: free the blocks they left in the
-   slots (their pages now belong to abandoned segments). */
-static void child_free_inherited(void) {
+   slots (their pages now belong to abandoned segments). One small block is
+   kept back and returned, for the adoption check. */
+static void* child_free_inherited(void) {
+  void* kept = NULL;
   for (size_t j = 0; j < SLOTS; j++) {
     void* p = (void*)atomic_exchange(&slots[j], 0);
     if (p == NULL) continue;
     if (!verify(p)) child_fail("inherited block corrupted");
-    mi_free(p);
+    if (kept == NULL && mi_usable_size(p) <= 64 * 1024) kept = p;
+    else mi_free(p);
   }
+  return kept;
 }
 
 static _Atomic(uintptr_t) child_slots[32];
 
-static void* child_thread(void* arg) {
-  uint64_t s = (uint64_t)(uintptr_t)arg;
+typedef struct child_thread_arg_s {
+  long n;
+  int index;
+} child_thread_arg_t;
+
+/* A thread of a child: it frees its share of the blocks the parent's
+   workers left (a new thread may sit where one of them was, with the same
+   thread id: their segments must not look like its own), then allocates
+   and hands blocks to its siblings. */
+static void* child_thread(void* argp) {
+  const child_thread_arg_t* arg = (const child_thread_arg_t*)argp;
+  for (size_t j = (size_t)arg->index; j < SLOTS; j += 3) {
+    void* p = (void*)atomic_exchange(&slots[j], 0);
+    if (p == NULL) continue;
+    if (!verify(p)) child_fail("inherited block corrupted (freed by a child's thread)");
+    mi_free(p);
+  }
+  uint64_t s = (uint64_t)arg->n * 3u + (uint64_t)arg->index + 1;
   for (int i = 0; i < 300; i++) {
     size_t size = 17 + (size_t)(rnd(&s) % 4096);
     void* p = mi_malloc(size);
@@ -250,9 +270,16 @@ static void* child_thread(void* arg) {
 
 static void child_main(int variant, long n) {
   alarm(CHILD_WATCHDOG_S); /* a hang dies of SIGALRM: the parent counts a deadlock */
-  child_free_inherited();
+  void* kept = (variant != V_THREADS ? child_free_inherited() : NULL); /* else the child's threads do */
   child_churn((uint64_t)n * 7919u + 1);
-  if (n % 8 == 0) mi_collect(true); /* adopt the abandoned segments, purge (starts a purge thread) */
+  if (n % 8 == 0) {
+    /* adopt the abandoned segments and purge (which starts a purge thread):
+       the page of a block a parent's worker allocated is now this thread's */
+    mi_collect(true);
+    if (kept != NULL && !mi_heap_contains_block(mi_heap_get_backing(), kept))
+      child_fail("a dead thread's page was not adopted: its segment was not abandoned in the child");
+  }
+  mi_free(kept);
   switch (variant) {
   case V_FORK: {
     fflush(NULL);
@@ -271,9 +298,12 @@ static void child_main(int variant, long n) {
   }
   case V_THREADS: {
     pthread_t t[3];
-    for (int i = 0; i < 3; i++)
-      if (pthread_create(&t[i], NULL, child_thread, (void*)(uintptr_t)(n * 3 + i + 1)) != 0)
-        child_fail("pthread_create failed");
+    child_thread_arg_t args[3];
+    for (int i = 0; i < 3; i++) {
+      args[i].n = n;
+      args[i].index = i;
+      if (pthread_create(&t[i], NULL, child_thread, &args[i]) != 0) child_fail("pthread_create failed");
+    }
     for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
     for (size_t j = 0; j < 32; j++) {
       void* p = (void*)atomic_exchange(&child_slots[j], 0);
