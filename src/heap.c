@@ -142,22 +142,20 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   _mi_segments_abandon(tld);
 }
 
-/* Fork child: the thread of `tld` does not exist here. As at its exit, its
-   large blocks become orphans and its segments are abandoned (a thread that
-   needs memory adopts them, frees into them take the cross-thread path),
-   but nothing walks its page queues or collects: the parent may have forked
-   in the middle of one of its fast paths. At worst a block or a page is
-   lost to the child. Blocks in its secure quarantine stay there. */
-void _mi_heap_abandon_in_fork_child(mi_tld_t* tld) {
+/* Fork child: the thread of `tld` does not exist here. Its large blocks
+   become orphans (their list is under the single lock, so it is intact) and
+   its segments are orphaned (see _mi_segments_orphan_in_fork_child); its
+   heaps' slots go back to the meta pool. Nothing walks its page queues. */
+void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) {
   mi_heap_t* heap = tld->heaps;
-  while (heap != NULL) {
+  for (size_t n = 0; heap != NULL && n < 4096; n++) { /* bounded: see the segment walk */
     mi_heap_t* next = heap->next;
     _mi_single_heap_delete(heap, NULL);
     if (heap != tld->heap_backing) _mi_meta_free(heap);
     heap = next;
   }
   tld->heaps = NULL;
-  _mi_segments_abandon(tld);
+  _mi_segments_orphan_in_fork_child(tld);
 }
 
 void mi_heap_collect(mi_heap_t* heap, bool force) {

@@ -142,9 +142,11 @@ static void mi_fork_parent(void) {
 }
 
 /* The child has one thread, this one. Its locks start over; every other
-   thread's data goes (their heaps' large blocks become orphans and their
-   segments are abandoned, for this or a later thread to adopt); the purge
-   thread is started again when needed, not from inside the handler. */
+   thread's data goes: their heaps' large blocks become orphans, their
+   segments are orphaned (frees into them take the cross-thread path; they
+   are not adopted, their pages' state being a fuzzy copy, see segment.c).
+   The purge thread is started again when needed, not from inside the
+   handler. */
 static void mi_fork_child(void) {
   _mi_locks_reinit_all();
   _mi_purge_fork_child_begin();
@@ -156,7 +158,7 @@ static void mi_fork_child(void) {
     mi_tld_t* next = tld->thread_next;
     if (tld != self) {
       mi_threads_unlink_locked(tld);
-      _mi_heap_abandon_in_fork_child(tld);
+      _mi_heap_orphan_in_fork_child(tld);
       _mi_stat_decrease(&_mi_stats.threads, 1);
       _mi_meta_free(tld->heap_backing); /* the slot of its thread data */
     }

@@ -86,8 +86,12 @@ typedef enum mi_segment_kind_e {
   MI_SEGMENT_SINGLE = 2 /* one block: large or huge */
 } mi_segment_kind_t;
 
+/* Owner of the segments of a thread a fork child does not have: no thread's
+   id (ids are addresses of a thread-local, never odd). */
+#define MI_THREAD_ID_ORPHAN ((uintptr_t)1)
+
 typedef struct mi_segment_s {
-  _Atomic(uintptr_t) thread_id; /* owner; 0 when abandoned, cached or single-block */
+  _Atomic(uintptr_t) thread_id; /* owner; 0 when abandoned, cached or single-block; MI_THREAD_ID_ORPHAN */
   uintptr_t cookie;             /* segment ^ process key: recognises our headers */
   size_t segment_size;          /* bytes mapped */
   uint8_t kind;
@@ -286,6 +290,7 @@ void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
+void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
 void _mi_segment_cache_purge(bool force) mi_decl_hidden;
 int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
@@ -334,7 +339,7 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
 /* heap.c */
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
-void _mi_heap_abandon_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
+void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 
 /* heap-check.c */
 void _mi_heap_check(const mi_heap_t* heap) mi_decl_hidden;

@@ -35,8 +35,8 @@
 
 #define SRC "tests/lockorder/test-lockorder.c"
 
-/* ---- The sites: each acquisition and release on a line of its own, so
-   the expected reports can name them ------------------------------------- */
+#if MI_LOCKORDER /* ---- The sites: each acquisition and release on a line of its own,
+   so the expected reports can name them ---------------------------------- */
 static mi_lock_t lock_outer, lock_inner, lock_x, lock_y, lock_z;
 
 static const int line_take_outer = __LINE__ + 1;
@@ -61,6 +61,7 @@ static void init_test_locks(void) {
   _mi_lock_init(&lock_y, MI_LOCK_TEST_Y);
   _mi_lock_init(&lock_z, MI_LOCK_TEST_Z);
 }
+#endif
 
 /* ---- The table in the code and in docs/lock-order.md --------------------- */
 
