@@ -382,7 +382,7 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
     mi_tld_segment_add(heap->tld, segment);
     reclaimed = true;
     bool released = false;
-    for (size_t i = 0; i < segment->page_count && !released; i++) {
+    for (size_t i = 0; !released && i < segment->page_count; i++) { /* test `released` first: the segment may be gone */
       mi_page_t* page = &segment->pages[i];
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
       _mi_page_collect(page);
