@@ -296,12 +296,11 @@ static void child_main(int variant, long n) {
   void* kept = (variant != V_THREADS ? child_free_inherited() : NULL); /* else the child's threads do */
   child_churn((uint64_t)n * 7919u + 1);
   if (n % 8 == 0) {
-    /* adopt the abandoned segments and purge (which starts a purge thread);
-       a page of a parent's worker is orphaned, never adopted (the child's
-       copy of its state cannot be trusted), but its blocks can be freed */
+    /* adopt the abandoned segments and purge everything free (which starts
+       a purge thread): a live block a parent's thread allocated keeps its
+       contents (its page is orphaned, or adopted if its thread had exited) */
     mi_collect(true);
-    if (kept != NULL && mi_heap_contains_block(mi_heap_get_backing(), kept))
-      child_fail("a page of a thread the child does not have was adopted");
+    if (kept != NULL && !verify(kept)) child_fail_block("inherited block corrupted by mi_collect(true)", kept);
   }
   mi_free(kept);
   switch (variant) {
