@@ -36,7 +36,8 @@ void _mi_lockorder_fork_child(void) __attribute__((visibility("hidden")));
 /* Tests: forget every edge and report, clear this thread's held locks, and
    set the mode. */
 void _mi_lockorder_reset(mi_lockorder_mode_t mode) __attribute__((visibility("hidden")));
-/* Tests: how many violations have been reported (warn mode keeps going). */
+/* Tests: how many violations there have been (in warn mode a pair is
+   reported once but counted every time). */
 long _mi_lockorder_violations(void) __attribute__((visibility("hidden")));
 #endif
 
