@@ -83,7 +83,7 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (tld->thread_id != _mi_thread_id()) return;
   _mi_heap_free_all_of_thread(tld);
-  /* off the list only now: a fork before this point abandons the rest of
+  /* off the list only now: a fork before this point orphans the rest of
      this thread's segments in the child */
   _mi_lock_acquire(&mi_threads_lock);
   mi_threads_unlink_locked(tld);

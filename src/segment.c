@@ -359,6 +359,9 @@ void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
     mi_segment_t* next = segment->next;
     atomic_store_explicit(&segment->thread_id, MI_THREAD_ID_ORPHAN, memory_order_relaxed);
     segment->tld = NULL;
+    /* its heaps' slots are freed and may come back as a new thread's heap,
+       which must not take these pages for its own (mi_heap_contains_block) */
+    for (size_t i = 0; i < segment->page_count && i < MI_SMALL_PAGES_PER_SEGMENT; i++) segment->pages[i].heap = NULL;
     segment->next = segment->prev = NULL;
     segment->free_next = segment->free_prev = NULL;
     segment = next;
