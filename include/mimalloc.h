@@ -212,6 +212,7 @@ typedef enum mi_option_e {
   mi_option_segment_cache,     /* free segments kept for reuse (purged) instead of unmapped */
   mi_option_dhat,              /* start the heap profiler at process start; dump at exit (mimalloc/dhat.h) */
   mi_option_dhat_backtrace,    /* profiler stacks: 0 frame pointers, unwinder where they break; 1 unwinder; -1 frame pointers */
+  mi_option_lockorder,         /* MI_LOCKORDER builds: 0/off, 1/abort (default), 2/warn on a lock-order violation */
   _mi_option_last,
   /* legacy names */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

@@ -9,7 +9,8 @@
    | MI_STAT         | 0/1    | per-size-class allocation counts on the fast path   |
    | MI_OVERRIDE     | 0/1    | export malloc/free/... from the shared library      |
    | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard); secure  |
-   | MI_LOCKORDER    | 0/1    | run-time lock-order checker (src/lockorder)         |
+   | MI_LOCKORDER    | 0/1    | run-time lock-order checker (src/lockorder); on in  |
+   |                 |        | Debug builds (docs/lock-order.md)                   |
    | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives          |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
    | MI_TRACK_VALGRIND | 0/1  | Valgrind client requests for blocks                 |
@@ -33,6 +34,9 @@
 #endif
 #ifndef MI_DHAT
 #define MI_DHAT 0
+#endif
+#ifndef MI_LOCKORDER
+#define MI_LOCKORDER 0
 #endif
 #if MI_GUARDED && !MI_SECURE
 #error "MI_GUARDED builds on secure mode: configure with MI_SECURE"

@@ -142,6 +142,22 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   _mi_segments_abandon(tld);
 }
 
+/* Fork child: the thread of `tld` does not exist here. Its large blocks
+   become orphans (their list is under the single lock, so it is intact) and
+   its segments are orphaned (see _mi_segments_orphan_in_fork_child); its
+   heaps' slots go back to the meta pool. Nothing walks its page queues. */
+void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) {
+  mi_heap_t* heap = tld->heaps;
+  for (size_t n = 0; heap != NULL && n < 4096; n++) { /* bounded: see the segment walk */
+    mi_heap_t* next = heap->next;
+    _mi_single_heap_delete(heap, NULL);
+    if (heap != tld->heap_backing) _mi_meta_free(heap);
+    heap = next;
+  }
+  tld->heaps = NULL;
+  _mi_segments_orphan_in_fork_child(tld);
+}
+
 void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);

@@ -3,6 +3,7 @@
    process exit. */
 #include "internal.h"
 #include "prim/fault.h"
+#include "lockorder/lockorder.h"
 
 typedef struct mi_thread_data_s {
   mi_heap_t heap;
@@ -57,6 +58,28 @@ static uintptr_t mi_initial_key(void) {
 
 /* ---- Threads ------------------------------------------------------------------------ */
 
+/* Every thread with thread data is on this list, so a fork child can find
+   the threads it does not have. */
+static mi_lock_t mi_threads_lock;
+static mi_tld_t* mi_threads_first; /* under mi_threads_lock */
+
+static void mi_threads_link(mi_tld_t* tld) {
+  _mi_lock_acquire(&mi_threads_lock);
+  tld->thread_prev = NULL;
+  tld->thread_next = mi_threads_first;
+  if (mi_threads_first != NULL) mi_threads_first->thread_prev = tld;
+  mi_threads_first = tld;
+  _mi_lock_release(&mi_threads_lock);
+}
+
+/* Under mi_threads_lock. */
+static void mi_threads_unlink_locked(mi_tld_t* tld) {
+  if (tld->thread_prev != NULL) tld->thread_prev->thread_next = tld->thread_next;
+  else mi_threads_first = tld->thread_next;
+  if (tld->thread_next != NULL) tld->thread_next->thread_prev = tld->thread_prev;
+  tld->thread_next = tld->thread_prev = NULL;
+}
+
 static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (tld->thread_id != _mi_thread_id()) return;
@@ -64,6 +87,11 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
 #if MI_DHAT
   _mi_dhat_thread_done();
 #endif
+  /* off the list only now: a fork before this point orphans the rest of
+     this thread's segments in the child */
+  _mi_lock_acquire(&mi_threads_lock);
+  mi_threads_unlink_locked(tld);
+  _mi_lock_release(&mi_threads_lock);
   _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
   _mi_stat_decrease(&_mi_stats.threads, 1);
   _mi_meta_free(td);
@@ -87,6 +115,7 @@ mi_heap_t* _mi_heap_init_thread(void) {
   _mi_heap_init(&td->heap, tld, true);
   tld->heaps = &td->heap;
   _mi_heap_default = &td->heap;
+  mi_threads_link(tld);
   _mi_stat_increase(&_mi_stats.threads, 1);
   /* may allocate (from the heap just set up) for thread-specific storage */
   mi_prim_thread_exit_hook_set(td);
@@ -107,6 +136,9 @@ void mi_thread_done(void) {
 
 /* ---- Fork ----------------------------------------------------------------------------- */
 
+/* Prepare takes every allocator lock in the documented order (the checker,
+   when compiled in, verifies it), so the child inherits no lock held by a
+   thread it does not have and no list in mid-update. */
 static void mi_fork_prepare(void) {
   _mi_locks_acquire_all();
 }
@@ -115,9 +147,31 @@ static void mi_fork_parent(void) {
   _mi_locks_release_all();
 }
 
+/* The child has one thread, this one. Its locks start over; every other
+   thread's data goes: their heaps' large blocks become orphans, their
+   segments are orphaned (frees into them take the cross-thread path; they
+   are not adopted, their pages' state being a fuzzy copy, see segment.c).
+   The purge thread is started again when needed, not from inside the
+   handler. */
 static void mi_fork_child(void) {
-  _mi_locks_release_all();
-  _mi_purge_after_fork_child();
+  _mi_locks_reinit_all();
+  _mi_purge_fork_child_begin();
+  mi_heap_t* heap = mi_get_default_heap();
+  mi_tld_t* self = (mi_heap_is_initialized(heap) ? heap->tld : NULL);
+  _mi_lock_acquire(&mi_threads_lock);
+  mi_tld_t* tld = mi_threads_first;
+  while (tld != NULL) {
+    mi_tld_t* next = tld->thread_next;
+    if (tld != self) {
+      mi_threads_unlink_locked(tld);
+      _mi_heap_orphan_in_fork_child(tld);
+      _mi_stat_decrease(&_mi_stats.threads, 1);
+      _mi_meta_free(tld->heap_backing); /* the slot of its thread data */
+    }
+    tld = next;
+  }
+  _mi_lock_release(&mi_threads_lock);
+  _mi_purge_fork_child_end();
 #if MI_DHAT
   _mi_dhat_after_fork_child();
 #endif
@@ -150,7 +204,11 @@ void _mi_process_init_once(void) {
   _mi_fault_init_from_env();
 #endif
   _mi_options_init();
+#if MI_LOCKORDER
+  _mi_lockorder_init();
+#endif
   _mi_process_key = mi_initial_key();
+  _mi_lock_init(&mi_threads_lock, MI_LOCK_THREADS);
   _mi_meta_init();
   _mi_segments_init();
   _mi_arenas_init();
@@ -173,8 +231,8 @@ void _mi_process_init_once(void) {
   /* a fault on one of our guard pages says what it hit before the process dies */
   mi_prim_fault_handler_install(&_mi_guard_fault_report);
 #endif
-  _mi_verbose_message("mimalloc-pprof %d.%d initialised (secure: %d, debug: %d)\n", mi_version() / 100,
-                      mi_version() % 100, MI_SECURE, MI_DEBUG);
+  _mi_verbose_message("mimalloc-pprof %d.%d initialised (secure: %d, debug: %d, lock-order checker: %d)\n",
+                      mi_version() / 100, mi_version() % 100, MI_SECURE, MI_DEBUG, MI_LOCKORDER);
 }
 
 void mi_process_init(void) {

@@ -86,8 +86,12 @@ typedef enum mi_segment_kind_e {
   MI_SEGMENT_SINGLE = 2 /* one block: large or huge */
 } mi_segment_kind_t;
 
+/* Owner of the segments of a thread a fork child does not have: no thread's
+   id (ids are addresses of a thread-local, never odd). */
+#define MI_THREAD_ID_ORPHAN ((uintptr_t)1)
+
 typedef struct mi_segment_s {
-  _Atomic(uintptr_t) thread_id; /* owner; 0 when abandoned, cached or single-block */
+  _Atomic(uintptr_t) thread_id; /* owner; 0 when abandoned, cached or single-block; MI_THREAD_ID_ORPHAN */
   uintptr_t cookie;             /* segment ^ process key: recognises our headers */
   size_t segment_size;          /* bytes mapped */
   uint8_t kind;
@@ -158,6 +162,8 @@ struct mi_tld_s {
   mi_heap_t* heaps;               /* all heaps of this thread, backing one included */
   mi_segment_t* segments;         /* owned small and medium segments */
   mi_segment_t* free_segments[2]; /* owned segments with a free page slot, per kind */
+  mi_tld_t* thread_next;          /* list of live threads (init.c, under the threads lock) */
+  mi_tld_t* thread_prev;
   bool recurse;
 #if MI_SECURE
   uintptr_t rng;
@@ -179,18 +185,12 @@ extern bool _mi_process_is_initialized mi_decl_hidden;
 extern uintptr_t _mi_process_key mi_decl_hidden;
 
 /* ---- Locks ---------------------------------------------------------------- */
-/* The allocator's one lock type. Every lock has a class (see lock.c for the
-   order in which they may nest). */
-typedef enum mi_lock_class_e {
-  MI_LOCK_SEGMENT_ABANDONED = 0,
-  MI_LOCK_SINGLE = 1,
-  MI_LOCK_SEGMENT_CACHE = 2,
-  MI_LOCK_PURGE = 3,
-  MI_LOCK_META = 4,
-  MI_LOCK_ARENA = 5,
-  MI_LOCK_DHAT = 6,
-  MI_LOCK_CLASS_COUNT
-} mi_lock_class_t;
+/* The allocator's one lock type. Every lock has a class; the classes and the
+   order in which they may nest are the table in lockorder/classes.h. With
+   MI_LOCKORDER the acquire/release calls pass their source location to the
+   lock-order checker (src/lockorder); without it they are the plain
+   primitives. */
+#include "lockorder/classes.h"
 
 typedef struct mi_lock_s {
   mi_prim_lock_t lock;
@@ -198,12 +198,32 @@ typedef struct mi_lock_s {
 } mi_lock_t;
 
 void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) mi_decl_hidden;
-void _mi_lock_acquire(mi_lock_t* lock) mi_decl_hidden;
-bool _mi_lock_try_acquire(mi_lock_t* lock) mi_decl_hidden;
-void _mi_lock_release(mi_lock_t* lock) mi_decl_hidden;
+const char* _mi_lock_class_name(mi_lock_class_t lock_class) mi_decl_hidden;
+int _mi_lock_class_rank(mi_lock_class_t lock_class) mi_decl_hidden;
+#if MI_LOCKORDER
+void _mi_lock_acquire_at(mi_lock_t* lock, const char* file, int line) mi_decl_hidden;
+bool _mi_lock_try_acquire_at(mi_lock_t* lock, const char* file, int line) mi_decl_hidden;
+void _mi_lock_release_at(mi_lock_t* lock, const char* file, int line) mi_decl_hidden;
+#define _mi_lock_acquire(lock) _mi_lock_acquire_at((lock), __FILE__, __LINE__)
+#define _mi_lock_try_acquire(lock) _mi_lock_try_acquire_at((lock), __FILE__, __LINE__)
+#define _mi_lock_release(lock) _mi_lock_release_at((lock), __FILE__, __LINE__)
+#else
+static inline void _mi_lock_acquire(mi_lock_t* lock) {
+  mi_prim_lock_acquire(&lock->lock);
+}
+static inline bool _mi_lock_try_acquire(mi_lock_t* lock) {
+  return mi_prim_lock_try_acquire(&lock->lock);
+}
+static inline void _mi_lock_release(mi_lock_t* lock) {
+  mi_prim_lock_release(&lock->lock);
+}
+#endif
 /* all global locks, in order; for the fork handlers */
 void _mi_locks_acquire_all(void) mi_decl_hidden;
 void _mi_locks_release_all(void) mi_decl_hidden;
+/* fork child: every global lock initialised anew (the forking thread held
+   them all), and the checker's record of this thread's locks cleared */
+void _mi_locks_reinit_all(void) mi_decl_hidden;
 
 /* ---- Cross-file prototypes, grouped by defining file ----------------------- */
 /* meta.c */
@@ -286,6 +306,7 @@ void _mi_segment_single_discard(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
+void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
 void _mi_segment_cache_purge(bool force) mi_decl_hidden;
 int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
@@ -303,7 +324,8 @@ void _mi_purge_due_after_delay(void) mi_decl_hidden;
 void _mi_purge_run(bool force) mi_decl_hidden;
 void _mi_purge_maybe(void) mi_decl_hidden;
 void _mi_purge_thread_stop(void) mi_decl_hidden;
-void _mi_purge_after_fork_child(void) mi_decl_hidden;
+void _mi_purge_fork_child_begin(void) mi_decl_hidden;
+void _mi_purge_fork_child_end(void) mi_decl_hidden;
 /* purge lock, taken by segment code when it must not race the purge thread */
 extern mi_lock_t _mi_purge_lock mi_decl_hidden;
 
@@ -334,6 +356,7 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
 /* heap.c */
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
+void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 
 /* heap-check.c */
 void _mi_heap_check(const mi_heap_t* heap) mi_decl_hidden;

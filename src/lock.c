@@ -1,50 +1,80 @@
-/* The allocator's lock type and the order of its global locks.
-
-   Documented order (a thread holding a lock may only take locks further
-   down this list; today no code path nests two of them, and the fork
-   handlers take them all in this order):
-     1. segment-abandoned  list of segments of exited threads
-     2. single             large and huge blocks of every heap
-     3. segment-cache      free segments kept for reuse
-     4. purge              segments with memory waiting to be purged
-     5. meta               slots for thread data and heaps
-     6. arena              chunk maps of the reserved arenas
-     7. dhat               the heap profiler's block and site tables (last:
-                           taken inside allocation calls, and while held it
-                           takes no other lock of ours; its own allocations
-                           come from the OS) */
+/* The allocator's lock type, the table of lock classes (names and ranks,
+   defined in lockorder/classes.h and documented in docs/lock-order.md) and
+   the global locks taken by the fork handlers. With MI_LOCKORDER every
+   acquire and release goes through the lock-order checker (src/lockorder);
+   without it internal.h maps them to the primitives and this file only
+   keeps the registry. */
 #include "internal.h"
+#include "lockorder/lockorder.h"
 
-/* Each lock class has exactly one global lock; it registers itself here when
-   initialised, so the fork handlers can take them all in class order. */
-static mi_lock_t* mi_global_locks[MI_LOCK_CLASS_COUNT];
+typedef struct mi_lock_class_info_s {
+  const char* name;
+  int rank;
+} mi_lock_class_info_t;
+
+#define MI_LOCK_CLASS_INFO(id, name, rank, what) {name, rank},
+static const mi_lock_class_info_t mi_lock_classes[MI_LOCK_CLASS_COUNT] = {
+    MI_LOCK_CLASSES(MI_LOCK_CLASS_INFO) MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_INFO)};
+#undef MI_LOCK_CLASS_INFO
+
+const char* _mi_lock_class_name(mi_lock_class_t lock_class) {
+  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? mi_lock_classes[lock_class].name : "?");
+}
+
+int _mi_lock_class_rank(mi_lock_class_t lock_class) {
+  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? mi_lock_classes[lock_class].rank : 0);
+}
+
+/* Each global class has exactly one lock; it registers itself here when
+   initialised, so the fork handlers can take them all in class order (the
+   classes are listed in rank order, which a test checks). */
+static mi_lock_t* mi_global_locks[MI_LOCK_GLOBAL_COUNT];
 
 void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) {
   mi_prim_lock_init(&lock->lock);
   lock->lock_class = lock_class;
-  mi_global_locks[lock_class] = lock;
+  if (lock_class < MI_LOCK_GLOBAL_COUNT) mi_global_locks[lock_class] = lock;
 }
 
-void _mi_lock_acquire(mi_lock_t* lock) {
+#if MI_LOCKORDER
+void _mi_lock_acquire_at(mi_lock_t* lock, const char* file, int line) {
+  _mi_lockorder_before_acquire(lock, file, line);
   mi_prim_lock_acquire(&lock->lock);
+  _mi_lockorder_acquired(lock, file, line);
 }
 
-bool _mi_lock_try_acquire(mi_lock_t* lock) {
-  return mi_prim_lock_try_acquire(&lock->lock);
+bool _mi_lock_try_acquire_at(mi_lock_t* lock, const char* file, int line) {
+  if (!mi_prim_lock_try_acquire(&lock->lock)) return false;
+  _mi_lockorder_acquired(lock, file, line);
+  return true;
 }
 
-void _mi_lock_release(mi_lock_t* lock) {
+void _mi_lock_release_at(mi_lock_t* lock, const char* file, int line) {
+  _mi_lockorder_release(lock, file, line);
   mi_prim_lock_release(&lock->lock);
 }
+#endif
 
 void _mi_locks_acquire_all(void) {
-  for (int c = 0; c < MI_LOCK_CLASS_COUNT; c++) {
+  for (int c = 0; c < MI_LOCK_GLOBAL_COUNT; c++) {
     if (mi_global_locks[c] != NULL) _mi_lock_acquire(mi_global_locks[c]);
   }
 }
 
 void _mi_locks_release_all(void) {
-  for (int c = MI_LOCK_CLASS_COUNT - 1; c >= 0; c--) {
+  for (int c = MI_LOCK_GLOBAL_COUNT - 1; c >= 0; c--) {
     if (mi_global_locks[c] != NULL) _mi_lock_release(mi_global_locks[c]);
   }
+}
+
+/* The child of a fork has one thread, the one that took every lock in
+   prepare: start the locks over rather than unlock them (a mutex's owner
+   is a thread id, and the child's differs). */
+void _mi_locks_reinit_all(void) {
+  for (int c = 0; c < MI_LOCK_GLOBAL_COUNT; c++) {
+    if (mi_global_locks[c] != NULL) mi_prim_lock_init(&mi_global_locks[c]->lock);
+  }
+#if MI_LOCKORDER
+  _mi_lockorder_fork_child();
+#endif
 }

@@ -49,6 +49,19 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(segment_cache, MI_SEGMENT_CACHE_MAX),
     MI_OPTION(dhat, 0),
     MI_OPTION(dhat_backtrace, 0),
+    MI_OPTION(lockorder, 1),
+};
+
+/* Options that take words as well as numbers (upper case here). */
+typedef struct mi_option_word_s {
+  mi_option_t option;
+  const char* word;
+  long value;
+} mi_option_word_t;
+
+static const mi_option_word_t mi_option_words[] = {
+    {mi_option_lockorder, "ABORT", 1},
+    {mi_option_lockorder, "WARN", 2},
 };
 
 static bool mi_option_valid(mi_option_t option) {
@@ -68,6 +81,12 @@ static bool mi_option_parse(const mi_option_desc_t* desc, const char* s, long* v
   size_t len = 0;
   for (; s[len] != 0 && len + 1 < sizeof(buf); len++) buf[len] = (char)toupper((unsigned char)s[len]);
   buf[len] = 0;
+  for (size_t i = 0; i < sizeof(mi_option_words) / sizeof(mi_option_words[0]); i++) {
+    if (&_mi_options[mi_option_words[i].option] == desc && strcmp(buf, mi_option_words[i].word) == 0) {
+      *value = mi_option_words[i].value;
+      return true;
+    }
+  }
   if (len == 0 || strcmp(buf, "1") == 0 || strcmp(buf, "TRUE") == 0 || strcmp(buf, "ON") == 0 ||
       strcmp(buf, "YES") == 0) {
     *value = 1;

@@ -14,15 +14,24 @@
 
 mi_lock_t _mi_purge_lock;
 static mi_segment_t* mi_purge_first; /* under _mi_purge_lock */
+/* Held across a purge pass, from claiming pages to returning their memory:
+   the fork handlers take it, so a child never inherits a page left PURGING
+   by a thread it does not have (whoever waits for such a page would wait
+   forever). */
+static mi_lock_t mi_purge_run_lock;
 static _Atomic(int64_t) mi_purge_next_due = INT64_MAX;
 
 static mi_prim_event_t mi_purge_event;
-static _Atomic(int) mi_purge_thread_state; /* 0: not started, 1: starting/running, 2: stopping */
+/* 0: not started, 1: starting/running, 2: stopping, 3: none (could not
+   start, or in a fork child until its handler is done): purging happens on
+   the allocation path */
+static _Atomic(int) mi_purge_thread_state;
 static void* mi_purge_thread_handle;
 
 
 void _mi_purge_init(void) {
   _mi_lock_init(&_mi_purge_lock, MI_LOCK_PURGE);
+  _mi_lock_init(&mi_purge_run_lock, MI_LOCK_PURGE_RUN);
   mi_prim_event_init(&mi_purge_event);
 }
 
@@ -183,15 +192,19 @@ void _mi_purge_run(bool force) {
   mi_purge_item_t items[MI_PURGE_BATCH];
   for (;;) {
     int64_t next_due = INT64_MAX;
+    _mi_lock_acquire(&mi_purge_run_lock);
     _mi_lock_acquire(&_mi_purge_lock);
     size_t n = mi_purge_claim(now, force, &next_due, items, MI_PURGE_BATCH);
     _mi_lock_release(&_mi_purge_lock);
     if (next_due != INT64_MAX) mi_purge_due_at(next_due);
-    if (n == 0) break;
+    size_t failed = (n > 0 ? mi_purge_items(items, n, now) : 0);
+    _mi_lock_release(&mi_purge_run_lock);
     /* a refusal ends the run: a forced run would claim the same pages again */
-    if (mi_purge_items(items, n, now) > 0) break;
+    if (n == 0 || failed > 0) break;
   }
+  _mi_lock_acquire(&mi_purge_run_lock);
   _mi_segment_cache_purge(force);
+  _mi_lock_release(&mi_purge_run_lock);
   if (_mi_segment_cache_has_dirty()) {
     long delay = _mi_option_get_fast(mi_option_purge_delay);
     if (delay >= 0) mi_purge_due_at(now + delay);
@@ -260,9 +273,14 @@ void _mi_purge_thread_stop(void) {
   atomic_store_explicit(&mi_purge_thread_state, 0, memory_order_release);
 }
 
-/* In a forked child the purge thread does not exist: start a new one when needed. */
-void _mi_purge_after_fork_child(void) {
-  atomic_store_explicit(&mi_purge_thread_state, 0, memory_order_relaxed);
+/* Fork child, first thing: the purge thread does not exist here. Until the
+   handler is done nothing may start one (state 3). */
+void _mi_purge_fork_child_begin(void) {
+  atomic_store_explicit(&mi_purge_thread_state, 3, memory_order_relaxed);
   mi_prim_event_init(&mi_purge_event);
-  _mi_lock_init(&_mi_purge_lock, MI_LOCK_PURGE);
+}
+
+/* Fork child, last thing: a new purge thread starts when one is needed. */
+void _mi_purge_fork_child_end(void) {
+  atomic_store_explicit(&mi_purge_thread_state, 0, memory_order_relaxed);
 }

@@ -92,7 +92,8 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
 }
 
 /* Return the memory of cached segments whose delay has passed (all with
-   `force`). The system calls run outside the lock: a slot being purged is
+   `force`). Called under the purge-run lock. The system calls run outside
+   the cache lock: a slot being purged is
    skipped by pop and push. On failure the memory stays committed and the
    slot stays dirty. */
 void _mi_segment_cache_purge(bool force) {

@@ -355,24 +355,40 @@ void _mi_segments_abandon(mi_tld_t* tld) {
   }
 }
 
-/* Collect the frees that landed in an abandoned segment; free its empty pages.
-   Returns true if the segment is now empty (and has been released). */
-static bool mi_abandoned_collect(mi_segment_t* segment) {
-  for (size_t i = 0; i < segment->page_count; i++) {
-    mi_page_t* page = &segment->pages[i];
-    if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
-    _mi_page_collect(page);
-    if (page->used == 0) _mi_segment_page_free(page);
+/* Fork child: `tld` belongs to a thread the child does not have. fork()
+   copies the address space page by page while the other threads run on, so
+   what the child sees of that thread's pages (free list, used count,
+   cross-thread list, state) may mix moments and cannot be trusted: its
+   segments are orphaned, never adopted. Their owner becomes
+   MI_THREAD_ID_ORPHAN, which no thread has, so a free of one of their blocks
+   takes the cross-thread path and touches only the page's atomic list, and
+   a thread the child creates on the stack (and so with the thread id) of a
+   parent thread that is gone does not take them for its own. The memory
+   stays with the child (copy-on-write: shared with the parent until
+   written). The walk is bounded and checks every segment against the
+   segment map and its cookie, for the same reason. */
+void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
+  mi_segment_t* segment = tld->segments;
+  for (size_t n = 0; segment != NULL && n < ((size_t)1 << 20); n++) {
+    if (!_mi_segment_map_contains(segment) || segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) break;
+    mi_segment_t* next = segment->next;
+    atomic_store_explicit(&segment->thread_id, MI_THREAD_ID_ORPHAN, memory_order_relaxed);
+    segment->tld = NULL;
+    /* its heaps' slots are freed and may come back as a new thread's heap,
+       which must not take these pages for its own (mi_heap_contains_block) */
+    for (size_t i = 0; i < segment->page_count && i < MI_SMALL_PAGES_PER_SEGMENT; i++) segment->pages[i].heap = NULL;
+    segment->next = segment->prev = NULL;
+    segment->free_next = segment->free_prev = NULL;
+    segment = next;
   }
-  if (segment->used_pages == 0) {
-    _mi_purge_unlink_segment(segment);
-    mi_segment_release(segment);
-    return true;
-  }
-  return false;
+  tld->segments = NULL;
+  tld->free_segments[0] = tld->free_segments[1] = NULL;
 }
 
-/* Adopt up to `max` abandoned segments into `heap` (all with `force`). */
+/* Adopt up to `max` abandoned segments into `heap` (all with `force`). A
+   segment goes on the thread's list as soon as it is off the abandoned one,
+   so at any moment it is on one of the two: a fork child, which abandons
+   the lists of the threads it does not have, never loses it. */
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
   bool reclaimed = false;
   size_t count = 0;
@@ -381,11 +397,18 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
   while (count < limit && (segment = mi_abandoned_pop()) != NULL) {
     count++;
     atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);
-    if (mi_abandoned_collect(segment)) {
-      reclaimed = true;
-      continue;
-    }
     mi_tld_segment_add(heap->tld, segment);
+    reclaimed = true;
+    bool released = false;
+    for (size_t i = 0; !released && i < segment->page_count; i++) { /* test `released` first: the segment may be gone */
+      mi_page_t* page = &segment->pages[i];
+      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+      _mi_page_collect(page);
+      if (page->used > 0) continue;
+      released = (segment->used_pages == 1); /* freeing the last page releases the segment */
+      _mi_segment_page_free(page);
+    }
+    if (released) continue;
     for (size_t i = 0; i < segment->page_count; i++) {
       mi_page_t* page = &segment->pages[i];
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
@@ -398,29 +421,41 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
         _mi_page_queue_push(heap, &heap->pages[page->bin], page);
       }
     }
-    reclaimed = true;
   }
   return reclaimed;
 }
 
 /* For the purge thread: release abandoned segments whose blocks have all been
-   freed since, without adopting the others. */
+   freed since, without adopting the others. The list is walked under its
+   lock (the page and segment releases take only locks of higher rank), so
+   a fork never finds a segment on neither list. */
 void _mi_segments_abandoned_cleanup(void) {
-  size_t n = atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed);
-  mi_segment_t* keep = NULL;
-  for (size_t i = 0; i < n; i++) {
-    mi_segment_t* segment = mi_abandoned_pop();
-    if (segment == NULL) break;
-    if (!mi_abandoned_collect(segment)) {
-      segment->next = keep;
-      keep = segment;
+  if (atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) == 0) return;
+  size_t released = 0;
+  _mi_lock_acquire(&mi_abandoned_lock);
+  mi_segment_t* segment = mi_abandoned_first;
+  while (segment != NULL) {
+    mi_segment_t* next = segment->next;
+    for (size_t i = 0; i < segment->page_count; i++) {
+      mi_page_t* page = &segment->pages[i];
+      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+      _mi_page_collect(page);
+      if (page->used == 0) _mi_segment_page_free(page); /* its memory is purged in time */
     }
+    if (segment->used_pages == 0) {
+      if (segment->prev != NULL) segment->prev->next = segment->next;
+      else mi_abandoned_first = segment->next;
+      if (segment->next != NULL) segment->next->prev = segment->prev;
+      segment->next = segment->prev = NULL;
+      atomic_fetch_sub_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
+      released++;
+      _mi_purge_unlink_segment(segment);
+      mi_segment_release(segment);
+    }
+    segment = next;
   }
-  while (keep != NULL) {
-    mi_segment_t* next = keep->next;
-    mi_abandoned_push(keep);
-    keep = next;
-  }
+  _mi_lock_release(&mi_abandoned_lock);
+  if (released > 0) _mi_stat_decrease(&_mi_stats.abandoned, (int64_t)released);
 }
 
 /* ---- Large and huge blocks ------------------------------------------------------ */
