@@ -97,8 +97,9 @@ mi_decl_export const char* mi_fault_event_name(mi_fault_event_t event);
    one hook, called at every point by the thread that reaches it, which may
    yield, sleep or wait on a barrier there, so that a chosen interleaving is
    forced instead of hoped for. Points are never reached with an allocator
-   lock held, except the purge points, reached with only the purge-run lock
-   (a pass in progress) held. The hook must not call the allocator. Without
+   lock held, except the purge points (the purge-run lock: a pass in
+   progress) and PAGE_COLLECT when the purge thread collects an abandoned
+   segment (the abandoned lock). The hook must not call the allocator. Without
    MI_FAULT the points are compiled out: the hook is never called. */
 typedef enum mi_sched_point_e {
   MI_SCHED_FREE_REMOTE_READ = 0, /* a cross-thread free has read the page's list head, before its CAS */
