@@ -16,7 +16,9 @@
      spin -a teardown-protocol.pml && gcc -O2 -o pan pan.c && ./pan -a          (part 1)
      spin -DPURGE -a teardown-protocol.pml && gcc -O2 -o pan pan.c && ./pan -a  (part 2)
    With -DPURGE -DPLANT the purger lets go of a refused page before re-listing its
-   segment (MI_TEARDOWN_PLANT_PURGE_RACE): spin must report a violation. */
+   segment (MI_TEARDOWN_PLANT_PURGE_RACE), and with -DPLANT_CLAIM claimers
+   take segments off the abandoned list without its lock: spin must report
+   a violation for each. */
 
 /* ---------------- 1. Ownership, abandon, claim, cross-thread free ---------- */
 
@@ -108,12 +110,21 @@ proctype Freer() {
 proctype Claimer(byte me) {
   byte b;
   bool mine = false;
+#ifdef PLANT_CLAIM
+  /* planted: test and take without the lock (two claimers can both win) */
+  if
+  :: on_list -> mine = true
+  :: else -> skip
+  fi;
+  on_list = false;
+#else
   lock();
   if
   :: on_list -> on_list = false; mine = true
   :: else -> skip
   fi;
   unlock();
+#endif
   if
   :: mine ->
      assert(holder == NONE);       /* exclusive: nobody else owns it */
