@@ -69,6 +69,21 @@ step "fault-coverage" bash ci/fault-coverage.sh "$out/fault-coverage"
 step "fault-sweep-threads" run_ctest "$out/fault-coverage/default" -R '^fault-sweep-threads$'
 step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_TYPE=Debug -DMI_FAULT=ON \
   -DMI_FAULT_PLANT_UNCHECKED=ON
+# the teardown protocol (docs/teardown-protocol.md): the forced interleavings
+# (Debug builds have the schedule points), the spin check of the model, and
+# the positive control (the purge race planted back must fail its case)
+teardown() {
+  local ok=0
+  run_ctest "$out/gcc-debug" -L '^teardown$' || ok=1
+  run_ctest "$out/clang-debug" -L '^teardown$' || ok=1
+  bash ci/teardown-model.sh "$out/teardown-model" || ok=1
+  local dir=$out/teardown-plant
+  { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug -DMI_TEARDOWN_PLANT_PURGE_RACE=ON \
+      >"$dir.configure.log" 2>&1 && cmake --build "$dir" -j2 --target test-teardown >"$dir.build.log" 2>&1 &&
+      run_ctest "$dir" -L '^teardown-plant$'; } || { tail -20 "$dir.configure.log" "$dir.build.log" 2>/dev/null; ok=1; }
+  return $ok
+}
+step "teardown" teardown
 step "override-real-programs" run_ctest "$out/gcc-release" -L override
 step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
 step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat

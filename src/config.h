@@ -11,7 +11,10 @@
    | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard); secure  |
    | MI_LOCKORDER    | 0/1    | run-time lock-order checker (src/lockorder); on in  |
    |                 |        | Debug builds (docs/lock-order.md)                   |
-   | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives          |
+   | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives, and the |
+   |                 |        | teardown protocol's schedule points                 |
+   | MI_TEARDOWN_PLANT_PURGE_RACE | 0/1 | test only: the purge-refusal race put |
+   |                 |        | back (positive control of tests/teardown)           |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
    | MI_TRACK_VALGRIND | 0/1  | Valgrind client requests for blocks                 |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
@@ -37,6 +40,9 @@
 #endif
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0
+#endif
+#ifndef MI_TEARDOWN_PLANT_PURGE_RACE
+#define MI_TEARDOWN_PLANT_PURGE_RACE 0
 #endif
 #if MI_GUARDED && !MI_SECURE
 #error "MI_GUARDED builds on secure mode: configure with MI_SECURE"

@@ -25,10 +25,12 @@ void _mi_free_local_release(mi_page_t* page, mi_block_t* block) {
    once the block is on the list the owner may free the page at any time. */
 void _mi_free_remote(mi_page_t* page, mi_block_t* block) {
   mi_block_t* head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  mi_sched_point(MI_SCHED_FREE_REMOTE_READ);
   do {
     mi_block_set_next(page, block, head);
   } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, block, memory_order_release,
                                                   memory_order_relaxed));
+  mi_sched_point(MI_SCHED_FREE_REMOTE_PUSHED);
 }
 
 mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {

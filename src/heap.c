@@ -75,8 +75,10 @@ void mi_heap_delete(mi_heap_t* heap) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   if (heap->is_backing) return; /* the backing heap lives as long as its thread */
   mi_heap_absorb(heap->tld->heap_backing, heap);
+  mi_sched_point(MI_SCHED_HEAP_DELETE_ABSORBED);
   mi_heap_unlink(heap);
   _mi_meta_free(heap);
+  mi_sched_point(MI_SCHED_HEAP_FREED);
 }
 
 /* Free every page of the heap, whatever blocks it still holds. */
@@ -87,6 +89,7 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
       mi_page_t* page = pq->first;
       _mi_page_queue_remove(pq, page);
       page->flags = 0;
+      mi_sched_point(MI_SCHED_HEAP_DESTROY_PAGE);
 #if MI_SECURE
       page->needs_zero = true; /* live blocks go with it, unzeroed */
 #endif
@@ -113,6 +116,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
   mi_heap_free_all_pages(heap);
   mi_heap_unlink(heap);
   _mi_meta_free(heap);
+  mi_sched_point(MI_SCHED_HEAP_FREED);
 }
 
 /* At thread exit: fold the thread's heaps into its backing heap, free the
@@ -139,6 +143,7 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
 #if MI_STAT
   _mi_stats_merge_heap(backing);
 #endif
+  mi_sched_point(MI_SCHED_ABANDON_BEGIN);
   _mi_segments_abandon(tld);
 }
 

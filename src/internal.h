@@ -12,6 +12,7 @@
 #include "../include/mimalloc.h"
 #include "config.h"
 #include "prim/prim.h"
+#include "prim/fault.h" /* mi_sched_point: the teardown protocol's schedule points */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define mi_likely(x) __builtin_expect(!!(x), 1)

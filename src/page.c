@@ -65,6 +65,7 @@ void _mi_page_unfull(mi_page_t* page) {
 /* Move the blocks other threads freed into the owner's free list. */
 void _mi_page_collect(mi_page_t* page) {
   if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) == NULL) return;
+  mi_sched_point(MI_SCHED_PAGE_COLLECT);
   mi_block_t* list = atomic_exchange_explicit(&page->xthread_free, NULL, memory_order_acquire);
   if (list == NULL) return;
   uint32_t count = 1;

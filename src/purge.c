@@ -105,13 +105,24 @@ void _mi_purge_track_segment(mi_segment_t* segment) {
 }
 
 /* Before a segment is released: take it off the list, and wait for a purge
-   of one of its pages that is under way to finish. */
+   of one of its pages that is under way to finish. The purger that holds a
+   page PURGING may put the segment back on the list (its purge was refused)
+   in the same critical section in which it lets go of the page, so "off the
+   list and no page PURGING" is checked in one critical section, and again
+   after every wait: once both hold, nothing can list the segment again (the
+   purger finds pages only through the list). */
 void _mi_purge_unlink_segment(mi_segment_t* segment) {
-  _mi_lock_acquire(&_mi_purge_lock);
-  if (segment->in_purge_list) mi_purge_list_remove(segment);
-  _mi_lock_release(&_mi_purge_lock);
-  for (size_t i = 0; i < segment->page_count; i++) {
-    while (atomic_load_explicit(&segment->pages[i].state, memory_order_acquire) == MI_PAGE_PURGING) mi_prim_yield();
+  mi_sched_point(MI_SCHED_SEGMENT_UNLINK);
+  for (;;) {
+    _mi_lock_acquire(&_mi_purge_lock);
+    if (segment->in_purge_list) mi_purge_list_remove(segment);
+    bool purging = false;
+    for (size_t i = 0; i < segment->page_count && !purging; i++) {
+      purging = (atomic_load_explicit(&segment->pages[i].state, memory_order_acquire) == MI_PAGE_PURGING);
+    }
+    _mi_lock_release(&_mi_purge_lock);
+    if (!purging) return;
+    mi_prim_yield();
   }
 }
 
@@ -179,8 +190,30 @@ static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
                             memory_order_relaxed);
       failed++; /* fault path */
     }
-    atomic_store_explicit(&page->state, ok ? MI_PAGE_FREE_CLEAN : MI_PAGE_FREE_DIRTY, memory_order_release);
-    if (!ok) _mi_purge_track_segment(segment);
+    if (ok) {
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_CLEAN, memory_order_release);
+    } else {
+#if MI_TEARDOWN_PLANT_PURGE_RACE
+      /* test only (the positive control of tests/teardown): the old order,
+         letting go of the page before listing its segment again; the owner
+         may release the segment in between */
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
+      mi_sched_point(MI_SCHED_PURGE_SETTLED);
+      _mi_purge_track_segment(segment);
+      continue;
+#else
+      /* list the segment again and let go of the page in one critical
+         section: from the moment the page is not PURGING its owner may
+         release the segment, which it does only after taking it off the
+         list under this lock (_mi_purge_unlink_segment) */
+      _mi_lock_acquire(&_mi_purge_lock);
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
+      mi_purge_list_add(segment);
+      _mi_lock_release(&_mi_purge_lock);
+      _mi_purge_due_after_delay();
+#endif
+    }
+    mi_sched_point(MI_SCHED_PURGE_SETTLED); /* the segment may be gone from here */
   }
   return failed;
 }
@@ -196,6 +229,7 @@ void _mi_purge_run(bool force) {
     _mi_lock_acquire(&_mi_purge_lock);
     size_t n = mi_purge_claim(now, force, &next_due, items, MI_PURGE_BATCH);
     _mi_lock_release(&_mi_purge_lock);
+    if (n > 0) mi_sched_point(MI_SCHED_PURGE_CLAIMED);
     if (next_due != INT64_MAX) mi_purge_due_at(next_due);
     size_t failed = (n > 0 ? mi_purge_items(items, n, now) : 0);
     _mi_lock_release(&mi_purge_run_lock);

@@ -204,6 +204,7 @@ static bool mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
       mi_prim_yield();
       continue;
     }
+    mi_sched_point(MI_SCHED_PAGE_CLAIM_SLOT);
     if (atomic_compare_exchange_weak_explicit(&page->state, &state, MI_PAGE_IN_USE, memory_order_acq_rel,
                                               memory_order_relaxed)) {
       *was_clean = (state == MI_PAGE_FREE_CLEAN);
@@ -351,6 +352,7 @@ void _mi_segments_abandon(mi_tld_t* tld) {
     } else {
       atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
       mi_abandoned_push(segment);
+      mi_sched_point(MI_SCHED_ABANDON_PUSHED); /* from here a claimer may own it */
     }
   }
 }
@@ -399,6 +401,7 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
     atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);
     mi_tld_segment_add(heap->tld, segment);
     reclaimed = true;
+    mi_sched_point(MI_SCHED_RECLAIM_CLAIMED);
     bool released = false;
     for (size_t i = 0; !released && i < segment->page_count; i++) { /* test `released` first: the segment may be gone */
       mi_page_t* page = &segment->pages[i];

@@ -89,6 +89,43 @@ mi_decl_export void mi_fault_report(void);
 mi_decl_export const char* mi_fault_kind_name(mi_fault_kind_t kind);
 mi_decl_export const char* mi_fault_event_name(mi_fault_event_t event);
 
+
+/* ---- Schedule points (teardown protocol, docs/teardown-protocol.md) ------
+
+   Each step of the ownership protocol (cross-thread free, abandon, reclaim,
+   heap delete and destroy, purge) passes a schedule point. A test installs
+   one hook, called at every point by the thread that reaches it, which may
+   yield, sleep or wait on a barrier there, so that a chosen interleaving is
+   forced instead of hoped for. Points are never reached with an allocator
+   lock held, except the purge points (the purge-run lock: a pass in
+   progress) and PAGE_COLLECT when the purge thread collects an abandoned
+   segment (the abandoned lock). The hook must not call the allocator. Without
+   MI_FAULT the points are compiled out: the hook is never called. */
+typedef enum mi_sched_point_e {
+  MI_SCHED_FREE_REMOTE_READ = 0, /* a cross-thread free has read the page's list head, before its CAS */
+  MI_SCHED_FREE_REMOTE_PUSHED,   /* ... its block is on the list; it touches the page no more */
+  MI_SCHED_PAGE_COLLECT,         /* the page's holder is about to take its cross-thread list */
+  MI_SCHED_ABANDON_BEGIN,        /* an exiting thread has folded its heaps, about to abandon its segments */
+  MI_SCHED_ABANDON_PUSHED,       /* ... one segment is on the abandoned list (owner 0) */
+  MI_SCHED_RECLAIM_CLAIMED,      /* a claimer took a segment off the abandoned list and owns it, pages not yet collected */
+  MI_SCHED_HEAP_DELETE_ABSORBED, /* mi_heap_delete moved the heap's pages to the backing heap; slot not yet freed */
+  MI_SCHED_HEAP_DESTROY_PAGE,    /* mi_heap_destroy is about to free one of the heap's pages */
+  MI_SCHED_HEAP_FREED,           /* a deleted or destroyed heap's slot is back in the pool */
+  MI_SCHED_PAGE_CLAIM_SLOT,      /* a segment owner is about to CAS a free page slot to IN_USE */
+  MI_SCHED_PURGE_CLAIMED,        /* the purger holds pages PURGING (purge lock released), memory not yet returned */
+  MI_SCHED_PURGE_SETTLED,        /* the purger has left one page FREE_CLEAN or (refused) FREE_DIRTY */
+  MI_SCHED_SEGMENT_UNLINK,       /* a segment with no page in use is about to leave the purge list, then be released */
+  MI_SCHED_POINT_COUNT
+} mi_sched_point_t;
+
+typedef void(mi_sched_hook_fun)(mi_sched_point_t point, void* arg);
+
+/* Install the hook (NULL: none). */
+mi_decl_export void mi_sched_set_hook(mi_sched_hook_fun* hook, void* arg);
+/* How often a point has been passed (counted with or without a hook). */
+mi_decl_export unsigned long long mi_sched_hits(mi_sched_point_t point);
+mi_decl_export const char* mi_sched_point_name(mi_sched_point_t point);
+
 #ifdef __cplusplus
 }
 #endif

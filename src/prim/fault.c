@@ -218,7 +218,39 @@ void _mi_fault_register_report(void) {
   if (mi_fault_report_at_exit) mi_prim_atexit(&mi_fault_exit_report);
 }
 
+/* ---- Schedule points ---------------------------------------------------- */
+
+static _Atomic(mi_sched_hook_fun*) mi_sched_hook;
+static void* _Atomic mi_sched_hook_arg;
+static _Atomic(unsigned long long) mi_sched_hit_count[MI_SCHED_POINT_COUNT];
+
+void _mi_sched_point(mi_sched_point_t point) {
+  atomic_fetch_add_explicit(&mi_sched_hit_count[point], 1, memory_order_relaxed);
+  mi_sched_hook_fun* hook = atomic_load_explicit(&mi_sched_hook, memory_order_acquire);
+  if (hook != NULL) hook(point, atomic_load_explicit(&mi_sched_hook_arg, memory_order_relaxed));
+}
+
+void mi_sched_set_hook(mi_sched_hook_fun* hook, void* arg) {
+  atomic_store_explicit(&mi_sched_hook, NULL, memory_order_release);
+  atomic_store_explicit(&mi_sched_hook_arg, arg, memory_order_relaxed);
+  atomic_store_explicit(&mi_sched_hook, hook, memory_order_release);
+}
+
+unsigned long long mi_sched_hits(mi_sched_point_t point) {
+  if ((unsigned)point >= MI_SCHED_POINT_COUNT) return 0;
+  return atomic_load_explicit(&mi_sched_hit_count[point], memory_order_relaxed);
+}
+
 #else /* !MI_FAULT: the API exists and does nothing */
+
+void mi_sched_set_hook(mi_sched_hook_fun* hook, void* arg) {
+  (void)hook;
+  (void)arg;
+}
+unsigned long long mi_sched_hits(mi_sched_point_t point) {
+  (void)point;
+  return 0;
+}
 
 bool mi_fault_available(void) {
   return false;
@@ -241,3 +273,12 @@ const char* mi_fault_event_name(mi_fault_event_t event) {
 }
 
 #endif
+
+static const char* const mi_sched_point_names[MI_SCHED_POINT_COUNT] = {
+    "free_remote_read", "free_remote_pushed", "page_collect",     "abandon_begin",  "abandon_pushed",
+    "reclaim_claimed",  "heap_delete_absorbed", "heap_destroy_page", "heap_freed",   "page_claim_slot",
+    "purge_claimed",    "purge_settled",      "segment_unlink"};
+
+const char* mi_sched_point_name(mi_sched_point_t point) {
+  return ((unsigned)point < MI_SCHED_POINT_COUNT ? mi_sched_point_names[point] : "?");
+}

@@ -23,11 +23,15 @@ bool _mi_fault_misalign(void) __attribute__((visibility("hidden")));
 #define mi_fault_misalign() _mi_fault_misalign()
 #define mi_fault_reserved(delta) _mi_fault_note_reserved(delta)
 #define mi_fault_event(event) _mi_fault_note_event(event)
+/* a step of the teardown protocol: the test hook may yield, sleep or wait here */
+void _mi_sched_point(mi_sched_point_t point) __attribute__((visibility("hidden")));
+#define mi_sched_point(point) _mi_sched_point(point)
 #else
 #define mi_fault_point(kind) ((void)(kind), 0)
 #define mi_fault_misalign() false
 #define mi_fault_reserved(delta) ((void)0)
 #define mi_fault_event(event) ((void)0)
+#define mi_sched_point(point) ((void)0)
 #endif
 
 #endif
