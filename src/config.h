@@ -13,7 +13,8 @@
    |                 |        | Debug builds (docs/lock-order.md)                   |
    | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives          |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
-   | MI_TRACK_VALGRIND | 0/1  | Valgrind client requests for blocks                 |
+   |                 |        | (src/track.h, docs/sanitizers.md); not with SECURE  |
+   | MI_TRACK_VALGRIND | 0/1  | reserved: no effect yet                             |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
 
    Optional machinery compiles to nothing when its switch is 0. */
@@ -37,6 +38,12 @@
 #endif
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0
+#endif
+#ifndef MI_TRACK_ASAN
+#define MI_TRACK_ASAN 0
+#endif
+#if MI_TRACK_ASAN && MI_SECURE
+#error "MI_TRACK_ASAN is not supported in secure builds yet (docs/sanitizers.md)"
 #endif
 #if MI_GUARDED && !MI_SECURE
 #error "MI_GUARDED builds on secure mode: configure with MI_SECURE"

@@ -12,6 +12,7 @@
 #include "../include/mimalloc.h"
 #include "config.h"
 #include "prim/prim.h"
+#include "track.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define mi_likely(x) __builtin_expect(!!(x), 1)
@@ -456,14 +457,21 @@ static inline mi_block_t* mi_block_next_checked(const mi_page_t* page, const mi_
   return next;
 }
 #else
+/* the link lives inside a free block, which a memory checker sees as
+   inaccessible: opened for the access (track.h; nothing without one) */
 static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
   (void)page;
-  return block->next;
+  mi_track_link_open(block);
+  mi_block_t* next = block->next;
+  mi_track_link_close(block);
+  return next;
 }
 #define mi_block_next_checked mi_block_next
 static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
   (void)page;
+  mi_track_link_open(block);
   block->next = (mi_block_t*)next;
+  mi_track_link_close(block);
 }
 #endif
 

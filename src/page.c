@@ -124,6 +124,7 @@ static void mi_page_extend(mi_page_t* page) {
   mi_block_set_next(page, last, page->free);
   page->free = first;
   page->capacity += (uint32_t)want;
+  mi_track_mem_noaccess(start, want * bsize);
 }
 
 void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
@@ -141,6 +142,7 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
   page->free = NULL;
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  mi_track_mem_noaccess(page->start, area); /* never-carved slack too, whatever it held before */
   mi_page_extend(page);
 }
 
@@ -264,6 +266,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
       errno = ENOMEM;
       return NULL;
     }
+    mi_track_malloc(page->start, size, page->block_size);
     return page->start;
   }
   size_t bin = _mi_bin(size);
@@ -282,7 +285,11 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
 #if MI_STAT
   heap->stat_malloc[bin]++;
 #endif
-  if (zero) memset(block, 0, page->block_size);
+  if (zero) {
+    mi_track_mem_undefined(block, page->block_size);
+    memset(block, 0, page->block_size);
+  }
+  mi_track_malloc(block, size, page->block_size);
   return block;
 }
 

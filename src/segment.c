@@ -86,6 +86,8 @@ static bool mi_segment_protect_guards(mi_segment_t* segment) {
 #endif
 
 static void mi_segment_unmap(mi_segment_t* segment) {
+  /* whoever maps this range next must not inherit our poisoned blocks */
+  mi_track_mem_undefined(segment, segment->segment_size);
   _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
   _mi_stat_decrease(&_mi_stats.segments, 1);
   _mi_segment_map_set(segment, false);
@@ -534,7 +536,10 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   segment->used_pages = 1;
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
-  if (zero && !is_zero) memset(page->start, 0, page->block_size);
+  if (zero && !is_zero) {
+    mi_track_mem_undefined(page->start, page->block_size);
+    memset(page->start, 0, page->block_size);
+  }
   _mi_stat_increase(&_mi_stats.large, 1);
   _mi_lock_acquire(&mi_single_lock);
   mi_single_link(heap, page);
