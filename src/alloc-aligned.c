@@ -34,7 +34,7 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
   _mi_secure_set_user(page, (uint8_t*)p + adjust, size);
 #endif
   if (adjust == 0) return p;
-  page->flags |= MI_PAGE_FLAG_HAS_ALIGNED;
+  mi_page_flags_add(page, MI_PAGE_FLAG_HAS_ALIGNED);
   return (uint8_t*)p + adjust;
 }
 

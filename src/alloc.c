@@ -320,7 +320,7 @@ size_t _mi_usable_size(const void* p) {
 #endif
   mi_segment_t* segment = _mi_ptr_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
-  if (mi_unlikely(page->flags & MI_PAGE_FLAG_HAS_ALIGNED)) {
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED)) {
     const mi_block_t* block = _mi_page_block_start(page, p);
     return page->block_size - (size_t)((const uint8_t*)p - (const uint8_t*)block);
   }

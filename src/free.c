@@ -15,7 +15,7 @@ void _mi_free_local_release(mi_page_t* page, mi_block_t* block) {
   mi_block_set_next(page, block, page->free);
   page->free = block;
   page->used--;
-  if (page->flags & MI_PAGE_FLAG_IN_FULL) _mi_page_unfull(page);
+  if (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) _mi_page_unfull(page);
   if (page->used == 0) _mi_page_retire(page);
 }
 
@@ -37,7 +37,7 @@ mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* 
     _mi_segment_single_free(segment);
     return;
   }
-  mi_block_t* block = (page->flags & MI_PAGE_FLAG_HAS_ALIGNED) ? _mi_page_block_start(page, p) : (mi_block_t*)p;
+  mi_block_t* block = (mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED) ? _mi_page_block_start(page, p) : (mi_block_t*)p;
   /* before the block goes on a list: from then on it may be handed out again */
   mi_track_free(block, page->block_size);
   if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id()) {
@@ -56,7 +56,7 @@ static inline void mi_free_inline(void* p) {
   if (mi_unlikely(segment == NULL)) return; /* NULL (and the first 4 MiB of address space) */
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_likely(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id() &&
-                page->flags == 0)) {
+                mi_page_flags(page) == 0)) {
     mi_block_t* block = (mi_block_t*)p;
     mi_track_free(block, page->block_size);
     mi_block_set_next(page, block, page->free);

@@ -12,7 +12,7 @@ size_t _mi_bin_size(size_t bin) {
 /* ---- Queues --------------------------------------------------------------------- */
 
 mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) {
-  size_t bin = (page->flags & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
+  size_t bin = (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
   return &heap->pages[bin];
 }
 
@@ -49,14 +49,14 @@ static void mi_page_queue_push_back(mi_page_queue_t* pq, mi_page_t* page) {
 
 static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
   _mi_page_queue_remove(pq, page);
-  page->flags |= MI_PAGE_FLAG_IN_FULL;
+  mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
   mi_page_queue_push_back(&heap->pages[MI_BIN_FULL], page);
 }
 
 void _mi_page_unfull(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
   _mi_page_queue_remove(&heap->pages[MI_BIN_FULL], page);
-  page->flags &= (uint8_t)~MI_PAGE_FLAG_IN_FULL;
+  mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
   _mi_page_queue_push(heap, &heap->pages[page->bin], page);
 }
 
@@ -138,7 +138,7 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
   page->reserved = (uint32_t)(area / bsize);
   page->capacity = 0;
   page->used = 0;
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   page->free = NULL;
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
@@ -155,12 +155,12 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
 void _mi_page_retire(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
   mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
-  if (!(page->flags & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
+  if (!(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
       pq->last == page) {
     return;
   }
   _mi_page_queue_remove(pq, page);
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   heap->page_count--;
   _mi_segment_page_free(page);
 }
@@ -303,13 +303,13 @@ void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
     while (page != NULL) {
       mi_page_t* next = page->next;
       _mi_page_collect(page);
-      if (page->flags & MI_PAGE_FLAG_IN_FULL) {
+      if (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) {
         if (page->free != NULL) _mi_page_unfull(page);
       }
       if (page->used == 0) {
         mi_page_queue_t* q = _mi_page_queue_of(heap, page);
         _mi_page_queue_remove(q, page);
-        page->flags = 0;
+        mi_page_flags_store(page, 0);
         heap->page_count--;
         _mi_segment_page_free(page);
       }

@@ -286,7 +286,7 @@ void _mi_segment_page_free(mi_page_t* page) {
   page->heap = NULL;
   page->free = NULL;
   page->used = 0;
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   segment->used_pages--;
@@ -345,7 +345,7 @@ void _mi_segments_abandon(mi_tld_t* tld) {
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
       page->heap = NULL;
       page->next = page->prev = NULL;
-      page->flags &= (uint8_t)~MI_PAGE_FLAG_IN_FULL;
+      mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
     }
     if (segment->used_pages == 0) {
       _mi_purge_unlink_segment(segment);
@@ -417,7 +417,7 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
       page->heap = heap;
       heap->page_count++;
       if (page->free == NULL && page->capacity >= page->reserved) {
-        page->flags |= MI_PAGE_FLAG_IN_FULL;
+        mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
         _mi_page_queue_push(heap, &heap->pages[MI_BIN_FULL], page);
       } else {
         _mi_page_queue_push(heap, &heap->pages[page->bin], page);
@@ -531,7 +531,7 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   page->capacity = 1;
   page->used = 1;
   page->bin = MI_BIN_FULL;
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   page->free = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   segment->used_pages = 1;
