@@ -31,7 +31,7 @@ static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool rec
 #if MI_STAT
       heap->stat_malloc[bin]++;
 #endif
-      mi_track_malloc(block, size, page->block_size);
+      mi_track_malloc(block, size, page->block_size, false);
 #if MI_DHAT
       if (record && mi_unlikely(mi_dhat_is_on())) return _mi_dhat_record_alloc(block, size);
 #endif
@@ -153,7 +153,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
       _mi_page_block_start(&segment->pages[0], p) == p && _mi_segment_single_resize(segment, newsize)) {
     /* grown or shrunk in place inside its own segment */
     size_t newusable = _mi_usable_size(p);
-    mi_track_mem_undefined(p, newusable);
+    mi_track_mem_defined(p, newusable);
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, newusable - size);
     mi_track_resize(p, newusable, newsize);
     return p;

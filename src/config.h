@@ -14,7 +14,8 @@
    | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives          |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
    |                 |        | (src/track.h, docs/sanitizers.md); not with SECURE  |
-   | MI_TRACK_VALGRIND | 0/1  | reserved: no effect yet                             |
+   | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/track.h);  |
+   |                 |        | not with SECURE                                     |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
 
    Optional machinery compiles to nothing when its switch is 0. */
@@ -41,6 +42,12 @@
 #endif
 #ifndef MI_TRACK_ASAN
 #define MI_TRACK_ASAN 0
+#endif
+#ifndef MI_TRACK_VALGRIND
+#define MI_TRACK_VALGRIND 0
+#endif
+#if MI_TRACK_VALGRIND && MI_SECURE
+#error "MI_TRACK_VALGRIND is not supported in secure builds yet (docs/sanitizers.md)"
 #endif
 #if MI_TRACK_ASAN && MI_SECURE
 #error "MI_TRACK_ASAN is not supported in secure builds yet (docs/sanitizers.md)"

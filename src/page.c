@@ -266,7 +266,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
       errno = ENOMEM;
       return NULL;
     }
-    mi_track_malloc(page->start, size, page->block_size);
+    mi_track_malloc(page->start, size, page->block_size, zero);
     return page->start;
   }
   size_t bin = _mi_bin(size);
@@ -289,7 +289,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
     mi_track_mem_undefined(block, page->block_size);
     memset(block, 0, page->block_size);
   }
-  mi_track_malloc(block, size, page->block_size);
+  mi_track_malloc(block, size, page->block_size, zero);
   return block;
 }
 

@@ -86,12 +86,14 @@ static bool mi_segment_protect_guards(mi_segment_t* segment) {
 #endif
 
 static void mi_segment_unmap(mi_segment_t* segment) {
-  /* whoever maps this range next must not inherit our poisoned blocks */
-  mi_track_mem_undefined(segment, segment->segment_size);
   _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
   _mi_stat_decrease(&_mi_stats.segments, 1);
   _mi_segment_map_set(segment, false);
-  if (!_mi_arena_free(segment, segment->segment_size)) _mi_os_free(segment, segment->segment_size);
+  size_t size = segment->segment_size;
+  /* whoever maps this range next must not inherit our poisoned blocks (the
+     header is not read after this: memcheck would see it as undefined) */
+  mi_track_mem_undefined(segment, size);
+  if (!_mi_arena_free(segment, size)) _mi_os_free(segment, size);
 }
 
 /* A segment of `kind`: a cached one of the same kind keeps its page states
