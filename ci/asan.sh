@@ -38,7 +38,7 @@ status=0
 # report header and on the planting function in the stack
 plant() { # plant MODE FUNCTION
   local mode=$1 fn=$2 log="$dir/plant-$1.log"
-  "$dir/tests/asan-plant" "$mode" >"$log" 2>&1
+  "$dir/tests/plant" "$mode" >"$log" 2>&1
   local rc=$?
   if [ "$rc" -ne 0 ] && grep -Eq '^==[0-9]+==ERROR: AddressSanitizer: use-after-poison' "$log" &&
     grep -Eq "^ +#[0-9]+ .* in $fn " "$log"; then
@@ -52,7 +52,7 @@ plant() { # plant MODE FUNCTION
 plant use-after-free plant_use_after_free
 plant heap-overflow plant_heap_overflow
 plant never-allocated plant_never_allocated
-if "$dir/tests/asan-plant" control >"$dir/plant-control.log" 2>&1; then
+if "$dir/tests/plant" control >"$dir/plant-control.log" 2>&1; then
   echo "asan: control (in-bounds accesses, mi_usable_size, realloc): clean"
 else
   echo "asan: control reported an error"

@@ -1,8 +1,9 @@
-/* Positive controls of the AddressSanitizer job (ci/asan.sh): each mode
-   plants one bug on a block from mi_malloc, which ASan must report through
-   the allocator's annotations (src/track.h). The control mode does the same
-   accesses within bounds and must exit 0. The planted access goes through a
-   volatile pointer so the compiler cannot drop or fold it. */
+/* Positive controls of the memory-checker jobs (ci/asan.sh, ci/valgrind.sh):
+   each mode plants one bug on a block from mi_malloc, which the checker
+   (AddressSanitizer, or Valgrind's memcheck) must report through the
+   allocator's annotations (src/track.h). The control mode does the same
+   accesses within bounds and must run clean. The planted access goes
+   through a volatile pointer so the compiler cannot drop or fold it. */
 #include <mimalloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "heap-overflow") == 0) return plant_heap_overflow();
   if (strcmp(mode, "never-allocated") == 0) return plant_never_allocated();
   if (strcmp(mode, "control") == 0) return control();
-  fprintf(stderr, "usage: asan-plant use-after-free|heap-overflow|never-allocated|control\n");
+  fprintf(stderr, "usage: plant use-after-free|heap-overflow|never-allocated|control\n");
   return 2;
 }
