@@ -87,6 +87,13 @@ step "teardown" teardown
 step "override-real-programs" run_ctest "$out/gcc-release" -L override
 step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
 step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat
+# sanitizers (docs/sanitizers.md): the core tests under ASan+UBSan with the
+# allocator's poisoning, the threaded tests under TSan, a subset under
+# memcheck with the allocator's client requests, and the planted bugs each
+# must report
+step "asan" bash ci/asan.sh "$out/asan"
+step "tsan" bash ci/tsan.sh "$out/tsan"
+step "valgrind" bash ci/valgrind.sh "$out/valgrind"
 step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
 step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
   OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke

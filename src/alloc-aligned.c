@@ -34,7 +34,7 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
   _mi_secure_set_user(page, (uint8_t*)p + adjust, size);
 #endif
   if (adjust == 0) return p;
-  page->flags |= MI_PAGE_FLAG_HAS_ALIGNED;
+  mi_page_flags_add(page, MI_PAGE_FLAG_HAS_ALIGNED);
   return (uint8_t*)p + adjust;
 }
 
@@ -70,10 +70,26 @@ static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, s
   return mi_heap_malloc_aligned_at_generic(heap, size, alignment, offset, zero);
 }
 
+#if MI_TRACK_ENABLED
+/* An aligned pointer may sit inside a larger block: only p .. p+size is the
+   program's, the block before and after it stays inaccessible. */
+static void mi_track_aligned(void* p, size_t size, bool zero) {
+  if (p == NULL) return;
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  mi_block_t* block = _mi_page_block_start(page, p);
+  mi_track_free(block, page->block_size);
+  mi_track_malloc(p, size, size, zero);
+}
+#else
+#define mi_track_aligned(p, size, zero) ((void)0)
+#endif
+
 /* The entry the public calls share: the allocation, then the profiler's hook. */
 static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
                                             bool zero) {
   void* p = mi_heap_malloc_aligned_at_zero_core(heap, size, alignment, offset, zero);
+  mi_track_aligned(p, size, zero);
   mi_dhat_alloc(p, size);
   return p;
 }
@@ -147,9 +163,11 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
 #if MI_SECURE
     _mi_secure_resize_in_place(p, newsize); /* the canary moves to the new end */
 #endif
+    mi_track_resize(p, size, newsize);
     return p;
   }
   void* newp = mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, false);
+  mi_track_aligned(newp, newsize, false);
   return _mi_realloc_move(p, size, newp, newsize, zero);
 }
 

@@ -31,6 +31,7 @@ static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool rec
 #if MI_STAT
       heap->stat_malloc[bin]++;
 #endif
+      mi_track_malloc(block, size, page->block_size, false);
 #if MI_DHAT
       if (record && mi_unlikely(mi_dhat_is_on())) return _mi_dhat_record_alloc(block, size);
 #endif
@@ -143,12 +144,18 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
   return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
 #endif
   /* keep the block when the new size fits and does not waste more than half of it */
-  if (newsize <= size && newsize >= (size / 2) && newsize > 0) return p;
+  if (newsize <= size && newsize >= (size / 2) && newsize > 0) {
+    mi_track_resize(p, size, newsize);
+    return p;
+  }
   mi_segment_t* segment = _mi_ptr_segment(p);
   if (segment->kind == MI_SEGMENT_SINGLE && newsize > MI_MEDIUM_BLOCK_MAX &&
       _mi_page_block_start(&segment->pages[0], p) == p && _mi_segment_single_resize(segment, newsize)) {
     /* grown or shrunk in place inside its own segment */
-    if (zero && newsize > size) memset((uint8_t*)p + size, 0, _mi_usable_size(p) - size);
+    size_t newusable = _mi_usable_size(p);
+    mi_track_mem_defined(p, newusable);
+    if (zero && newsize > size) memset((uint8_t*)p + size, 0, newusable - size);
+    mi_track_resize(p, newusable, newsize);
     return p;
   }
   return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
@@ -160,8 +167,13 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
 void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) {
   if (mi_unlikely(newp == NULL)) return NULL; /* errno set */
   size_t newusable = _mi_usable_size(newp);
+  /* the copy reads the old block up to its usable size, past what the
+     program asked for: both blocks are opened up for it */
+  mi_track_mem_defined(p, size);
+  mi_track_mem_undefined(newp, newusable);
   if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
   memcpy(newp, p, (newsize < size ? newsize : size));
+  mi_track_resize(newp, newusable, newsize);
   _mi_free_unrecorded(p); /* the profiler moves the record to newp */
   return newp;
 }
@@ -243,6 +255,7 @@ void* mi_expand(void* p, size_t newsize) {
   if (p == NULL) return NULL;
   size_t size = _mi_usable_size(p);
   if (newsize > size) return NULL;
+  mi_track_mem_defined(p, newsize); /* grows only: a program may shrink and keep using the rest */
   return p;
 }
 
@@ -307,16 +320,19 @@ size_t _mi_usable_size(const void* p) {
 #endif
   mi_segment_t* segment = _mi_ptr_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
-  if (mi_unlikely(page->flags & MI_PAGE_FLAG_HAS_ALIGNED)) {
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED)) {
     const mi_block_t* block = _mi_page_block_start(page, p);
     return page->block_size - (size_t)((const uint8_t*)p - (const uint8_t*)block);
   }
   return page->block_size;
 }
 
+/* The program may use the whole usable size once it has asked for it. */
 size_t mi_usable_size(const void* p) {
   if (p == NULL) return 0;
-  return _mi_usable_size(p);
+  size_t size = _mi_usable_size(p);
+  mi_track_mem_defined(p, size);
+  return size;
 }
 
 size_t mi_good_size(size_t size) {

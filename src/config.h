@@ -16,7 +16,9 @@
    | MI_TEARDOWN_PLANT_PURGE_RACE | 0/1 | test only: the purge-refusal race put |
    |                 |        | back (positive control of tests/teardown)           |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
-   | MI_TRACK_VALGRIND | 0/1  | Valgrind client requests for blocks                 |
+   |                 |        | (src/track.h, docs/sanitizers.md); not with SECURE  |
+   | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/track.h);  |
+   |                 |        | not with SECURE                                     |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
 
    Optional machinery compiles to nothing when its switch is 0. */
@@ -43,6 +45,18 @@
 #endif
 #ifndef MI_TEARDOWN_PLANT_PURGE_RACE
 #define MI_TEARDOWN_PLANT_PURGE_RACE 0
+#endif
+#ifndef MI_TRACK_ASAN
+#define MI_TRACK_ASAN 0
+#endif
+#ifndef MI_TRACK_VALGRIND
+#define MI_TRACK_VALGRIND 0
+#endif
+#if MI_TRACK_VALGRIND && MI_SECURE
+#error "MI_TRACK_VALGRIND is not supported in secure builds yet (docs/sanitizers.md)"
+#endif
+#if MI_TRACK_ASAN && MI_SECURE
+#error "MI_TRACK_ASAN is not supported in secure builds yet (docs/sanitizers.md)"
 #endif
 #if MI_GUARDED && !MI_SECURE
 #error "MI_GUARDED builds on secure mode: configure with MI_SECURE"

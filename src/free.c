@@ -15,7 +15,7 @@ void _mi_free_local_release(mi_page_t* page, mi_block_t* block) {
   mi_block_set_next(page, block, page->free);
   page->free = block;
   page->used--;
-  if (page->flags & MI_PAGE_FLAG_IN_FULL) _mi_page_unfull(page);
+  if (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) _mi_page_unfull(page);
   if (page->used == 0) _mi_page_retire(page);
 }
 
@@ -35,10 +35,13 @@ void _mi_free_remote(mi_page_t* page, mi_block_t* block) {
 
 mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {
   if (segment->kind == MI_SEGMENT_SINGLE) {
+    mi_track_free(page->start, page->block_size);
     _mi_segment_single_free(segment);
     return;
   }
-  mi_block_t* block = (page->flags & MI_PAGE_FLAG_HAS_ALIGNED) ? _mi_page_block_start(page, p) : (mi_block_t*)p;
+  mi_block_t* block = (mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED) ? _mi_page_block_start(page, p) : (mi_block_t*)p;
+  /* before the block goes on a list: from then on it may be handed out again */
+  mi_track_free(block, page->block_size);
   if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id()) {
     _mi_free_local_release(page, block);
   } else {
@@ -55,8 +58,9 @@ static inline void mi_free_inline(void* p) {
   if (mi_unlikely(segment == NULL)) return; /* NULL (and the first 4 MiB of address space) */
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_likely(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id() &&
-                page->flags == 0)) {
+                mi_page_flags(page) == 0)) {
     mi_block_t* block = (mi_block_t*)p;
+    mi_track_free(block, page->block_size);
     mi_block_set_next(page, block, page->free);
     page->free = block;
     if (mi_unlikely(--page->used == 0)) _mi_page_retire(page);

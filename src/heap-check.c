@@ -26,8 +26,8 @@ static void mi_check_page(const mi_heap_t* heap, const mi_page_t* page, size_t b
   mi_assert(segment->cookie == ((uintptr_t)segment ^ _mi_process_key));
   mi_assert(page->capacity <= page->reserved);
   mi_assert(page->block_size == _mi_bin_size(page->bin));
-  if (bin == MI_BIN_FULL) mi_assert(page->flags & MI_PAGE_FLAG_IN_FULL);
-  else mi_assert(page->bin == bin && !(page->flags & MI_PAGE_FLAG_IN_FULL));
+  if (bin == MI_BIN_FULL) mi_assert(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL);
+  else mi_assert(page->bin == bin && !(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL));
   size_t free_count = mi_check_free_list(page);
   /* blocks freed by other threads are still counted in `used` */
   mi_assert(page->used + free_count == page->capacity);

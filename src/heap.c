@@ -88,7 +88,7 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
     while (pq->last != NULL) {
       mi_page_t* page = pq->first;
       _mi_page_queue_remove(pq, page);
-      page->flags = 0;
+      mi_page_flags_store(page, 0);
       mi_sched_point(MI_SCHED_HEAP_DESTROY_PAGE);
 #if MI_SECURE
       page->needs_zero = true; /* live blocks go with it, unzeroed */

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "prim/prim.h"
 #include "prim/fault.h" /* mi_sched_point: the teardown protocol's schedule points */
+#include "track.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define mi_likely(x) __builtin_expect(!!(x), 1)
@@ -55,7 +56,7 @@ typedef struct mi_page_s {
   /* fast-path fields first */
   mi_block_t* free;          /* blocks available to the owner */
   uint32_t used;             /* blocks handed out and not yet freed back to the owner */
-  uint8_t flags;             /* MI_PAGE_FLAG_* */
+  _Atomic(uint8_t) flags;    /* MI_PAGE_FLAG_*: written by the owner, read by any thread (mi_page_flags) */
   uint8_t bin;
   uint8_t index;             /* slot in the segment */
   uint32_t capacity;         /* blocks carved out so far */
@@ -457,16 +458,41 @@ static inline mi_block_t* mi_block_next_checked(const mi_page_t* page, const mi_
   return next;
 }
 #else
+/* the link lives inside a free block, which a memory checker sees as
+   inaccessible: opened for the access (track.h; nothing without one) */
 static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
   (void)page;
-  return block->next;
+  mi_track_link_open(block);
+  mi_block_t* next = block->next;
+  mi_track_link_close(block);
+  return next;
 }
 #define mi_block_next_checked mi_block_next
 static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
   (void)page;
+  mi_track_link_open(block);
   block->next = (mi_block_t*)next;
+  mi_track_link_close(block);
 }
 #endif
+
+/* Page flags. Only the page's owner (or the thread abandoning or reclaiming
+   it) writes them, but any thread holding a block of the page reads them
+   (mi_usable_size, a free from another thread): relaxed atomics, plain
+   loads and stores on the machine, and no data race in the C11 sense
+   (ThreadSanitizer found the race when the field was a plain byte). */
+static inline uint8_t mi_page_flags(const mi_page_t* page) {
+  return atomic_load_explicit(&page->flags, memory_order_relaxed);
+}
+static inline void mi_page_flags_store(mi_page_t* page, uint8_t flags) {
+  atomic_store_explicit(&page->flags, flags, memory_order_relaxed);
+}
+static inline void mi_page_flags_add(mi_page_t* page, uint8_t flag) {
+  mi_page_flags_store(page, (uint8_t)(mi_page_flags(page) | flag));
+}
+static inline void mi_page_flags_clear(mi_page_t* page, uint8_t flag) {
+  mi_page_flags_store(page, (uint8_t)(mi_page_flags(page) & ~flag));
+}
 
 static inline uintptr_t _mi_thread_id(void) {
   /* the address of a thread-local is unique among live threads and costs one

@@ -12,7 +12,7 @@ size_t _mi_bin_size(size_t bin) {
 /* ---- Queues --------------------------------------------------------------------- */
 
 mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) {
-  size_t bin = (page->flags & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
+  size_t bin = (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
   return &heap->pages[bin];
 }
 
@@ -49,14 +49,14 @@ static void mi_page_queue_push_back(mi_page_queue_t* pq, mi_page_t* page) {
 
 static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
   _mi_page_queue_remove(pq, page);
-  page->flags |= MI_PAGE_FLAG_IN_FULL;
+  mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
   mi_page_queue_push_back(&heap->pages[MI_BIN_FULL], page);
 }
 
 void _mi_page_unfull(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
   _mi_page_queue_remove(&heap->pages[MI_BIN_FULL], page);
-  page->flags &= (uint8_t)~MI_PAGE_FLAG_IN_FULL;
+  mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
   _mi_page_queue_push(heap, &heap->pages[page->bin], page);
 }
 
@@ -125,6 +125,7 @@ static void mi_page_extend(mi_page_t* page) {
   mi_block_set_next(page, last, page->free);
   page->free = first;
   page->capacity += (uint32_t)want;
+  mi_track_mem_noaccess(start, want * bsize);
 }
 
 void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
@@ -138,10 +139,11 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
   page->reserved = (uint32_t)(area / bsize);
   page->capacity = 0;
   page->used = 0;
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   page->free = NULL;
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  mi_track_mem_noaccess(page->start, area); /* never-carved slack too, whatever it held before */
   mi_page_extend(page);
 }
 
@@ -154,12 +156,12 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
 void _mi_page_retire(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
   mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
-  if (!(page->flags & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
+  if (!(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
       pq->last == page) {
     return;
   }
   _mi_page_queue_remove(pq, page);
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   heap->page_count--;
   _mi_segment_page_free(page);
 }
@@ -265,6 +267,7 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
       errno = ENOMEM;
       return NULL;
     }
+    mi_track_malloc(page->start, size, page->block_size, zero);
     return page->start;
   }
   size_t bin = _mi_bin(size);
@@ -283,7 +286,11 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
 #if MI_STAT
   heap->stat_malloc[bin]++;
 #endif
-  if (zero) memset(block, 0, page->block_size);
+  if (zero) {
+    mi_track_mem_undefined(block, page->block_size);
+    memset(block, 0, page->block_size);
+  }
+  mi_track_malloc(block, size, page->block_size, zero);
   return block;
 }
 
@@ -297,13 +304,13 @@ void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
     while (page != NULL) {
       mi_page_t* next = page->next;
       _mi_page_collect(page);
-      if (page->flags & MI_PAGE_FLAG_IN_FULL) {
+      if (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) {
         if (page->free != NULL) _mi_page_unfull(page);
       }
       if (page->used == 0) {
         mi_page_queue_t* q = _mi_page_queue_of(heap, page);
         _mi_page_queue_remove(q, page);
-        page->flags = 0;
+        mi_page_flags_store(page, 0);
         heap->page_count--;
         _mi_segment_page_free(page);
       }

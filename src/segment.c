@@ -89,7 +89,11 @@ static void mi_segment_unmap(mi_segment_t* segment) {
   _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
   _mi_stat_decrease(&_mi_stats.segments, 1);
   _mi_segment_map_set(segment, false);
-  if (!_mi_arena_free(segment, segment->segment_size)) _mi_os_free(segment, segment->segment_size);
+  size_t size = segment->segment_size;
+  /* whoever maps this range next must not inherit our poisoned blocks (the
+     header is not read after this: memcheck would see it as undefined) */
+  mi_track_mem_undefined(segment, size);
+  if (!_mi_arena_free(segment, size)) _mi_os_free(segment, size);
 }
 
 /* A segment of `kind`: a cached one of the same kind keeps its page states
@@ -285,7 +289,7 @@ void _mi_segment_page_free(mi_page_t* page) {
   page->heap = NULL;
   page->free = NULL;
   page->used = 0;
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   segment->used_pages--;
@@ -344,7 +348,7 @@ void _mi_segments_abandon(mi_tld_t* tld) {
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
       page->heap = NULL;
       page->next = page->prev = NULL;
-      page->flags &= (uint8_t)~MI_PAGE_FLAG_IN_FULL;
+      mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
     }
     if (segment->used_pages == 0) {
       _mi_purge_unlink_segment(segment);
@@ -418,7 +422,7 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
       page->heap = heap;
       heap->page_count++;
       if (page->free == NULL && page->capacity >= page->reserved) {
-        page->flags |= MI_PAGE_FLAG_IN_FULL;
+        mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
         _mi_page_queue_push(heap, &heap->pages[MI_BIN_FULL], page);
       } else {
         _mi_page_queue_push(heap, &heap->pages[page->bin], page);
@@ -532,12 +536,15 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   page->capacity = 1;
   page->used = 1;
   page->bin = MI_BIN_FULL;
-  page->flags = 0;
+  mi_page_flags_store(page, 0);
   page->free = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   segment->used_pages = 1;
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
-  if (zero && !is_zero) memset(page->start, 0, page->block_size);
+  if (zero && !is_zero) {
+    mi_track_mem_undefined(page->start, page->block_size);
+    memset(page->start, 0, page->block_size);
+  }
   _mi_stat_increase(&_mi_stats.large, 1);
   _mi_lock_acquire(&mi_single_lock);
   mi_single_link(heap, page);

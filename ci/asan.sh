@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer job (docs/sanitizers.md):
+# the whole core test suite built with clang -fsanitize=address,undefined
+# (no recovery from UB) against a library built with -DMI_TRACK_ASAN=ON, then
+# the positive controls: planted bugs on mi_malloc blocks that ASan must
+# report with its own report header.
+#   ci/asan.sh OUT_DIR
+# The tests link the static library and call the mi_* API: ASan intercepts
+# malloc itself, so the malloc override is not exercised here.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+dir=${1:-$root/out/asan}
+rm -rf "$dir" && mkdir -p "$dir"
+
+# Debug: the allocator's assertions and the lock-order checker run too. The
+# fault hooks stay off (their tests count exact mmap outcomes, which ASan's
+# own mappings perturb; fault injection has jobs of its own).
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+CC=clang cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
+  -DMI_TRACK_ASAN=ON -DMI_FAULT=OFF -DCMAKE_C_FLAGS="$flags" >"$dir.configure.log" 2>&1 &&
+  cmake --build "$dir" -j2 >"$dir.build.log" 2>&1 ||
+  { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; exit 1; }
+
+# halt_on_error: the first report fails the test. Leak checking is off: the
+# allocator's segments are plain mappings LeakSanitizer does not scan, so
+# libc blocks referenced only from mi_malloc blocks would look leaked.
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=0:allow_user_poisoning=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+status=0
+# test-memory-return is left out: it gates on RSS, and ASan's shadow memory
+# (an eighth of every poisoned range) is resident too. The fork storm is left
+# out: under ASan one child in about a hundred hung (seen once; the cause,
+# ASan's run-time or ours, is not established yet; docs/sanitizers.md).
+(cd "$dir" && ctest --output-on-failure -L core -LE fork -E '^test-memory-return$') || status=1
+
+# positive controls: each planted bug must be reported, anchored on ASan's
+# report header and on the planting function in the stack
+plant() { # plant MODE FUNCTION
+  local mode=$1 fn=$2 log="$dir/plant-$1.log"
+  "$dir/tests/plant" "$mode" >"$log" 2>&1
+  local rc=$?
+  if [ "$rc" -ne 0 ] && grep -Eq '^==[0-9]+==ERROR: AddressSanitizer: use-after-poison' "$log" &&
+    grep -Eq "^ +#[0-9]+ .* in $fn " "$log"; then
+    echo "asan: positive control $mode: reported (exit $rc)"
+  else
+    echo "asan: positive control $mode: NOT reported (exit $rc)"
+    cat "$log"
+    status=1
+  fi
+}
+plant use-after-free plant_use_after_free
+plant heap-overflow plant_heap_overflow
+plant never-allocated plant_never_allocated
+if "$dir/tests/plant" control >"$dir/plant-control.log" 2>&1; then
+  echo "asan: control (in-bounds accesses, mi_usable_size, realloc): clean"
+else
+  echo "asan: control reported an error"
+  cat "$dir/plant-control.log"
+  status=1
+fi
+exit $status

@@ -1,0 +1,54 @@
+/* Positive controls of the memory-checker jobs (ci/asan.sh, ci/valgrind.sh):
+   each mode plants one bug on a block from mi_malloc, which the checker
+   (AddressSanitizer, or Valgrind's memcheck) must report through the
+   allocator's annotations (src/track.h). The control mode does the same
+   accesses within bounds and must run clean. The planted access goes
+   through a volatile pointer so the compiler cannot drop or fold it. */
+#include <mimalloc.h>
+#include <stdio.h>
+#include <string.h>
+
+__attribute__((noinline)) static int plant_use_after_free(void) {
+  char* volatile p = (char*)mi_malloc(48);
+  memset(p, 1, 48);
+  mi_free(p);
+  return p[8]; /* read of a freed block */
+}
+
+__attribute__((noinline)) static int plant_heap_overflow(void) {
+  char* volatile p = (char*)mi_malloc(40); /* a 48-byte size class: bytes 40..47 are slack */
+  memset(p, 1, 40);
+  int r = p[40]; /* one byte past the requested size, still inside the block */
+  mi_free(p);
+  return r;
+}
+
+__attribute__((noinline)) static int plant_never_allocated(void) {
+  char* volatile p = (char*)mi_malloc(64);
+  memset(p, 1, 64);
+  int r = p[64 + 16]; /* inside the page, in a block never handed out */
+  mi_free(p);
+  return r;
+}
+
+static int control(void) {
+  char* volatile p = (char*)mi_malloc(40);
+  memset(p, 1, 40);
+  int r = p[39];
+  size_t usable = mi_usable_size(p); /* asking opens up the slack */
+  p[usable - 1] = 2;
+  p = (char*)mi_realloc(p, 4000);
+  memset(p, 3, 4000);
+  mi_free(p);
+  return r - 1;
+}
+
+int main(int argc, char** argv) {
+  const char* mode = (argc > 1 ? argv[1] : "");
+  if (strcmp(mode, "use-after-free") == 0) return plant_use_after_free();
+  if (strcmp(mode, "heap-overflow") == 0) return plant_heap_overflow();
+  if (strcmp(mode, "never-allocated") == 0) return plant_never_allocated();
+  if (strcmp(mode, "control") == 0) return control();
+  fprintf(stderr, "usage: plant use-after-free|heap-overflow|never-allocated|control\n");
+  return 2;
+}
