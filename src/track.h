@@ -34,12 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#ifndef MI_TRACK_ASAN
-#define MI_TRACK_ASAN 0
-#endif
-#ifndef MI_TRACK_VALGRIND
-#define MI_TRACK_VALGRIND 0
-#endif
+#include "config.h"
 #if MI_TRACK_ASAN && MI_TRACK_VALGRIND
 #error "MI_TRACK_ASAN and MI_TRACK_VALGRIND: one checker at a time"
 #endif

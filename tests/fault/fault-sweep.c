@@ -30,17 +30,7 @@
 
 #include "../../src/internal.h"
 
-/* Children end with _exit (no atexit handlers of the parent's run), which
-   would drop a coverage build's counters: write them first. */
-#if MI_TEST_COVERAGE
-extern void __gcov_dump(void);
-#endif
-static void child_exit(int code) {
-#if MI_TEST_COVERAGE
-  __gcov_dump();
-#endif
-  _exit(code);
-}
+#include "child-exit.h"
 
 #define LIVE_MAX 48
 #define ROUNDS 160
