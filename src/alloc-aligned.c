@@ -14,7 +14,8 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
       heap = _mi_heap_init_thread();
       if (heap == NULL) return NULL;
     }
-    mi_page_t* page = _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), 0, zero);
+    /* secure builds: tell how far inside the block the pointer will lie */
+    mi_page_t* page = _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), MI_SECURE ? alignment : 0, zero);
     p = (page != NULL ? page->start : NULL);
 #if MI_SECURE
     if (p != NULL) _mi_secure_block_prepare(page, (mi_block_t*)p, n);

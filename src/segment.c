@@ -490,9 +490,11 @@ static void mi_single_unlink(mi_page_t* page) {
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) {
   size_t info = mi_segment_info_size();
   size_t psize = _mi_os_page_size();
-  /* the block starts at the first `alignment` boundary after the header; the
-     header is page aligned, so smaller alignments come for free */
-  size_t offset = (alignment > psize ? _mi_align_up(info, alignment) : info);
+  /* the block starts at the first `alignment` boundary after the header (the
+     header is page aligned, so smaller alignments come for free); secure
+     builds move it up to end at the guard page, and read `alignment` as how
+     far into the block the caller will hand out a pointer */
+  size_t offset = (alignment > psize && !MI_SECURE ? _mi_align_up(info, alignment) : info);
   if (size > MI_MAX_ALLOC_SIZE - offset - psize) return NULL;
   size_t needed = _mi_align_up(offset + size, psize);
   size_t guard = (MI_SECURE ? psize : 0); /* secure: a guard page right after the block */
@@ -505,33 +507,51 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   mi_page_t* page = &segment->pages[0];
   bool was_clean = false;
   mi_page_claim_slot(page, &was_clean);
+#if MI_SECURE
+  /* The guard page is the segment's last page, so it stays put while the
+     segment is cached and reused for blocks of other sizes (moving it cost two
+     mprotect calls per large allocation), and the block ends right before it:
+     an overflow off its end faults at once. The memory a block may have
+     touched is then a suffix of the area, and `committed` counts that suffix. */
+  size_t guard_at = segment_size - psize;
+  size_t block_at = (guard_at - size) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1);
+  /* every pointer handed out from the block (an aligned one lies up to
+     twice its alignment inside) must fall in the segment's first
+     MI_SEGMENT_SIZE bytes, where _mi_ptr_segment finds the header */
+  size_t reach = (alignment > MI_MAX_ALIGN_SIZE ? 2 * alignment : 0) + 2 * MI_MAX_ALIGN_SIZE;
+  size_t max_at = (MI_SEGMENT_SIZE > reach + offset ? (MI_SEGMENT_SIZE - reach) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1) : offset);
+  if (block_at > max_at) block_at = max_at;
+  size_t area = guard_at - (block_at & ~(psize - 1));
+  size_t block_end = guard_at;
+#else
+  size_t block_at = offset;
   size_t area = needed - info;
+  size_t block_end = needed;
+#endif
   bool is_zero = (was_clean || page->committed == 0);
   if (page->committed < area) {
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
     page->committed = area;
   }
 #if MI_SECURE
-  /* a segment taken back from the cache keeps its guard page: it moves only
-     when this block ends elsewhere */
-  if (page->guard_offset != needed) {
+  if (page->guard_offset != guard_at) {
     int err = 0;
     if (page->guard_offset != 0) err = _mi_os_protect((uint8_t*)segment + page->guard_offset, psize, false);
     if (err == 0) {
       page->guard_offset = 0;
-      err = _mi_os_protect((uint8_t*)segment + needed, psize, true);
+      err = _mi_os_protect((uint8_t*)segment + guard_at, psize, true);
     }
     if (err != 0) {
-      _mi_error_message(err, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + offset)); /* fault path */
+      _mi_error_message(err, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + block_at)); /* fault path */
       atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
       mi_segment_unmap(segment);
       return NULL;
     }
-    page->guard_offset = needed;
+    page->guard_offset = guard_at;
   }
 #endif
-  page->start = (uint8_t*)segment + offset;
-  page->block_size = needed - offset;
+  page->start = (uint8_t*)segment + block_at;
+  page->block_size = block_end - block_at;
   page->reserved = 1;
   page->capacity = 1;
   page->used = 1;
