@@ -293,7 +293,19 @@ size_t _mi_os_page_size(void) mi_decl_hidden;
 
 /* segment-map.c */
 bool _mi_segment_map_set(const mi_segment_t* segment, bool present) mi_decl_hidden;
-bool _mi_segment_map_contains(const void* p) mi_decl_hidden;
+/* Is p inside a chunk that starts one of our segments? It never touches p:
+   free validates a pointer with it before reading anything near it. */
+#define MI_ADDRESS_BITS 48
+#define MI_SEGMENT_MAP_BITS ((size_t)1 << (MI_ADDRESS_BITS - MI_SEGMENT_SHIFT))
+extern _Atomic(uint64_t)* _Atomic _mi_segment_map mi_decl_hidden;
+static inline bool _mi_segment_map_contains(const void* p) {
+  uintptr_t chunk = (uintptr_t)p >> MI_SEGMENT_SHIFT;
+  if (chunk >= MI_SEGMENT_MAP_BITS) return false;
+  _Atomic(uint64_t)* map = atomic_load_explicit(&_mi_segment_map, memory_order_acquire);
+  if (map == NULL) return false;
+  uint64_t bit = (uint64_t)1 << (chunk % 64);
+  return (atomic_load_explicit(&map[chunk / 64], memory_order_acquire) & bit) != 0;
+}
 
 /* segment.c */
 void _mi_segments_init(void) mi_decl_hidden;
@@ -387,6 +399,7 @@ __attribute__((noreturn)) void _mi_secure_fatal(const char* what, const void* p,
 /* guard/guard.c (MI_SECURE) */
 void _mi_guard_fault_report(void* addr) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void _mi_guard_options_changed(void) mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 #endif
 void _mi_free_local_release(mi_page_t* page, mi_block_t* block) mi_decl_hidden;

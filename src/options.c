@@ -164,6 +164,12 @@ void mi_option_set(mi_option_t option, long value) {
   if (!mi_option_valid(option)) return;
   _mi_options[option].value = value;
   _mi_options[option].init = MI_OPTION_INITIALIZED;
+#if MI_GUARDED
+  if (option == mi_option_guarded_sample_rate || option == mi_option_guarded_sample_seed ||
+      option == mi_option_guarded_min || option == mi_option_guarded_max) {
+    _mi_guard_options_changed();
+  }
+#endif
 }
 
 void mi_option_set_default(mi_option_t option, long value) {

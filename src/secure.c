@@ -62,11 +62,6 @@ static inline uintptr_t mi_trailer_key(void) {
   return _mi_process_key * 0xBF58476D1CE4E5B9ULL;
 }
 
-static inline uint8_t mi_canary_byte(void) {
-  uint8_t b = (uint8_t)(_mi_process_key >> 24);
-  return (b == 0 ? 0xA5 : b);
-}
-
 static inline uintptr_t mi_tag_of(const void* p) {
   return ((uintptr_t)p ^ _mi_process_key) * 0x94D049BB133111EBULL;
 }
@@ -81,32 +76,40 @@ static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
   return (size_t)((offset * page->block_size_inv) >> 40);
 }
 
-/* Canary bytes: filled and checked a word at a time where they allow it. */
-static inline uint64_t mi_canary_word(void) {
-  return 0x0101010101010101ULL * mi_canary_byte();
+/* Canary bytes: one random byte per block, repeated, so that learning one
+   block's canary tells nothing of another's. Never zero: the commonest
+   off-by-one writes a NUL terminator, and it must always change the canary. */
+static inline uint64_t mi_canary_word(uintptr_t tag) {
+  uint8_t b = (uint8_t)(tag >> 24); /* bits the trailer check does not use */
+  return 0x0101010101010101ULL * (b == 0 ? 0xA5 : b);
 }
-static void mi_canary_fill(uint8_t* p, size_t n) {
-  uint64_t w = mi_canary_word();
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 <= n; i += 8) memcpy(p + i, &w, 8);
-    memcpy(p + n - 8, &w, 8);
-  } else {
-    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)w;
-  }
+
+/* The canary holds n <= MI_SECURE_CANARY_MAX (16) bytes at c, and the
+   trailer follows at most 8 bytes after its end, so two word stores cover it
+   (the trailer is written after them); the check masks off what lies past n. */
+_Static_assert(MI_SECURE_CANARY_MAX <= 16, "two word stores must cover the canary");
+static inline void mi_canary_fill(uint8_t* c, size_t n, uint64_t w) {
+  if (n == 0) return;
+  memcpy(c, &w, 8);
+  if (n > 8) memcpy(c + 8, &w, 8);
 }
-static bool mi_canary_intact(const uint8_t* p, size_t n) {
-  uint64_t w = mi_canary_word();
-  uint64_t diff = 0;
-  if (n >= 8) {
-    uint64_t v;
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-      memcpy(&v, p + i, 8);
-      diff |= v ^ w;
-    }
-    memcpy(&v, p + n - 8, 8);
-    diff |= v ^ w;
-  } else {
-    for (size_t i = 0; i < n; i++) diff |= (uint8_t)(p[i] ^ (uint8_t)w);
+static inline uint64_t mi_low_bytes_mask(size_t n) { /* the first n (< 8) bytes of a word in memory */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return ~(~(uint64_t)0 >> (8 * n));
+#else
+  return ((uint64_t)1 << (8 * n)) - 1;
+#endif
+}
+static inline bool mi_canary_intact(const uint8_t* c, size_t n, uint64_t w) {
+  if (n == 0) return true;
+  uint64_t v;
+  memcpy(&v, c, 8);
+  uint64_t diff = v ^ w;
+  if (n < 8) return (diff & mi_low_bytes_mask(n)) == 0;
+  if (n > 8) {
+    memcpy(&v, c + 8, 8);
+    uint64_t d2 = v ^ w;
+    diff |= (n < 16 ? d2 & mi_low_bytes_mask(n - 8) : d2);
   }
   return (diff == 0);
 }
@@ -130,8 +133,8 @@ static inline uint64_t* mi_trailer_of(const mi_page_t* page, const mi_block_t* b
   return (uint64_t*)((uint8_t*)block + page->block_size - MI_SECURE_TRAILER);
 }
 
-static inline uint64_t mi_trailer_encode(const mi_block_t* block, size_t user_end) {
-  uint32_t check = (uint32_t)(mi_tag_of(block) >> 32) ^ (uint32_t)user_end;
+static inline uint64_t mi_trailer_encode(uintptr_t tag, size_t user_end) {
+  uint32_t check = (uint32_t)(tag >> 32) ^ (uint32_t)user_end;
   return (((uint64_t)user_end << 32) | check) ^ mi_trailer_key();
 }
 
@@ -180,13 +183,53 @@ static void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_
   size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
-  if (canary_end > user_end) mi_canary_fill((uint8_t*)block + user_end, canary_end - user_end);
-  *mi_trailer_of(page, block) = mi_trailer_encode(block, user_end);
+  uintptr_t tag = mi_tag_of(block);
+  mi_canary_fill((uint8_t*)block + user_end, canary_end - user_end, mi_canary_word(tag));
+  *mi_trailer_of(page, block) = mi_trailer_encode(tag, user_end);
   if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
 }
 
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
   mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size);
+}
+
+/* Blocks of the size classes are multiples of 16 bytes and 16-byte aligned:
+   the zeroing on free and the check on allocation go 16 bytes at a time
+   (gcc/clang vector extension; plain words elsewhere). */
+#if defined(__GNUC__)
+typedef uint64_t mi_v16_t __attribute__((vector_size(16), may_alias));
+#endif
+
+/* Still all zero since it was freed, but for word 0, which held the
+   free-list link? */
+static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size) {
+  const uint8_t* b = (const uint8_t*)block;
+  uint64_t acc = ((const uint64_t*)b)[1];
+#if defined(__GNUC__)
+  mi_v16_t v = {0, 0};
+  for (size_t i = 16; i < block_size; i += 16) v |= *(const mi_v16_t*)(b + i);
+  acc |= v[0] | v[1];
+#else
+  for (size_t i = 2; i < block_size / 8; i++) acc |= ((const uint64_t*)b)[i];
+#endif
+  return (acc == 0);
+}
+
+/* Zero a freed block: inline for small ones, where a call costs more than
+   the stores. */
+static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
+#if defined(__GNUC__)
+  if (block_size <= 512) {
+    uint8_t* b = (uint8_t*)block;
+    const mi_v16_t zero = {0, 0};
+    for (size_t i = 0; i < block_size; i += 16) {
+      *(mi_v16_t*)(b + i) = zero;
+      __asm__ volatile("" ::: "memory"); /* keeps the compiler from making this loop a memset call */
+    }
+    return;
+  }
+#endif
+  memset(block, 0, block_size);
 }
 
 /* A block just taken from a free list: check it was not written since it was
@@ -203,10 +246,9 @@ static inline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t 
   if (page->reserved > 1) {
     idx = mi_block_index(page, block);
     if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
-      const uint64_t* w = (const uint64_t*)block;
-      uint64_t acc = 0;
-      for (size_t i = 1; i < page->block_size / 8; i++) acc |= w[i]; /* word 0 held the free-list link */
-      if (mi_unlikely(acc != 0)) _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+      if (mi_unlikely(!mi_block_untouched(block, page->block_size))) {
+        _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+      }
     }
   }
   mi_bit_set(page, idx, true);
@@ -227,7 +269,8 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
     return NULL;
   }
 #if MI_GUARDED
-  if (mi_heap_is_initialized(heap)) {
+  /* the sampling decision costs one decrement until the countdown runs out */
+  if (mi_heap_is_initialized(heap) && mi_unlikely(--heap->tld->guard_countdown <= 0)) {
     void* g = _mi_guard_malloc_sampled(heap, size, zero);
     if (g != NULL) return g;
   }
@@ -317,12 +360,13 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
     mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
                        page->block_size);
   }
-  if (raw != mi_trailer_encode(block, user_end) || user_end > page->block_size - MI_SECURE_TRAILER) {
+  uintptr_t tag = mi_tag_of(block);
+  if (raw != mi_trailer_encode(tag, user_end) || user_end > page->block_size - MI_SECURE_TRAILER) {
     _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
   }
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
-  if (canary_end > user_end && !mi_canary_intact((uint8_t*)block + user_end, canary_end - user_end)) {
+  if (!mi_canary_intact((uint8_t*)block + user_end, canary_end - user_end, mi_canary_word(tag))) {
     _mi_secure_fatal("heap buffer overflow detected in block", p, user_end - (size_t)(b - (uint8_t*)block));
   }
   if (page_out != NULL) *page_out = page;
@@ -389,12 +433,12 @@ void _mi_secure_free(void* p) {
     return;
   }
   if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) != _mi_thread_id()) {
-    if (zero_on_free) memset(block, 0, page->block_size);
+    if (zero_on_free) mi_block_zero(block, page->block_size);
     _mi_free_remote(page, block);
     return;
   }
   mi_bit_set(page, mi_block_index(page, block), false);
-  if (zero_on_free) memset(block, 0, page->block_size);
+  if (zero_on_free) mi_block_zero(block, page->block_size);
   mi_heap_t* heap = mi_get_default_heap();
   if (page->block_size > MI_SMALL_BLOCK_MAX || !mi_heap_is_initialized(heap)) {
     _mi_free_local_release(page, block);

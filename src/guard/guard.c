@@ -58,6 +58,8 @@ void _mi_guard_fault_report(void* addr) {
    many live ones, sampling pauses (the process's mapping limit is shared with
    everything else). */
 #define MI_GUARD_MAX_LIVE 2048
+/* with sampling off, allocations between two looks at the rate option */
+#define MI_GUARD_RECHECK (1L << 20)
 static _Atomic(long) mi_guard_live;
 
 static long mi_guard_next_countdown(mi_tld_t* tld, long rate) {
@@ -69,18 +71,36 @@ static long mi_guard_next_countdown(mi_tld_t* tld, long rate) {
   return 1 + (long)(_mi_random_next(&tld->guard_rng) % (uintptr_t)(2 * rate - 1));
 }
 
+/* Called when the thread's countdown has run out (the allocation fast path
+   only decrements it). Decides whether this allocation is the sampled one
+   and sets the countdown to the next decision. */
 static bool mi_guard_sample(mi_tld_t* tld, size_t size) {
   long rate = _mi_option_get_fast(mi_option_guarded_sample_rate);
-  if (mi_likely(rate <= 0)) return false;
-  if (size < (size_t)_mi_option_get_fast(mi_option_guarded_min) ||
-      size > (size_t)_mi_option_get_fast(mi_option_guarded_max)) {
+  if (rate <= 0) {
+    tld->guard_countdown = MI_GUARD_RECHECK; /* look at the option again now and then */
     return false;
   }
-  if (rate == 1) return true;
-  if (tld->guard_countdown <= 0) tld->guard_countdown = mi_guard_next_countdown(tld, rate);
-  if (--tld->guard_countdown > 0) return false;
-  tld->guard_countdown = mi_guard_next_countdown(tld, rate);
+  if (tld->guard_rng == 0) {
+    /* a new thread, or the options just changed: start a fresh sequence */
+    tld->guard_countdown = (rate == 1 ? 0 : mi_guard_next_countdown(tld, rate));
+    if (tld->guard_countdown > 0) return false;
+  }
+  if (size < (size_t)_mi_option_get_fast(mi_option_guarded_min) ||
+      size > (size_t)_mi_option_get_fast(mi_option_guarded_max)) {
+    tld->guard_countdown = 1; /* the next allocation in range is the sampled one */
+    return false;
+  }
+  tld->guard_countdown = (rate == 1 ? 1 : mi_guard_next_countdown(tld, rate));
   return true;
+}
+
+/* An option of the sampling changed: the calling thread decides afresh at
+   its next allocation; other threads when their countdown runs out. */
+void _mi_guard_options_changed(void) {
+  mi_heap_t* heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) return;
+  heap->tld->guard_countdown = 0;
+  heap->tld->guard_rng = 0;
 }
 
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
