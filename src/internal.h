@@ -19,12 +19,14 @@
 #define mi_likely(x) __builtin_expect(!!(x), 1)
 #define mi_unlikely(x) __builtin_expect(!!(x), 0)
 #define mi_noinline __attribute__((noinline))
+#define mi_forceinline inline __attribute__((always_inline))
 #define mi_decl_hidden __attribute__((visibility("hidden")))
 #define mi_decl_thread __thread __attribute__((tls_model("initial-exec")))
 #else
 #define mi_likely(x) (x)
 #define mi_unlikely(x) (x)
 #define mi_noinline
+#define mi_forceinline __forceinline
 #define mi_decl_hidden
 #define mi_decl_thread _Thread_local
 #endif

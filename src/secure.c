@@ -172,7 +172,7 @@ void _mi_secure_page_freed(mi_page_t* page) {
 }
 
 /* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
-static void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+static mi_forceinline void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_t size) {
 #if MI_GUARDED
   if (page->is_guarded) {
     /* it ends at its guard page: no canary, no trailer */
@@ -234,7 +234,7 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
 
 /* A block just taken from a free list: check it was not written since it was
    freed, mark it handed out, lay out its canary and trailer. */
-static inline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
+static mi_forceinline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
   size_t idx = 0;
 #if MI_GUARDED
   if (page->is_guarded) {
@@ -312,7 +312,8 @@ static bool mi_was_freed_huge(const void* p) {
 
 /* The block of a pointer handed out by this allocator and not freed since;
    anything else aborts with a report. `*size_out` gets the requested size. */
-mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
+static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
+                                              size_t* size_out) {
   bool is_free = (op == MI_OP_FREE);
   if (!_mi_segment_map_contains(p)) {
     if (is_free && mi_was_freed_huge(p)) _mi_secure_fatal("double free detected of block", p, 0);
@@ -374,6 +375,10 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
   return block;
 }
 
+mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
+  return mi_validate(p, op, page_out, size_out);
+}
+
 /* The owner collects a block another thread freed: its bit must still be set. */
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
   const uint8_t* b = (const uint8_t*)block;
@@ -412,7 +417,7 @@ void _mi_secure_free(void* p) {
   if (p == NULL) return;
   mi_page_t* page;
   size_t size;
-  mi_block_t* block = _mi_secure_validate(p, MI_OP_FREE, &page, &size);
+  mi_block_t* block = mi_validate(p, MI_OP_FREE, &page, &size); /* inline: free is the hot caller */
   mi_segment_t* segment = _mi_page_segment(page);
   bool zero_on_free = (_mi_option_get_fast(mi_option_zero_on_free) != 0);
   if (segment->kind == MI_SEGMENT_SINGLE) {
