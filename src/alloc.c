@@ -297,10 +297,14 @@ char* mi_strndup(const char* s, size_t n) {
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
+#if defined(_WIN32)
+#include <io.h>
+#endif
 
 #if defined(_WIN32)
-/* the C runtime's absolute path (it does not require the file to exist) */
+/* the C runtime's absolute path; like realpath, only of what exists */
 static char* mi_os_realpath(const char* fname, char* resolved_name) {
+  if (_access(fname, 0) != 0) return NULL; /* errno ENOENT (or EACCES) */
   return _fullpath(resolved_name, fname, PATH_MAX);
 }
 #else

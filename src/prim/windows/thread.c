@@ -18,6 +18,7 @@
    GCC's section attribute nor MSVC's pragmas use a fiber-local-storage
    destructor instead (MI_WIN_EXIT_FLS; also selectable for tests). */
 #include "win.h"
+#include "../../config.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -108,6 +109,11 @@ static void (*prim_exit_done)(void* value);
 
 static void mi_win_thread_exit_run(void* value) {
   if (value == NULL || prim_exit_done == NULL) return;
+#if MI_WIN_PLANT_THREAD_LEAK
+  /* test only: the hook never runs, as when a MinGW build's TLS callback
+     is not linked in; every exiting thread strands its heap */
+  return;
+#endif
   _mi_win_path_note(MI_WIN_THREAD_EXIT_HOOK);
   prim_exit_done(value);
 }
