@@ -218,7 +218,8 @@ static void check_accounting(void) {
 /* Run one case in a child; returns the number of selected calls it made, or
    -1 after printing why it failed. */
 static long long run_case(long long nth, long long count) {
-  char args[160], out[4096];
+  char args[160];
+  static char out[1 << 16]; /* the warnings of a persistent failure come first */
   snprintf(args, sizeof(args), "--threads %d%s --kind %s --only %lld %lld", threads, use_arena ? " --arena" : "",
            mi_fault_kind_name(sweep_kind), nth, count);
   int code = mi_spawn_self(args, NULL, true, true, out, sizeof(out), 120000);

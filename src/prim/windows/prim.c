@@ -32,8 +32,13 @@ void mi_prim_init(mi_prim_config_t* config) {
   config->has_madv_free = false;
   config->has_partial_free = false; /* MEM_RELEASE takes a whole reservation or nothing */
   prim_config = *config;
-  prim_virtual_alloc2 = (mi_virtual_alloc2_fn)_mi_win_bind("kernelbase.dll", "VirtualAlloc2", false);
+  _mi_win_use_virtual_alloc2(true);
   _mi_win_sys_init();
+}
+
+bool _mi_win_use_virtual_alloc2(bool use) {
+  prim_virtual_alloc2 = (use ? (mi_virtual_alloc2_fn)_mi_win_bind("kernelbase.dll", "VirtualAlloc2", false) : NULL);
+  return (prim_virtual_alloc2 != NULL);
 }
 
 /* An injected failure sets the Windows error the call would have left
