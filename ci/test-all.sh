@@ -94,6 +94,10 @@ step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat
 step "asan" bash ci/asan.sh "$out/asan"
 step "tsan" bash ci/tsan.sh "$out/tsan"
 step "valgrind" bash ci/valgrind.sh "$out/valgrind"
+# Windows (docs/windows.md): the MinGW-w64 cross build's tests under Wine,
+# with the fault sweep injecting Windows error codes, and two planted bugs
+# (a thread-exit hook that never runs, an unchecked commit) it must catch
+step "windows-mingw-wine" bash ci/windows.sh "$out/windows"
 step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
 step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
   OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke

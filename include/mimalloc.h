@@ -18,9 +18,22 @@ extern "C" {
 #define mi_attr_noexcept
 #endif
 
+/* Windows: the DLL exports the API (built with MI_SHARED_LIB_EXPORT), its
+   users import it (MI_SHARED_LIB); the static library needs neither. */
+#if defined(_WIN32) && defined(MI_SHARED_LIB_EXPORT)
+#define mi_decl_export __declspec(dllexport)
+#elif defined(_WIN32) && defined(MI_SHARED_LIB)
+#define mi_decl_export __declspec(dllimport)
+#elif defined(_WIN32)
+#define mi_decl_export
+#elif defined(__GNUC__) || defined(__clang__)
+#define mi_decl_export __attribute__((visibility("default")))
+#else
+#define mi_decl_export
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define mi_decl_nodiscard __attribute__((warn_unused_result))
-#define mi_decl_export __attribute__((visibility("default")))
 #define mi_attr_malloc __attribute__((malloc))
 #define mi_attr_alloc_size(s) __attribute__((alloc_size(s)))
 #define mi_attr_alloc_size2(a, b) __attribute__((alloc_size(a, b)))
@@ -28,7 +41,6 @@ extern "C" {
 #define mi_cdecl
 #elif defined(_MSC_VER)
 #define mi_decl_nodiscard _Check_return_
-#define mi_decl_export
 #define mi_attr_malloc
 #define mi_attr_alloc_size(s)
 #define mi_attr_alloc_size2(a, b)
@@ -36,7 +48,6 @@ extern "C" {
 #define mi_cdecl __cdecl
 #else
 #define mi_decl_nodiscard
-#define mi_decl_export
 #define mi_attr_malloc
 #define mi_attr_alloc_size(s)
 #define mi_attr_alloc_size2(a, b)

@@ -297,11 +297,26 @@ char* mi_strndup(const char* s, size_t n) {
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
+#if defined(_WIN32)
+#include <io.h>
+#endif
+
+#if defined(_WIN32)
+/* the C runtime's absolute path; like realpath, only of what exists */
+static char* mi_os_realpath(const char* fname, char* resolved_name) {
+  if (_access(fname, 0) != 0) return NULL; /* errno ENOENT (or EACCES) */
+  return _fullpath(resolved_name, fname, PATH_MAX);
+}
+#else
+static char* mi_os_realpath(const char* fname, char* resolved_name) {
+  return realpath(fname, resolved_name);
+}
+#endif
 
 char* mi_heap_realpath(mi_heap_t* heap, const char* fname, char* resolved_name) {
-  if (resolved_name != NULL) return realpath(fname, resolved_name);
+  if (resolved_name != NULL) return mi_os_realpath(fname, resolved_name);
   char buf[PATH_MAX + 1];
-  char* rname = realpath(fname, buf);
+  char* rname = mi_os_realpath(fname, buf);
   if (rname == NULL) return NULL;
   return mi_heap_strdup(heap, rname);
 }

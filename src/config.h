@@ -15,6 +15,9 @@
    |                 |        | teardown protocol's schedule points                 |
    | MI_TEARDOWN_PLANT_PURGE_RACE | 0/1 | test only: the purge-refusal race put |
    |                 |        | back (positive control of tests/teardown)           |
+   | MI_WIN_PLANT_THREAD_LEAK | 0/1 | test only (Windows): the thread-exit   |
+   |                 |        | hook never runs (positive control of              |
+   |                 |        | tests/win/test-thread-exit)                         |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
    |                 |        | (src/track.h, docs/sanitizers.md); not with SECURE  |
    | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/track.h);  |
@@ -45,6 +48,9 @@
 #endif
 #ifndef MI_TEARDOWN_PLANT_PURGE_RACE
 #define MI_TEARDOWN_PLANT_PURGE_RACE 0
+#endif
+#ifndef MI_WIN_PLANT_THREAD_LEAK
+#define MI_WIN_PLANT_THREAD_LEAK 0
 #endif
 #ifndef MI_TRACK_ASAN
 #define MI_TRACK_ASAN 0

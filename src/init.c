@@ -240,7 +240,7 @@ void mi_process_init(void) {
   (void)_mi_heap_init_thread();
 }
 
-__attribute__((constructor)) static void mi_process_load(void) {
+mi_decl_constructor(mi_process_load) {
   mi_process_init();
 }
 

@@ -10,26 +10,12 @@
 #include <string.h>
 
 #include "../include/mimalloc.h"
+#include "compiler.h"
 #include "config.h"
 #include "prim/prim.h"
 #include "prim/fault.h" /* mi_sched_point: the teardown protocol's schedule points */
 #include "track.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define mi_likely(x) __builtin_expect(!!(x), 1)
-#define mi_unlikely(x) __builtin_expect(!!(x), 0)
-#define mi_noinline __attribute__((noinline))
-#define mi_forceinline inline __attribute__((always_inline))
-#define mi_decl_hidden __attribute__((visibility("hidden")))
-#define mi_decl_thread __thread __attribute__((tls_model("initial-exec")))
-#else
-#define mi_likely(x) (x)
-#define mi_unlikely(x) (x)
-#define mi_noinline
-#define mi_forceinline __forceinline
-#define mi_decl_hidden
-#define mi_decl_thread _Thread_local
-#endif
 
 /* ---- Blocks, pages, segments ---------------------------------------------- */
 
@@ -267,11 +253,11 @@ static inline long _mi_option_get_fast(mi_option_t option) {
 }
 
 /* output.c */
-void _mi_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
-void _mi_verbose_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
-void _mi_warning_message(const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 1, 2)));
+void _mi_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 2);
+void _mi_verbose_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 2);
+void _mi_warning_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 2);
 void _mi_error_callback(int err) mi_decl_hidden;
-void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden __attribute__((format(printf, 2, 3)));
+void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden mi_attr_printf(2, 3);
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
 
 /* os.c */
@@ -397,7 +383,7 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(void* p, size_t newsize) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
 bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
-__attribute__((noreturn)) void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
 /* guard/guard.c (MI_SECURE) */
 void _mi_guard_fault_report(void* addr) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
@@ -537,14 +523,14 @@ static inline bool _mi_is_power_of_two(size_t x) {
 }
 
 static inline bool _mi_mul_overflow(size_t count, size_t size, size_t* total) {
-  return __builtin_mul_overflow(count, size, total);
+  return mi_mul_overflow(count, size, total);
 }
 
 /* Size class of a request; requests above MI_MEDIUM_BLOCK_MAX have no bin. */
 static inline size_t _mi_bin(size_t size) {
   if (mi_likely(size <= 128)) return (size <= 16 ? 1 : (size + 15) >> 4);
   size_t s = size - 1;
-  size_t b = (size_t)(63 - __builtin_clzll((unsigned long long)s));
+  size_t b = mi_bsr64((unsigned long long)s);
   return 9 + (b - 7) * 8 + ((s >> (b - 3)) & 7);
 }
 

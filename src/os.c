@@ -6,7 +6,7 @@
 #include "internal.h"
 #include "prim/fault.h"
 
-mi_prim_config_t _mi_os_config = {4096, 4096, 0, true, false};
+mi_prim_config_t _mi_os_config = {4096, 4096, 0, true, false, true};
 
 size_t _mi_os_page_size(void) {
   return _mi_os_config.page_size;
@@ -162,6 +162,37 @@ static void* mi_os_try_large(size_t size, size_t alignment) {
 
 /* ---- Aligned reservations -------------------------------------------------------- */
 
+/* Where a part of a reservation cannot be given back (Windows), trimming is
+   impossible: over-reserve to find an aligned hole, give all of it back and
+   reserve exactly the aligned part. Another thread may take the hole in
+   between, hence a few tries. */
+#define MI_OS_PLACE_TRIES 4
+
+static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool commit) {
+  size_t over = size + alignment;
+  for (int i = 0; i < MI_OS_PLACE_TRIES; i++) {
+    void* p = NULL;
+    int err = mi_os_alloc_retry(over, 0, false, false, &p);
+    if (err != 0) {
+      _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over); /* fault path */
+      return NULL;
+    }
+    void* aligned = (void*)_mi_align_up((uintptr_t)p, alignment);
+    if (!mi_os_release(p, over)) {
+      /* the OS kept it: it stays ours, unused */
+      _mi_stat_increase(&_mi_stats.reserved, (int64_t)over); /* fault path */
+      continue;
+    }
+    if (mi_prim_alloc_at(aligned, size, commit) == 0) {
+      atomic_fetch_add_explicit(&_mi_stats.mmap_calls, 1, memory_order_relaxed);
+      _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);
+      return aligned;
+    }
+  }
+  _mi_verbose_message("unable to place aligned OS memory (size %zu, alignment %zu)\n", size, alignment); /* fault path */
+  return NULL;
+}
+
 /* `size` bytes of zeroed memory aligned to `alignment`, read/write if
    `commit` (else reserved only): explicit large pages if allowed, else
    normal pages placed at an aligned hint (most land aligned), else
@@ -197,6 +228,7 @@ static void* mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, boo
     _mi_stat_increase(&_mi_stats.reserved, (int64_t)size); /* fault path */
   }
   if (size > SIZE_MAX - alignment) return NULL;
+  if (!_mi_os_config.has_partial_free) return mi_os_alloc_aligned_placed(size, alignment, commit);
   size_t over = size + alignment;
   err = mi_os_alloc_retry(over, alignment, commit, allow_large, &p);
   if (err != 0) {

@@ -88,7 +88,7 @@ typedef struct mi_printer_s {
   void* arg;
 } mi_printer_t;
 
-static void mi_print_line(const mi_printer_t* pr, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mi_print_line(const mi_printer_t* pr, const char* fmt, ...) mi_attr_printf(2, 3);
 static void mi_print_line(const mi_printer_t* pr, const char* fmt, ...) {
   char buf[256];
   va_list args;

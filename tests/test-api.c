@@ -319,7 +319,11 @@ static void test_realpath(void** state) {
   char buf[PATH_MAX];
   char* r2 = mi_realpath("/", buf);
   assert_ptr_equal(r2, buf);
+#if defined(_WIN32)
+  assert_string_equal(buf, realpath("/", expect)); /* the current drive's root, e.g. "Z:\\" */
+#else
   assert_string_equal(buf, "/");
+#endif
 
   errno = 0;
   char* r3 = mi_realpath("/this/path/does/not/exist/at/all", NULL);

@@ -90,7 +90,14 @@ static inline size_t tu_commit(void) {
   return commit;
 }
 
-/* resident set size from /proc/self/statm (bytes) */
+/* resident set size from /proc/self/statm (bytes); on Windows the working set */
+#if defined(_WIN32)
+static inline size_t tu_rss(void) {
+  size_t rss = 0;
+  mi_process_info(NULL, NULL, NULL, &rss, NULL, NULL, NULL, NULL);
+  return rss;
+}
+#else
 static inline size_t tu_rss(void) {
   FILE* f = fopen("/proc/self/statm", "r");
   if (f == NULL) return 0;
@@ -100,6 +107,7 @@ static inline size_t tu_rss(void) {
   if (n != 2) return 0;
   return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
+#endif
 
 /* Failure recording usable from any thread (cmocka asserts are only valid on
    the thread running the test). The test thread asserts tu_failures == 0. */

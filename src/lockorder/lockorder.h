@@ -8,6 +8,8 @@
 #if MI_LOCKORDER
 #include <stdbool.h>
 
+#include "../compiler.h"
+
 struct mi_lock_s;
 
 /* What a violation does (option lockorder, MIMALLOC_LOCKORDER). */
@@ -18,27 +20,27 @@ typedef enum mi_lockorder_mode_e {
 } mi_lockorder_mode_t;
 
 /* Read the mode from the options; called once at process start. */
-void _mi_lockorder_init(void) __attribute__((visibility("hidden")));
+void _mi_lockorder_init(void) mi_decl_hidden;
 /* Before blocking on `lock`: check the rank order against every lock this
    thread holds, record the edges held -> lock and look for a cycle. */
 void _mi_lockorder_before_acquire(const struct mi_lock_s* lock, const char* file, int line)
-    __attribute__((visibility("hidden")));
+    mi_decl_hidden;
 /* `lock` is now held (after an acquire or a successful try-acquire). */
 void _mi_lockorder_acquired(const struct mi_lock_s* lock, const char* file, int line)
-    __attribute__((visibility("hidden")));
+    mi_decl_hidden;
 /* Before releasing `lock`: it must be held by this thread (in any position). */
 void _mi_lockorder_release(const struct mi_lock_s* lock, const char* file, int line)
-    __attribute__((visibility("hidden")));
+    mi_decl_hidden;
 /* Fork child: the forking thread holds nothing any more (its locks were
    initialised anew). The edges seen stay valid. */
-void _mi_lockorder_fork_child(void) __attribute__((visibility("hidden")));
+void _mi_lockorder_fork_child(void) mi_decl_hidden;
 
 /* Tests: forget every edge and report, clear this thread's held locks, and
    set the mode. */
-void _mi_lockorder_reset(mi_lockorder_mode_t mode) __attribute__((visibility("hidden")));
+void _mi_lockorder_reset(mi_lockorder_mode_t mode) mi_decl_hidden;
 /* Tests: how many violations there have been (in warn mode a pair is
    reported once but counted every time). */
-long _mi_lockorder_violations(void) __attribute__((visibility("hidden")));
+long _mi_lockorder_violations(void) mi_decl_hidden;
 #endif
 
 #endif

@@ -6,25 +6,26 @@
 #define MI_PRIM_FAULT_H
 
 #include "../../include/mimalloc/fault.h"
+#include "../compiler.h"
 
 #if MI_FAULT
 /* 0: make the call; otherwise fail it with this mi_fault_error_t + 1 */
-int _mi_fault_decide(mi_fault_kind_t kind) __attribute__((visibility("hidden")));
-void _mi_fault_note_reserved(long long delta) __attribute__((visibility("hidden")));
-void _mi_fault_note_event(mi_fault_event_t event) __attribute__((visibility("hidden")));
+int _mi_fault_decide(mi_fault_kind_t kind) mi_decl_hidden;
+void _mi_fault_note_reserved(long long delta) mi_decl_hidden;
+void _mi_fault_note_event(mi_fault_event_t event) mi_decl_hidden;
 /* read MIMALLOC_FAULT_* once at process start */
-void _mi_fault_init_from_env(void) __attribute__((visibility("hidden")));
+void _mi_fault_init_from_env(void) mi_decl_hidden;
 /* with MIMALLOC_FAULT_REPORT=1: print the counters at exit */
-void _mi_fault_register_report(void) __attribute__((visibility("hidden")));
+void _mi_fault_register_report(void) mi_decl_hidden;
 /* true: aligned reservations should miss their alignment (drives the
    over-reserve-and-trim path) */
-bool _mi_fault_misalign(void) __attribute__((visibility("hidden")));
+bool _mi_fault_misalign(void) mi_decl_hidden;
 #define mi_fault_point(kind) _mi_fault_decide(kind)
 #define mi_fault_misalign() _mi_fault_misalign()
 #define mi_fault_reserved(delta) _mi_fault_note_reserved(delta)
 #define mi_fault_event(event) _mi_fault_note_event(event)
 /* a step of the teardown protocol: the test hook may yield, sleep or wait here */
-void _mi_sched_point(mi_sched_point_t point) __attribute__((visibility("hidden")));
+void _mi_sched_point(mi_sched_point_t point) mi_decl_hidden;
 #define mi_sched_point(point) _mi_sched_point(point)
 #else
 #define mi_fault_point(kind) ((void)(kind), 0)

@@ -24,6 +24,8 @@ typedef struct mi_prim_config_s {
   size_t large_page_size;  /* 2 MiB pages where available, else 0 */
   bool has_overcommit;     /* the OS lends address space that is committed on touch */
   bool has_madv_free;
+  bool has_partial_free;   /* a part of a reservation can be given back (POSIX munmap; not
+                              Windows, where MEM_RELEASE takes a whole reservation) */
 } mi_prim_config_t;
 
 /* Fill in the configuration; called once at process start. */
@@ -33,7 +35,13 @@ void mi_prim_init(mi_prim_config_t* config);
    address space. `try_alignment` is a hint the implementation may ignore.
    With `allow_large`, transparent huge pages may back the range. */
 int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_large, bool* is_large, void** addr);
-/* Return a range obtained from mi_prim_alloc (or a page-aligned part of one) to the OS. */
+/* Reserve (and, if `commit`, make read/write) exactly [addr, addr+size) of
+   fresh zeroed address space; fails (ENOMEM) if any of it is in use. Only
+   for systems without partial free, which place aligned reservations with
+   it (os.c); elsewhere it fails with ENOTSUP. */
+int mi_prim_alloc_at(void* addr, size_t size, bool commit);
+/* Return a range obtained from mi_prim_alloc (or, with has_partial_free, a
+   page-aligned part of one) to the OS. */
 int mi_prim_free(void* addr, size_t size);
 /* Make a reserved range usable; `*is_zero` tells whether it reads as zero. */
 int mi_prim_commit(void* addr, size_t size, bool* is_zero);

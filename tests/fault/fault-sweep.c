@@ -22,15 +22,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if !defined(_WIN32)
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <mimalloc.h>
 #include <mimalloc/fault.h>
 
 #include "../../src/internal.h"
 
+#if defined(_WIN32)
+/* no fork: each run is this program again with --only N COUNT (tests/win/spawn.h) */
+#include "spawn.h"
+#define child_exit(code) exit(code)
+#else
 #include "child-exit.h"
+#endif
 
 #define LIVE_MAX 48
 #define ROUNDS 160
@@ -206,6 +214,25 @@ static void check_accounting(void) {
   }
 }
 
+#if defined(_WIN32)
+/* Run one case in a child; returns the number of selected calls it made, or
+   -1 after printing why it failed. */
+static long long run_case(long long nth, long long count) {
+  char args[160];
+  static char out[1 << 16]; /* the warnings of a persistent failure come first */
+  snprintf(args, sizeof(args), "--threads %d%s --kind %s --only %lld %lld", threads, use_arena ? " --arena" : "",
+           mi_fault_kind_name(sweep_kind), nth, count);
+  int code = mi_spawn_self(args, NULL, true, true, out, sizeof(out), 120000);
+  long long calls = -1;
+  const char* line = strstr(out, "passed (calls ");
+  if (code != 0 || line == NULL || sscanf(line, "passed (calls %lld)", &calls) != 1) {
+    printf("fault-sweep: nth=%lld count=%lld: failed (exit %d%s): %s\n", nth, count, code,
+           code == MI_SPAWN_TIMEOUT ? ", hung" : (code == 3 ? ", a check failed or abort" : ""), out);
+    return -1;
+  }
+  return calls;
+}
+#else
 /* Run one case in a child; returns the number of selected calls it made, or
    -1 after printing why it failed. */
 static long long run_case(long long nth, long long count) {
@@ -244,15 +271,18 @@ static long long run_case(long long nth, long long count) {
   }
   return calls;
 }
+#endif
 
 int main(int argc, char** argv) {
   bool expect_failure = false;
   long long only_nth = 0, only_count = 0;
+  bool only = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
     else if (strcmp(argv[i], "--only") == 0 && i + 2 < argc) {
       only_nth = atoll(argv[++i]);
       only_count = atoll(argv[++i]);
+      only = true;
     }
     else if (strcmp(argv[i], "--arena") == 0) use_arena = true;
     else if (strcmp(argv[i], "--expect-failure") == 0) expect_failure = true;
@@ -281,14 +311,18 @@ int main(int argc, char** argv) {
   mi_option_set(mi_option_segment_cache, 0);
   mi_option_set(mi_option_retry_on_oom, 2);
   setvbuf(stdout, NULL, _IONBF, 0);
-  if (only_nth > 0) {
-    /* one case, in this process (for a debugger): exit 0 if it passes */
+  if (only) {
+    /* one case, in this process (for a debugger; on Windows, each run of
+       the sweep): exit 0 if it passes */
+    mi_fault_reset();
     mi_fault_policy_t policy = {sweep_kind, only_nth, only_count, 0.0, 0, mi_fault_error_oom, false};
     mi_fault_set_policy(&policy);
     run_workload();
+    mi_fault_counters_t c;
+    mi_fault_get_counters(&c);
     mi_fault_set_policy(NULL);
     check_accounting();
-    printf("fault-sweep: nth=%lld count=%lld: passed\n", only_nth, only_count);
+    printf("fault-sweep: nth=%lld count=%lld: passed (calls %llu)\n", only_nth, only_count, c.selected_calls);
     return 0;
   }
   long long total = run_case(0, 0);

@@ -12,14 +12,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if !defined(_WIN32)
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <mimalloc.h>
 #include <mimalloc/fault.h>
 
 #include "../../src/internal.h"
+#if defined(_WIN32)
+/* no fork: each case is this program run again with --case N (tests/win/spawn.h) */
+#include "spawn.h"
+#define mi_child_save_signals() ((void)0)
+#define mi_child_restore_signals() ((void)0)
+#else
 #include "child.h"
+#endif
 
 #include "child-exit.h"
 
@@ -43,6 +52,17 @@ static void child_options(void) {
   mi_fault_reset();
 }
 
+#if defined(_WIN32)
+static int child_body_index(void (*body)(void)); /* the table of bodies, at the end */
+
+static void in_child(void (*body)(void)) {
+  char args[32], out[8192];
+  snprintf(args, sizeof(args), "--case %d", child_body_index(body));
+  int code = mi_spawn_self(args, NULL, true, true, out, sizeof(out), 120000);
+  if (code != 0) print_error("child exited with %d: %s\n", code, out);
+  assert_int_equal(code, 0);
+}
+#else
 static void in_child(void (*body)(void)) {
   fflush(NULL);
   pid_t pid = fork();
@@ -59,6 +79,7 @@ static void in_child(void (*body)(void)) {
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
 }
+#endif
 
 static mi_fault_counters_t counters(void) {
   mi_fault_counters_t c;
@@ -139,6 +160,20 @@ static void test_probability_reproducible(void** state) {
 
 /* The environment: MIMALLOC_FAULT_NTH=1 MIMALLOC_FAULT_COUNT=-1 fails every
    call and the report at exit says so in exactly one summary line. */
+#if defined(_WIN32)
+/* the exit code stands for the wait status */
+#define WIFEXITED(status) ((status) >= 0)
+#define WEXITSTATUS(status) (status)
+static int run_env(const char* nth, const char* count, const char* kind, char* err, size_t err_size) {
+  char v_nth[64], v_count[64], v_kind[64];
+  snprintf(v_nth, sizeof(v_nth), "MIMALLOC_FAULT_NTH=%s", nth);
+  snprintf(v_count, sizeof(v_count), "MIMALLOC_FAULT_COUNT=%s", count);
+  snprintf(v_kind, sizeof(v_kind), "MIMALLOC_FAULT_KIND=%s", kind);
+  const char* env[] = {v_nth, v_count, v_kind, "MIMALLOC_FAULT_REPORT=1", "MIMALLOC_RETRY_ON_OOM=0",
+                       "MIMALLOC_SEGMENT_CACHE=0", NULL};
+  return mi_spawn_self("--env-child", env, false, true, err, err_size, 120000);
+}
+#else
 static int run_env(const char* nth, const char* count, const char* kind, char* err, size_t err_size) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
@@ -167,6 +202,7 @@ static int run_env(const char* nth, const char* count, const char* kind, char* e
   waitpid(pid, &status, 0);
   return status;
 }
+#endif
 
 static int env_child(void) {
   /* every allocation may fail here: say what happened in the exit code */
@@ -379,8 +415,14 @@ static void aligned_trim_body(void) {
   CHECK(p != NULL);
   mi_fault_counters_t k = counters();
   CHECK(k.events[mi_fault_event_aligned_trim] == 1);
+#if defined(_WIN32)
+  /* no partial release: over-reserve, release it whole, reserve the aligned part */
+  CHECK(k.calls[mi_fault_reserve] == 3);
+  CHECK(k.calls[mi_fault_release] == 1);
+#else
   CHECK(k.calls[mi_fault_reserve] == 2);
   CHECK(k.calls[mi_fault_release] >= 1); /* the ends given back */
+#endif
   CHECK((((uintptr_t)p) & ~(uintptr_t)(MI_SEGMENT_SIZE - 1)) % MI_SEGMENT_SIZE == 0);
   mi_free(p);
   check_accounting();
@@ -396,10 +438,26 @@ static void misaligned_trim_body(void) {
      misaligned range and both trimmed ends stay mapped, and counted */
   mi_fault_policy_t p = {mi_fault_release, 1, -1, 0.0, 0, mi_fault_error_oom, true};
   mi_fault_set_policy(&p);
+  errno = 0;
   void* q = mi_malloc(LARGE_SIZE);
-  CHECK(q != NULL);
   mi_fault_counters_t k = counters();
   CHECK(k.events[mi_fault_event_aligned_trim] == 1);
+#if defined(_WIN32)
+  /* no trimming on Windows: an aligned range is placed in a hole found by
+     an over-reservation given back whole. With every release refused no
+     hole is ever free: after the tries (os.c MI_OS_PLACE_TRIES, 4) the
+     allocation fails, each kept range counted */
+  CHECK(q == NULL && errno == ENOMEM);
+  CHECK(k.events[mi_fault_event_release_failed] == 1 + 4);
+  check_accounting();
+  mi_fault_set_policy(NULL);
+  q = mi_malloc(LARGE_SIZE);
+  CHECK(q != NULL);
+  mi_free(q);
+  check_accounting();
+  return;
+#endif
+  CHECK(q != NULL);
   CHECK(k.events[mi_fault_event_release_failed] == 3);
   CHECK(((uintptr_t)q & (MI_SEGMENT_SIZE - 1)) < MI_SEGMENT_SIZE / 2); /* in an aligned segment */
   check_accounting();
@@ -681,10 +739,64 @@ static void test_cache_guard_lift_fails(void** state) {
 }
 #endif
 
+#if defined(_WIN32)
+static void (*const child_bodies[])(void) = {
+    &nth_and_count_body,
+    &probability_body,
+    &heap_new_fails_body,
+    &retry_transient_body,
+    &retry_persistent_body,
+    &retry_not_oom_body,
+    &retry_meets_other_error_body,
+    &large_breaker_body,
+    &aligned_trim_body,
+    &misaligned_trim_body,
+    &arena_table_full_body,
+    &huge_fallback_body,
+    &arena_fallback_body,
+    &arena_reserve_fails_body,
+    &commit_fails_body,
+    &decommit_fails_body,
+    &purge_fails_body,
+    &release_fails_body,
+#if MI_SECURE
+    &protect_fails_body,
+#endif
+#if MI_SECURE && MI_GUARDED
+    &guard_free_protect_fails_body,
+#endif
+#if MI_SECURE && MI_GUARDED
+    &guard_unprotect_fails_body,
+#endif
+#if MI_SECURE
+    &cache_guard_lift_fails_body,
+#endif
+};
+#define CHILD_BODIES ((int)(sizeof(child_bodies) / sizeof(child_bodies[0])))
+
+static int child_body_index(void (*body)(void)) {
+  for (int i = 0; i < CHILD_BODIES; i++) {
+    if (child_bodies[i] == body) return i;
+  }
+  return -1;
+}
+
+/* --case N: one case's body, in this fresh process */
+static int run_child_case(int index) {
+  if (index < 0 || index >= CHILD_BODIES) return 2;
+  child_options();
+  child_bodies[index]();
+  return 0;
+}
+#endif
+
 int main(int argc, char** argv) {
   mi_child_save_signals();
   self_path = argv[0];
   if (argc > 1 && strcmp(argv[1], "--env-child") == 0) return env_child();
+#if defined(_WIN32)
+  if (argc > 2 && strcmp(argv[1], "--case") == 0) return run_child_case(atoi(argv[2]));
+#endif
   if (!mi_fault_available()) {
     printf("test-fault: built without the fault hooks (MI_FAULT=OFF)\n");
     return 1;

@@ -40,6 +40,7 @@ void mi_prim_init(mi_prim_config_t* config) {
   config->alloc_granularity = config->page_size;
   config->large_page_size = 2 * 1024 * 1024;
   config->has_overcommit = true;
+  config->has_partial_free = true;
 #if defined(MADV_FREE)
   config->has_madv_free = true;
 #else
@@ -115,6 +116,14 @@ int mi_prim_alloc(size_t size, size_t try_alignment, bool commit, bool allow_lar
 #endif
   *addr = p;
   return 0;
+}
+
+int mi_prim_alloc_at(void* addr, size_t size, bool commit) {
+  /* munmap gives back any part of a mapping: os.c trims instead */
+  (void)addr;
+  (void)size;
+  (void)commit;
+  return ENOTSUP;
 }
 
 int mi_prim_free(void* addr, size_t size) {

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The Windows build: cross-compiled with MinGW-w64 (cmake/mingw-w64.cmake),
+# Debug with the fault hooks, and its whole test suite run by ctest under
+# Wine; then the two positive controls, each a planted bug a Windows test
+# must fail on, seen failing by its message:
+# - MI_WIN_PLANT_THREAD_LEAK: the thread-exit hook never runs (what happens
+#   when a MinGW build's TLS callback is not linked in); the 10,000-thread
+#   test must see committed memory grow;
+# - MI_FAULT_PLANT_UNCHECKED: a commit result ignored; the fault sweep, with
+#   Windows error codes injected, must catch it.
+# Usage: ci/windows.sh OUTDIR. docs/windows.md.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: ci/windows.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+t0=$(date +%s)
+
+wine=/usr/lib/wine/wine64
+wineserver=/usr/lib/wine/wineserver
+[ -x "$wineserver" ] || wineserver=$(command -v wineserver || true)
+if [ ! -x "$wine" ] || [ -z "$wineserver" ] || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
+  echo "windows: needs wine64 and gcc-mingw-w64-x86-64 (ci/install-deps.sh)"
+  exit 1
+fi
+
+# one prefix and one persistent wineserver for every test of the run
+export WINEPREFIX=$out/wine-prefix WINEDEBUG=-all
+mkdir -p "$WINEPREFIX"
+"$wineserver" -p
+trap '"$wineserver" -k 2>/dev/null; "$wineserver" -w 2>/dev/null' EXIT
+
+configure_build() { # configure_build DIR TARGET [cmake args...]
+  local dir=$1 target=$2
+  shift 2
+  cmake -S "$root" -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/mingw-w64.cmake" -DCMAKE_BUILD_TYPE=Debug \
+    -DMI_FAULT=ON -DMI_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1 &&
+    cmake --build "$dir" -j2 --target "$target" >"$dir.build.log" 2>&1 ||
+    { tail -40 "$dir.configure.log" "$dir.build.log" 2>/dev/null; return 1; }
+}
+
+ok=0
+echo "--- windows: build (MinGW-w64, Debug, fault hooks)"
+if configure_build "$out/build" all; then
+  # the first Wine start creates the prefix: not inside a test's timeout
+  "$wine" cmd /c exit >/dev/null 2>&1 || true
+  echo "--- windows: ctest under Wine"
+  (cd "$out/build" && ctest --output-on-failure) | tee "$out/ctest.log" || ok=1
+  # the figures of the passing tests (ctest shows only failures' output)
+  echo "--- windows: figures"
+  grep -hE "^(thread-exit:|win-path:|large pages|huge pages|VirtualAlloc2|fault-sweep: (threads=|[0-9]+ runs))" \
+    "$out/build/Testing/Temporary/LastTest.log" || true
+else
+  ok=1
+fi
+
+echo "--- windows: positive control: thread-exit hook planted away"
+dir=$out/plant-thread-leak
+if configure_build "$dir" test-thread-exit -DMI_WIN_PLANT_THREAD_LEAK=ON; then
+  log=$out/plant-thread-leak.log
+  if "$root/cmake/wine-run.sh" "$dir/tests/test-thread-exit.exe" >"$log" 2>&1; then
+    echo "windows: positive control NOT caught: test-thread-exit passed with the exit hook planted away"
+    ok=1
+  elif grep -q "committed .* bytes, more than" "$log"; then
+    echo "windows: positive control caught: $(grep -m1 'committed .* bytes, more than' "$log")"
+  else
+    echo "windows: positive control failed without the expected message:"
+    tail -20 "$log"
+    ok=1
+  fi
+else
+  ok=1
+fi
+
+echo "--- windows: positive control: unchecked commit planted"
+dir=$out/plant-unchecked
+if configure_build "$dir" fault-sweep -DMI_FAULT_PLANT_UNCHECKED=ON; then
+  log=$out/plant-unchecked.log
+  "$root/cmake/wine-run.sh" "$dir/tests/fault-sweep.exe" --arena --kind commit --expect-failure >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "positive control: the planted bug was caught" "$log"; then
+    echo "windows: positive control caught: $(grep -m1 'nth=.*failed' "$log" | cut -c1-160)"
+  else
+    echo "windows: positive control NOT caught (exit $rc):"
+    tail -20 "$log"
+    ok=1
+  fi
+else
+  ok=1
+fi
+
+echo "--- windows: $( [ $ok -eq 0 ] && echo ok || echo FAILED ) in $(( $(date +%s) - t0 )) s"
+exit $ok
