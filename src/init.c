@@ -33,19 +33,7 @@ bool _mi_process_is_initialized = false;
 uintptr_t _mi_process_key = 0;
 static _Atomic(int) mi_process_state; /* 0: new, 1: initialising, 2: ready */
 
-
 /* ---- Randomness ---------------------------------------------------------------- */
-
-uintptr_t _mi_random_next(uintptr_t* state) {
-  /* xorshift64*: not for secrets, only for spreading */
-  uint64_t x = *state;
-  if (x == 0) x = 0x9E3779B97F4A7C15ULL;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *state = x;
-  return (uintptr_t)(x * 0x2545F4914F6CDD1DULL);
-}
 
 static uintptr_t mi_initial_key(void) {
   uintptr_t key = 0;

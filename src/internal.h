@@ -230,7 +230,17 @@ bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
 /* init.c */
 mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
 void _mi_process_init_once(void) mi_decl_hidden;
-uintptr_t _mi_random_next(uintptr_t* state) mi_decl_hidden;
+/* xorshift64*: not for secrets, only for spreading (inline: the secure
+   build draws one per block it carves and per free) */
+static inline uintptr_t _mi_random_next(uintptr_t* state) {
+  uint64_t x = *state;
+  if (x == 0) x = 0x9E3779B97F4A7C15ULL;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return (uintptr_t)(x * 0x2545F4914F6CDD1DULL);
+}
 void _mi_deferred_free(mi_heap_t* heap, bool force) mi_decl_hidden;
 
 /* options.c */
