@@ -510,11 +510,15 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
 #if MI_SECURE
   /* The guard page is the segment's last page, so it stays put while the
      segment is cached and reused for blocks of other sizes (moving it cost two
-     mprotect calls per large allocation), and the block ends right before it:
-     an overflow off its end faults at once. The memory a block may have
-     touched is then a suffix of the area, and `committed` counts that suffix. */
+     mprotect calls per large allocation), and the block runs up to it: a
+     linear overflow off its end crosses the canary and the trailer and then
+     faults. The memory a block may have touched is a suffix of the area, and
+     `committed` counts that suffix. */
   size_t guard_at = segment_size - psize;
-  size_t block_at = (guard_at - size) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1);
+  /* the block starts on a page boundary: the slack before the guard (under
+     a page) lets a realloc grow in place, as a left-aligned block could */
+  size_t block_at = (guard_at - size) & ~(psize - 1);
+  if (block_at < offset) block_at = offset;
   /* every pointer handed out from the block (an aligned one lies up to
      twice its alignment inside) must fall in the segment's first
      MI_SEGMENT_SIZE bytes, where _mi_ptr_segment finds the header */
