@@ -132,6 +132,14 @@ static void case_overflow_1_exact_class(bool misuse) {
   /* no slack in the size class: the write lands on the trailer */
   overflow_and_free((char*)mi_malloc(40), 40, 1, misuse);
 }
+/* the classic off-by-one: a NUL terminator one past the end, into the canary
+   (never zero), so it is caught in every run, whatever the canary byte */
+static void case_overflow_nul(bool misuse) {
+  char* p = (char*)mi_malloc(20);
+  memset(p, 'a', 20);
+  if (misuse) p[20] = 0;
+  mi_free(p);
+}
 static void case_overflow_16_small(bool misuse) {
   overflow_and_free((char*)mi_malloc(100), 100, 16, misuse);
 }
@@ -276,6 +284,7 @@ SECURE_TEST(free_mmap, SIGABRT, "invalid free detected of pointer")
 SECURE_TEST(free_aligned_interior, SIGABRT, "invalid free detected of interior pointer")
 SECURE_TEST(overflow_1_small, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(overflow_1_exact_class, SIGABRT, "heap buffer overflow detected in block")
+SECURE_TEST(overflow_nul, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(overflow_16_small, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(overflow_1_medium, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(overflow_1_large, SIGABRT, "heap buffer overflow detected in block")
@@ -331,6 +340,7 @@ int main(void) {
       cmocka_unit_test(test_free_aligned_interior),
       cmocka_unit_test(test_overflow_1_small),
       cmocka_unit_test(test_overflow_1_exact_class),
+      cmocka_unit_test(test_overflow_nul),
       cmocka_unit_test(test_overflow_16_small),
       cmocka_unit_test(test_overflow_1_medium),
       cmocka_unit_test(test_overflow_1_large),
