@@ -174,13 +174,13 @@ static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool comm
     void* p = NULL;
     int err = mi_os_alloc_retry(over, 0, false, false, &p);
     if (err != 0) {
-      _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over); /* fault path */
+      _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over); /* fault path: Windows */
       return NULL;
     }
     void* aligned = (void*)_mi_align_up((uintptr_t)p, alignment);
     if (!mi_os_release(p, over)) {
       /* the OS kept it: it stays ours, unused */
-      _mi_stat_increase(&_mi_stats.reserved, (int64_t)over); /* fault path */
+      _mi_stat_increase(&_mi_stats.reserved, (int64_t)over); /* fault path: Windows */
       continue;
     }
     if (mi_prim_alloc_at(aligned, size, commit) == 0) {
@@ -189,7 +189,7 @@ static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool comm
       return aligned;
     }
   }
-  _mi_verbose_message("unable to place aligned OS memory (size %zu, alignment %zu)\n", size, alignment); /* fault path */
+  _mi_verbose_message("unable to place aligned OS memory (size %zu, alignment %zu)\n", size, alignment); /* fault path: Windows */
   return NULL;
 }
 
