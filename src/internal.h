@@ -412,11 +412,10 @@ static inline bool mi_dhat_is_on(void) {
 }
 typedef struct mi_dhat_held_s {
   void* p;          /* the block being reallocated (NULL: none) */
-  uint32_t site;    /* its record, taken out of the table while realloc runs */
-  bool found;
-  uint32_t generation; /* of the profile it was taken from (a restart clears) */
-  size_t size;
-  uint64_t alloc_time;
+  bool found;       /* its record was taken out while realloc runs */
+  uint32_t site;
+  uint64_t size;
+  uint64_t time;    /* the record's (1 + allocation time): tells its profile */
 } mi_dhat_held_t;
 void _mi_dhat_process_init(void) mi_decl_hidden;
 void _mi_dhat_process_done(void) mi_decl_hidden;
@@ -426,6 +425,12 @@ void* _mi_dhat_record_alloc(void* p, size_t size) mi_decl_hidden; /* returns p *
 void _mi_dhat_record_free(void* p) mi_decl_hidden;
 void _mi_dhat_realloc_take(void* p, mi_dhat_held_t* held) mi_decl_hidden;
 void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) mi_decl_hidden;
+/* mi_expand: a reallocation that stays in place */
+void _mi_dhat_record_resize(void* p, size_t newsize) mi_decl_hidden;
+/* a page (or a large block's segment) of a destroyed heap: its live blocks are freed */
+void _mi_dhat_record_page_gone(const mi_page_t* page) mi_decl_hidden;
+/* a segment's memory goes back to the OS: the records kept beside it go too */
+void _mi_dhat_segment_unmapped(const void* segment) mi_decl_hidden;
 #define mi_dhat_alloc(p, size) \
   do { \
     if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) (void)_mi_dhat_record_alloc((p), (size)); \
