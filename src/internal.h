@@ -185,9 +185,33 @@ extern uintptr_t _mi_process_key mi_decl_hidden;
 typedef struct mi_lock_s {
   mi_prim_lock_t lock;
   mi_lock_class_t lock_class;
+  /* A spin lock instead (`spin_word`, not `lock`): for a lock held a few
+     dozen instructions at a time and taken on every allocation (the
+     profiler's), where the mutex's two calls and two atomic operations are
+     most of the cost. Its release is a plain store. */
+  bool spin;
+  _Atomic(int) spin_word;
 } mi_lock_t;
 
 void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) mi_decl_hidden;
+void _mi_lock_init_spin(mi_lock_t* lock, mi_lock_class_t lock_class) mi_decl_hidden;
+void _mi_lock_spin_wait(mi_lock_t* lock) mi_decl_hidden;
+static inline void _mi_lock_prim_acquire(mi_lock_t* lock) {
+  if (lock->spin) {
+    if (mi_likely(atomic_exchange_explicit(&lock->spin_word, 1, memory_order_acquire) == 0)) return;
+    _mi_lock_spin_wait(lock);
+  } else {
+    mi_prim_lock_acquire(&lock->lock);
+  }
+}
+static inline bool _mi_lock_prim_try_acquire(mi_lock_t* lock) {
+  if (lock->spin) return (atomic_exchange_explicit(&lock->spin_word, 1, memory_order_acquire) == 0);
+  return mi_prim_lock_try_acquire(&lock->lock);
+}
+static inline void _mi_lock_prim_release(mi_lock_t* lock) {
+  if (lock->spin) atomic_store_explicit(&lock->spin_word, 0, memory_order_release);
+  else mi_prim_lock_release(&lock->lock);
+}
 const char* _mi_lock_class_name(mi_lock_class_t lock_class) mi_decl_hidden;
 int _mi_lock_class_rank(mi_lock_class_t lock_class) mi_decl_hidden;
 #if MI_LOCKORDER
@@ -199,13 +223,13 @@ void _mi_lock_release_at(mi_lock_t* lock, const char* file, int line) mi_decl_hi
 #define _mi_lock_release(lock) _mi_lock_release_at((lock), __FILE__, __LINE__)
 #else
 static inline void _mi_lock_acquire(mi_lock_t* lock) {
-  mi_prim_lock_acquire(&lock->lock);
+  _mi_lock_prim_acquire(lock);
 }
 static inline bool _mi_lock_try_acquire(mi_lock_t* lock) {
-  return mi_prim_lock_try_acquire(&lock->lock);
+  return _mi_lock_prim_try_acquire(lock);
 }
 static inline void _mi_lock_release(mi_lock_t* lock) {
-  mi_prim_lock_release(&lock->lock);
+  _mi_lock_prim_release(lock);
 }
 #endif
 /* all global locks, in order; for the fork handlers */

@@ -416,7 +416,8 @@ bool mi_dhat_is_running(void) {
 }
 
 void _mi_dhat_process_init(void) {
-  _mi_lock_init(&mi_dhat_lock, MI_LOCK_DHAT);
+  /* held for a few dozen instructions, taken at every allocation and free */
+  _mi_lock_init_spin(&mi_dhat_lock, MI_LOCK_DHAT);
   if (!mi_option_is_enabled(mi_option_dhat)) return;
   mi_dhat_env_pid = mi_prim_getpid();
   mi_dhat_from_env = mi_dhat_start();
