@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ThreadSanitizer job (docs/sanitizers.md): the multi-threaded tests
 # (test-stress, test-threads) built with clang -fsanitize=thread, library
-# included, then the positive control: a planted data race on a mi_malloc
-# block that TSan must report.
+# included, run as they are and with the heap profiler on, then the
+# positive control: a planted data race on a mi_malloc block that TSan must
+# report.
 #   ci/tsan.sh OUT_DIR
 # No fork tests: TSan does not support fork in a multi-threaded process.
 set -uo pipefail
@@ -21,6 +22,13 @@ CC=clang cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMI_BUILD_TESTS=
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 status=0
 (cd "$dir" && ctest --output-on-failure -LE fork -R '^(test-stress|test-threads)$') || status=1
+# the same with the heap profiler on (MIMALLOC_DHAT): a block's record is
+# written by the allocating thread and read and cleared by the freeing one
+# without the profiler's lock, which is itself a spin lock
+echo "tsan: test-stress and test-threads with the heap profiler on"
+(cd "$dir" && MIMALLOC_DHAT=1 MIMALLOC_DHAT_FILE="$dir/dhat-%p.json" \
+  ctest --output-on-failure -LE fork -R '^(test-stress|test-threads)$') || status=1
+ls "$dir"/dhat-*.json >/dev/null 2>&1 || { echo "tsan: the profiled runs wrote no profile"; status=1; }
 
 # positive control: the planted race must be reported, anchored on TSan's
 # report header; the control (the writers joined in turn) must run clean

@@ -256,6 +256,10 @@ void* mi_expand(void* p, size_t newsize) {
   size_t size = _mi_usable_size(p);
   if (newsize > size) return NULL;
   mi_track_mem_defined(p, newsize); /* grows only: a program may shrink and keep using the rest */
+#if MI_DHAT
+  /* counted as a reallocation that stays in place */
+  if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_resize(p, newsize);
+#endif
   return p;
 }
 

@@ -90,6 +90,9 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
       _mi_page_queue_remove(pq, page);
       mi_page_flags_store(page, 0);
       mi_sched_point(MI_SCHED_HEAP_DESTROY_PAGE);
+#if MI_DHAT
+      if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its live blocks are freed */
+#endif
 #if MI_SECURE
       page->needs_zero = true; /* live blocks go with it, unzeroed */
 #endif

@@ -185,9 +185,33 @@ extern uintptr_t _mi_process_key mi_decl_hidden;
 typedef struct mi_lock_s {
   mi_prim_lock_t lock;
   mi_lock_class_t lock_class;
+  /* A spin lock instead (`spin_word`, not `lock`): for a lock held a few
+     dozen instructions at a time and taken on every allocation (the
+     profiler's), where the mutex's two calls and two atomic operations are
+     most of the cost. Its release is a plain store. */
+  bool spin;
+  _Atomic(int) spin_word;
 } mi_lock_t;
 
 void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) mi_decl_hidden;
+void _mi_lock_init_spin(mi_lock_t* lock, mi_lock_class_t lock_class) mi_decl_hidden;
+void _mi_lock_spin_wait(mi_lock_t* lock) mi_decl_hidden;
+static inline void _mi_lock_prim_acquire(mi_lock_t* lock) {
+  if (lock->spin) {
+    if (mi_likely(atomic_exchange_explicit(&lock->spin_word, 1, memory_order_acquire) == 0)) return;
+    _mi_lock_spin_wait(lock);
+  } else {
+    mi_prim_lock_acquire(&lock->lock);
+  }
+}
+static inline bool _mi_lock_prim_try_acquire(mi_lock_t* lock) {
+  if (lock->spin) return (atomic_exchange_explicit(&lock->spin_word, 1, memory_order_acquire) == 0);
+  return mi_prim_lock_try_acquire(&lock->lock);
+}
+static inline void _mi_lock_prim_release(mi_lock_t* lock) {
+  if (lock->spin) atomic_store_explicit(&lock->spin_word, 0, memory_order_release);
+  else mi_prim_lock_release(&lock->lock);
+}
 const char* _mi_lock_class_name(mi_lock_class_t lock_class) mi_decl_hidden;
 int _mi_lock_class_rank(mi_lock_class_t lock_class) mi_decl_hidden;
 #if MI_LOCKORDER
@@ -199,13 +223,13 @@ void _mi_lock_release_at(mi_lock_t* lock, const char* file, int line) mi_decl_hi
 #define _mi_lock_release(lock) _mi_lock_release_at((lock), __FILE__, __LINE__)
 #else
 static inline void _mi_lock_acquire(mi_lock_t* lock) {
-  mi_prim_lock_acquire(&lock->lock);
+  _mi_lock_prim_acquire(lock);
 }
 static inline bool _mi_lock_try_acquire(mi_lock_t* lock) {
-  return mi_prim_lock_try_acquire(&lock->lock);
+  return _mi_lock_prim_try_acquire(lock);
 }
 static inline void _mi_lock_release(mi_lock_t* lock) {
-  mi_prim_lock_release(&lock->lock);
+  _mi_lock_prim_release(lock);
 }
 #endif
 /* all global locks, in order; for the fork handlers */
@@ -412,11 +436,10 @@ static inline bool mi_dhat_is_on(void) {
 }
 typedef struct mi_dhat_held_s {
   void* p;          /* the block being reallocated (NULL: none) */
-  uint32_t site;    /* its record, taken out of the table while realloc runs */
-  bool found;
-  uint32_t generation; /* of the profile it was taken from (a restart clears) */
-  size_t size;
-  uint64_t alloc_time;
+  bool found;       /* its record was taken out while realloc runs */
+  uint32_t site;
+  uint64_t size;
+  uint64_t time;    /* the record's (1 + allocation time): tells its profile */
 } mi_dhat_held_t;
 void _mi_dhat_process_init(void) mi_decl_hidden;
 void _mi_dhat_process_done(void) mi_decl_hidden;
@@ -426,6 +449,12 @@ void* _mi_dhat_record_alloc(void* p, size_t size) mi_decl_hidden; /* returns p *
 void _mi_dhat_record_free(void* p) mi_decl_hidden;
 void _mi_dhat_realloc_take(void* p, mi_dhat_held_t* held) mi_decl_hidden;
 void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) mi_decl_hidden;
+/* mi_expand: a reallocation that stays in place */
+void _mi_dhat_record_resize(void* p, size_t newsize) mi_decl_hidden;
+/* a page (or a large block's segment) of a destroyed heap: its live blocks are freed */
+void _mi_dhat_record_page_gone(const mi_page_t* page) mi_decl_hidden;
+/* a segment's memory goes back to the OS: the records kept beside it go too */
+void _mi_dhat_segment_unmapped(const void* segment) mi_decl_hidden;
 #define mi_dhat_alloc(p, size) \
   do { \
     if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) (void)_mi_dhat_record_alloc((p), (size)); \

@@ -33,25 +33,45 @@ static mi_lock_t* mi_global_locks[MI_LOCK_GLOBAL_COUNT];
 void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) {
   mi_prim_lock_init(&lock->lock);
   lock->lock_class = lock_class;
+  lock->spin = false;
+  atomic_store_explicit(&lock->spin_word, 0, memory_order_relaxed);
   if (lock_class < MI_LOCK_GLOBAL_COUNT) mi_global_locks[lock_class] = lock;
+}
+
+void _mi_lock_init_spin(mi_lock_t* lock, mi_lock_class_t lock_class) {
+  _mi_lock_init(lock, lock_class);
+  lock->spin = true;
+}
+
+/* Taken by another thread: spin on a plain load (no cache-line ping-pong),
+   and give the processor up while the holder may have been preempted (a
+   loaded machine: spinning would only keep it from running). */
+mi_noinline void _mi_lock_spin_wait(mi_lock_t* lock) {
+  for (unsigned n = 0;; n++) {
+    if (atomic_load_explicit(&lock->spin_word, memory_order_relaxed) == 0 &&
+        atomic_exchange_explicit(&lock->spin_word, 1, memory_order_acquire) == 0) {
+      return;
+    }
+    if (n >= 64) mi_prim_yield();
+  }
 }
 
 #if MI_LOCKORDER
 void _mi_lock_acquire_at(mi_lock_t* lock, const char* file, int line) {
   _mi_lockorder_before_acquire(lock, file, line);
-  mi_prim_lock_acquire(&lock->lock);
+  _mi_lock_prim_acquire(lock);
   _mi_lockorder_acquired(lock, file, line);
 }
 
 bool _mi_lock_try_acquire_at(mi_lock_t* lock, const char* file, int line) {
-  if (!mi_prim_lock_try_acquire(&lock->lock)) return false;
+  if (!_mi_lock_prim_try_acquire(lock)) return false;
   _mi_lockorder_acquired(lock, file, line);
   return true;
 }
 
 void _mi_lock_release_at(mi_lock_t* lock, const char* file, int line) {
   _mi_lockorder_release(lock, file, line);
-  mi_prim_lock_release(&lock->lock);
+  _mi_lock_prim_release(lock);
 }
 #endif
 
@@ -72,7 +92,10 @@ void _mi_locks_release_all(void) {
    is a thread id, and the child's differs). */
 void _mi_locks_reinit_all(void) {
   for (int c = 0; c < MI_LOCK_GLOBAL_COUNT; c++) {
-    if (mi_global_locks[c] != NULL) mi_prim_lock_init(&mi_global_locks[c]->lock);
+    if (mi_global_locks[c] != NULL) {
+      mi_prim_lock_init(&mi_global_locks[c]->lock);
+      atomic_store_explicit(&mi_global_locks[c]->spin_word, 0, memory_order_relaxed);
+    }
   }
 #if MI_LOCKORDER
   _mi_lockorder_fork_child();

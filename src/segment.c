@@ -93,6 +93,9 @@ static void mi_segment_unmap(mi_segment_t* segment) {
   /* whoever maps this range next must not inherit our poisoned blocks (the
      header is not read after this: memcheck would see it as undefined) */
   mi_track_mem_undefined(segment, size);
+#if MI_DHAT
+  _mi_dhat_segment_unmapped(segment); /* the profiler's records kept beside it */
+#endif
   if (!_mi_arena_free(segment, size)) _mi_os_free(segment, size);
 }
 
@@ -644,6 +647,9 @@ void _mi_single_heap_destroy(mi_heap_t* heap) {
     mi_page_t* page = heap->single_first;
     _mi_lock_release(&mi_single_lock);
     if (page == NULL) break;
+#if MI_DHAT
+    if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its block is freed */
+#endif
     _mi_segment_single_free(_mi_page_segment(page));
   }
 }

@@ -17,11 +17,20 @@
    ranges and `main` are found). Call with the thread's recursion guard up,
    under no lock of ours (it may allocate). */
 void _mi_dhat_stack_init(void) mi_decl_hidden;
+/* Where a thread keeps the site of a stack it captured before, so that the
+   recorder need not look the stack up again: the site's number and the
+   profile it is of (0: none yet). Thread-local memory (stack.c's cache). */
+typedef struct mi_dhat_site_hint_s {
+  uint32_t site;
+  uint32_t profile;
+} mi_dhat_site_hint_t;
 /* The return addresses of the calling thread, innermost first, starting
    outside the allocator where that can be told from the address alone
-   (symbolize.c trims the rest by name). Call with the recursion guard up:
-   the first call on a thread may allocate. */
-int _mi_dhat_stack_capture(uintptr_t* frames, int max) mi_decl_hidden;
+   (symbolize.c trims the rest by name). `*hint` is set to this stack's hint
+   slot in the thread's cache, or NULL; it stays valid until the thread's
+   next capture. Call with the recursion guard up: the first call on a thread
+   may allocate. */
+int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) mi_decl_hidden;
 /* Whether `addr` lies in the code of the shared object holding the allocator
    (false when the allocator is linked into the program). */
 bool _mi_dhat_addr_in_allocator(uintptr_t addr) mi_decl_hidden;
@@ -55,6 +64,66 @@ void _mi_dhat_out_str(mi_dhat_out_t* out, const char* s) mi_decl_hidden;   /* ra
 void _mi_dhat_out_quoted(mi_dhat_out_t* out, const char* s) mi_decl_hidden; /* a JSON string */
 void _mi_dhat_out_u64(mi_dhat_out_t* out, uint64_t v) mi_decl_hidden;
 void _mi_dhat_out_flush(mi_dhat_out_t* out) mi_decl_hidden;
+
+/* ---- blocks.c ------------------------------------------------------------------ */
+/* The record of a live block, kept beside the heap (blocks.c). */
+typedef struct mi_dhat_rec_s {
+  uint64_t time; /* 1 + its allocation time on the profiler's clock; 0: no block recorded */
+  uint32_t site;
+  uint32_t size; /* as counted (0 asked counts 1); MI_DHAT_SIZE_BIG: in the next record's `time` */
+} mi_dhat_rec_t;
+#define MI_DHAT_SIZE_BIG UINT32_MAX
+/* The map from a segment's number to its side array (blocks.c): two levels
+   over the 48-bit address space. */
+#define MI_DHAT_SEG_BITS (MI_ADDRESS_BITS - MI_SEGMENT_SHIFT)
+#define MI_DHAT_L2_BITS 13
+#define MI_DHAT_L1_COUNT ((size_t)1 << (MI_DHAT_SEG_BITS - MI_DHAT_L2_BITS))
+#define MI_DHAT_L2_COUNT ((size_t)1 << MI_DHAT_L2_BITS)
+typedef _Atomic(mi_dhat_rec_t*) mi_dhat_side_ref_t;
+extern _Atomic(mi_dhat_side_ref_t*) _mi_dhat_map[MI_DHAT_L1_COUNT] mi_decl_hidden;
+/* The record slot of the block keyed `key`, making its side array; NULL
+   without memory. */
+mi_dhat_rec_t* _mi_dhat_rec_make(uintptr_t key) mi_decl_hidden;
+
+/* The key of the block that `p` (an address the allocator handed out) lies
+   in: the block's start, or for a block with a segment of its own (whose
+   pointer may lie anywhere in the segment's first 4 MiB) the segment. */
+static inline uintptr_t _mi_dhat_key_of(const void* p) {
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (segment->kind == MI_SEGMENT_SINGLE) return (uintptr_t)segment;
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED)) return (uintptr_t)_mi_page_block_start(page, p);
+  return (uintptr_t)p;
+}
+
+/* The record slot of the block keyed `key`; NULL if its segment has no side
+   array (yet). Inline: the hooks' common path. */
+static inline mi_dhat_rec_t* _mi_dhat_rec_at(uintptr_t key) {
+  uintptr_t seg = key >> MI_SEGMENT_SHIFT;
+  if (mi_unlikely(seg >= ((uintptr_t)1 << MI_DHAT_SEG_BITS))) return NULL;
+  mi_dhat_side_ref_t* l2 = atomic_load_explicit(&_mi_dhat_map[seg >> MI_DHAT_L2_BITS], memory_order_acquire);
+  if (mi_unlikely(l2 == NULL)) return NULL;
+  mi_dhat_rec_t* side = atomic_load_explicit(&l2[seg & (MI_DHAT_L2_COUNT - 1)], memory_order_acquire);
+  if (mi_unlikely(side == NULL)) return NULL;
+  return &side[(key & MI_SEGMENT_MASK) / MI_MAX_ALIGN_SIZE];
+}
+
+/* The record slot of the block holding `p`; made if `create`. NULL if there
+   is none and !create, or without memory. */
+static inline mi_dhat_rec_t* _mi_dhat_rec_of(const void* p, bool create) {
+#if MI_SECURE
+  /* secure builds check a freed pointer before they trust it: do not read a
+     header that may not be one */
+  if (!_mi_segment_map_contains(p)) return NULL;
+#endif
+  uintptr_t key = _mi_dhat_key_of(p);
+  mi_dhat_rec_t* rec = _mi_dhat_rec_at(key);
+  if (mi_unlikely(rec == NULL && create)) rec = _mi_dhat_rec_make(key);
+  return rec;
+}
+/* The record slots of a page's blocks: block k's is (*recs)[k * *stride];
+   returns the number of blocks carved (0: no records). */
+size_t _mi_dhat_page_recs(const mi_page_t* page, mi_dhat_rec_t** recs, size_t* stride) mi_decl_hidden;
 
 /* ---- record.c ---------------------------------------------------------------- */
 /* OS memory for the profiler's tables, zeroed; sizes rounded to pages. */

@@ -1,6 +1,7 @@
-/* The heap profiler's recorder: the hooks the allocator's entry points call,
-   the table of live blocks (address -> site, size, allocation time), the
-   table of allocation sites (call stack -> counts), and the dump.
+/* The heap profiler's recorder: the hooks the allocator's entry points
+   call, the table of allocation sites (call stack -> counts), and the dump.
+   The record of each live block (site, size, allocation time) is kept beside
+   the heap (blocks.c).
 
    Counting follows Valgrind's DHAT so that the two agree exactly:
    - sizes are the requested sizes; a request of 0 bytes counts as 1;
@@ -12,10 +13,11 @@
    - t-gmax is the latest instant at which the live bytes reached their
      maximum (an equal later peak replaces an earlier one).
 
-   Everything sits under one lock (class MI_LOCK_DHAT, last in the order). The
-   tables live in OS memory. A thread-local guard keeps the profiler's own
-   calls into the C library (stack bounds, the unwinder's first use, the dump)
-   out of the profile and out of the lock. */
+   The counts sit under one lock (class MI_LOCK_DHAT, last in the order),
+   held only to update them: the stack is captured and the block's record
+   found before it is taken. The tables live in OS memory. A thread-local
+   guard keeps the profiler's own calls into the C library (stack bounds,
+   the unwinder's first use, the dump) out of the profile. */
 #include "dhat.h"
 
 #include "../../include/mimalloc/dhat.h"
@@ -38,29 +40,25 @@ typedef struct mi_dhat_site_s {
   uint64_t live_time; /* sum of the allocation times of live blocks */
 } mi_dhat_site_t;
 
-typedef struct mi_dhat_block_s {
-  uintptr_t p; /* 0: empty slot */
-  uint32_t site;
-  uint64_t size;
-  uint64_t time;
-} mi_dhat_block_t;
-
 typedef struct mi_dhat_state_s {
-  mi_dhat_block_t* blocks; /* open addressing, linear probing */
-  size_t block_cap;        /* power of two */
-  size_t block_count;
   mi_dhat_site_t* sites;
   size_t site_count, site_cap;
   uint32_t* site_index;    /* hash of the stack -> site + 1 */
   size_t site_index_cap;
   uintptr_t* frames;
   size_t frame_count, frame_cap;
-  uint64_t now;            /* bytes allocated so far: the clock */
+  /* The clock: bytes allocated while recording since the process started
+     (a restart does not reset it). A block's record holds its allocation
+     time, so a record older than `base`, the clock when this profile
+     started, belongs to an earlier profile and is ignored: a restart need
+     not find the records of the last one. */
+  uint64_t now;
+  uint64_t base;
   uint64_t total_bk;
   uint64_t cur_b, cur_bk;
   uint64_t max_b, max_bk, tg;
   uint64_t epoch;          /* numbers the global peaks */
-  uint32_t generation;     /* numbers the profiles (each start begins one) */
+  uint32_t profile;        /* numbers the profiles (never 0): tells the site hints' */
 } mi_dhat_state_t;
 
 static mi_lock_t mi_dhat_lock;
@@ -95,62 +93,9 @@ static bool mi_dhat_grow(void** arr, size_t* cap, size_t elem, size_t want) {
   return true;
 }
 
-/* ---- Live blocks ---------------------------------------------------------------- */
-
-static inline size_t mi_dhat_block_home(uintptr_t p, size_t mask) {
+static inline size_t mi_dhat_addr_home(uintptr_t p, size_t mask) {
   uint64_t h = (uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL;
   return (size_t)(h ^ (h >> 29)) & mask;
-}
-
-static size_t mi_dhat_block_find(uintptr_t p) {
-  size_t mask = mi_dhat.block_cap - 1;
-  for (size_t i = mi_dhat_block_home(p, mask);; i = (i + 1) & mask) {
-    if (mi_dhat.blocks[i].p == p) return i;
-    if (mi_dhat.blocks[i].p == 0) return SIZE_MAX;
-  }
-}
-
-static void mi_dhat_block_put(mi_dhat_block_t* table, size_t cap, const mi_dhat_block_t* b) {
-  size_t mask = cap - 1;
-  size_t i = mi_dhat_block_home(b->p, mask);
-  while (table[i].p != 0) i = (i + 1) & mask;
-  table[i] = *b;
-}
-
-/* Room for one more block (the table stays at most half full). */
-static bool mi_dhat_block_reserve(void) {
-  if ((mi_dhat.block_count + 1) * 2 <= mi_dhat.block_cap) return true;
-  size_t newcap = mi_dhat.block_cap * 2;
-  mi_dhat_block_t* table = (mi_dhat_block_t*)_mi_dhat_os_alloc(newcap * sizeof(mi_dhat_block_t));
-  if (table == NULL) return false;
-  for (size_t i = 0; i < mi_dhat.block_cap; i++) {
-    if (mi_dhat.blocks[i].p != 0) mi_dhat_block_put(table, newcap, &mi_dhat.blocks[i]);
-  }
-  _mi_dhat_os_free(mi_dhat.blocks, mi_dhat.block_cap * sizeof(mi_dhat_block_t));
-  mi_dhat.blocks = table;
-  mi_dhat.block_cap = newcap;
-  return true;
-}
-
-/* Remove slot `i`, shifting later members of its probe run back so that no
-   lookup meets a hole before its key. */
-static void mi_dhat_block_remove(size_t i) {
-  size_t mask = mi_dhat.block_cap - 1;
-  size_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    uintptr_t q = mi_dhat.blocks[j].p;
-    if (q == 0) break;
-    size_t k = mi_dhat_block_home(q, mask);
-    /* move j into the hole at i unless its home lies cyclically in (i, j] */
-    bool stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
-    if (!stays) {
-      mi_dhat.blocks[i] = mi_dhat.blocks[j];
-      i = j;
-    }
-  }
-  mi_dhat.blocks[i].p = 0;
-  mi_dhat.block_count--;
 }
 
 /* ---- Sites ---------------------------------------------------------------------- */
@@ -246,45 +191,69 @@ static inline void mi_dhat_site_max_check(mi_dhat_site_t* s) {
   }
 }
 
+/* ---- Records -------------------------------------------------------------------------- */
+
+static inline uint64_t mi_dhat_rec_size(const mi_dhat_rec_t* r) {
+  return (r->size == MI_DHAT_SIZE_BIG ? r[1].time : r->size);
+}
+
+static inline void mi_dhat_rec_set(mi_dhat_rec_t* r, uint32_t site, uint64_t size, uint64_t time1) {
+  r->site = site;
+  if (size >= MI_DHAT_SIZE_BIG) {
+    /* only a block with a segment of its own is this large: its record is
+       the segment's first, and the next one lies in the segment's header,
+       never the key of a block */
+    r->size = MI_DHAT_SIZE_BIG;
+    r[1].time = size;
+  } else {
+    r->size = (uint32_t)size;
+  }
+  r->time = time1;
+}
+
+/* Whether a record's time (1 + allocation time) is of the current profile. */
+static inline bool mi_dhat_rec_current(uint64_t time1) {
+  return (time1 > mi_dhat.base);
+}
+
 /* ---- Events (under the lock) --------------------------------------------------------- */
 
-static void mi_dhat_free_slot(size_t i) {
-  mi_dhat_block_t b = mi_dhat.blocks[i];
-  mi_dhat_block_remove(i);
-  mi_dhat_site_t* s = &mi_dhat.sites[b.site];
+/* A recorded block of the current profile is freed. */
+static void mi_dhat_count_free(uint32_t site, uint64_t size, uint64_t time) {
+  mi_dhat_site_t* s = &mi_dhat.sites[site];
   mi_dhat_site_touch(s);
-  s->cur_b -= b.size;
+  s->cur_b -= size;
   s->cur_bk--;
-  s->tl += mi_dhat.now - b.time;
-  s->live_time -= b.time;
-  mi_dhat.cur_b -= b.size;
+  s->tl += mi_dhat.now - time;
+  s->live_time -= time;
+  mi_dhat.cur_b -= size;
   mi_dhat.cur_bk--;
 }
 
-/* A block at an address we still list was freed without our seeing it (a
-   heap destroyed whole, a free while the profiler was busy): count it freed. */
-static void mi_dhat_forget_stale(uintptr_t p) {
-  size_t i = mi_dhat_block_find(p);
-  if (i != SIZE_MAX) mi_dhat_free_slot(i);
+/* Take a record out; if it is of the current profile its block is freed. */
+static void mi_dhat_rec_free(mi_dhat_rec_t* r) {
+  if (mi_dhat_rec_current(r->time)) mi_dhat_count_free(r->site, mi_dhat_rec_size(r), r->time - 1);
+  r->time = 0;
 }
 
-/* The slot of `p`, or the empty slot where it goes (after room was made). */
-static size_t mi_dhat_block_slot(uintptr_t p) {
-  size_t mask = mi_dhat.block_cap - 1;
-  size_t i = mi_dhat_block_home(p, mask);
-  while (mi_dhat.blocks[i].p != p && mi_dhat.blocks[i].p != 0) i = (i + 1) & mask;
-  return i;
-}
-
-static void mi_dhat_alloc_locked(uintptr_t p, size_t size, const uintptr_t* frames, int n) {
-  uint64_t sz = (size == 0 ? 1 : (uint64_t)size);
-  if (!mi_dhat_block_reserve()) return;
-  size_t slot = mi_dhat_block_slot(p);
-  if (mi_dhat.blocks[slot].p == p) {
-    mi_dhat_free_slot(slot); /* a stale record at this address */
-    slot = mi_dhat_block_slot(p);
-  }
+/* The site of a captured stack: from the thread's hint if it is of this
+   profile, else looked up (and the hint filled in). */
+static inline uint32_t mi_dhat_site_of_hinted(const uintptr_t* frames, int n, mi_dhat_site_hint_t* hint) {
+  if (hint != NULL && hint->profile == mi_dhat.profile) return hint->site;
   uint32_t site = mi_dhat_site_of(frames, n);
+  if (hint != NULL && site != UINT32_MAX) {
+    hint->site = site;
+    hint->profile = mi_dhat.profile;
+  }
+  return site;
+}
+
+static void mi_dhat_alloc_locked(mi_dhat_rec_t* rec, size_t size, const uintptr_t* frames, int n,
+                                 mi_dhat_site_hint_t* hint) {
+  uint64_t sz = (size == 0 ? 1 : (uint64_t)size);
+  /* a record left at this block: it was freed without our seeing it */
+  if (rec->time != 0) mi_dhat_rec_free(rec);
+  uint32_t site = mi_dhat_site_of_hinted(frames, n, hint);
   if (site == UINT32_MAX) return;
   mi_dhat_site_t* s = &mi_dhat.sites[site];
   mi_dhat_site_touch(s);
@@ -299,9 +268,7 @@ static void mi_dhat_alloc_locked(uintptr_t p, size_t size, const uintptr_t* fram
   mi_dhat.total_bk++;
   mi_dhat.cur_b += sz;
   mi_dhat.cur_bk++;
-  mi_dhat_block_t b = {p, site, sz, t};
-  mi_dhat.blocks[slot] = b;
-  mi_dhat.block_count++;
+  mi_dhat_rec_set(rec, site, sz, t + 1);
   mi_dhat_peak_check(s);
 }
 
@@ -310,42 +277,43 @@ static void mi_dhat_alloc_locked(uintptr_t p, size_t size, const uintptr_t* fram
 void* _mi_dhat_record_alloc(void* p, size_t size) {
   if (mi_dhat_busy || p == NULL) return p;
   mi_dhat_busy = true;
-  uintptr_t frames[MI_DHAT_MAX_FRAMES];
-  int n = _mi_dhat_stack_capture(frames, MI_DHAT_MAX_FRAMES);
-  _mi_lock_acquire(&mi_dhat_lock);
-  if (mi_dhat_is_on()) mi_dhat_alloc_locked((uintptr_t)p, size, frames, n);
-  _mi_lock_release(&mi_dhat_lock);
+  mi_dhat_rec_t* rec = _mi_dhat_rec_of(p, true); /* may map memory: before the lock */
+  if (rec != NULL) {
+    uintptr_t frames[MI_DHAT_MAX_FRAMES];
+    mi_dhat_site_hint_t* hint;
+    int n = _mi_dhat_stack_capture(frames, MI_DHAT_MAX_FRAMES, &hint);
+    _mi_lock_acquire(&mi_dhat_lock);
+    if (mi_dhat_is_on()) mi_dhat_alloc_locked(rec, size, frames, n, hint);
+    _mi_lock_release(&mi_dhat_lock);
+  }
   mi_dhat_busy = false;
   return p;
 }
 
+/* Not skipped while the thread is busy: no lock of ours is held then, and a
+   block the program allocated may be freed inside a call the profiler makes. */
 void _mi_dhat_record_free(void* p) {
-  if (mi_dhat_busy) return;
-  mi_dhat_busy = true;
+  mi_dhat_rec_t* rec = _mi_dhat_rec_of(p, false);
+  if (rec == NULL || rec->time == 0) return; /* not recorded: no lock */
   _mi_lock_acquire(&mi_dhat_lock);
-  if (mi_dhat_is_on()) mi_dhat_forget_stale((uintptr_t)p);
+  if (mi_dhat_is_on()) mi_dhat_rec_free(rec);
   _mi_lock_release(&mi_dhat_lock);
-  mi_dhat_busy = false;
 }
 
+/* The record of a block being reallocated is taken out before realloc runs:
+   once realloc frees the block, another thread may get the same address.
+   The block stays counted live at its site meanwhile. */
 void _mi_dhat_realloc_take(void* p, mi_dhat_held_t* held) {
   memset(held, 0, sizeof(*held));
   held->p = p;
-  if (p == NULL || mi_dhat_busy) return;
-  mi_dhat_busy = true;
-  _mi_lock_acquire(&mi_dhat_lock);
-  size_t i = mi_dhat_block_find((uintptr_t)p);
-  if (i != SIZE_MAX) {
-    /* out of the table, still counted live at its site */
-    held->found = true;
-    held->site = mi_dhat.blocks[i].site;
-    held->size = (size_t)mi_dhat.blocks[i].size;
-    held->alloc_time = mi_dhat.blocks[i].time;
-    held->generation = mi_dhat.generation;
-    mi_dhat_block_remove(i);
-  }
-  _mi_lock_release(&mi_dhat_lock);
-  mi_dhat_busy = false;
+  if (p == NULL) return;
+  mi_dhat_rec_t* rec = _mi_dhat_rec_of(p, false);
+  if (rec == NULL || rec->time == 0) return;
+  held->found = true;
+  held->site = rec->site;
+  held->size = mi_dhat_rec_size(rec);
+  held->time = rec->time;
+  rec->time = 0;
 }
 
 void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) {
@@ -354,14 +322,13 @@ void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) {
     if (newp != NULL && mi_dhat_is_on()) (void)_mi_dhat_record_alloc(newp, newsize);
     return;
   }
-  if (mi_dhat_busy) return;
-  mi_dhat_busy = true;
+  void* p = (newp != NULL ? newp : held->p);
+  mi_dhat_rec_t* rec = _mi_dhat_rec_of(p, true);
   _mi_lock_acquire(&mi_dhat_lock);
-  if (held->generation == mi_dhat.generation && mi_dhat_block_reserve()) {
-    uintptr_t p = (uintptr_t)(newp != NULL ? newp : held->p);
-    uint64_t old = (uint64_t)held->size;
+  if (mi_dhat_rec_current(held->time)) {
+    uint64_t old = held->size;
     uint64_t sz = old;
-    mi_dhat_forget_stale(p);
+    if (rec != NULL && rec->time != 0) mi_dhat_rec_free(rec); /* freed unseen */
     if (newp != NULL) {
       /* one more block of the new size for the original site */
       sz = (newsize == 0 ? 1 : (uint64_t)newsize);
@@ -376,25 +343,51 @@ void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) {
       mi_dhat.cur_b = mi_dhat.cur_b - old + sz;
       if (sz > old) mi_dhat_peak_check(s);
     }
-    mi_dhat_block_t b = {p, held->site, sz, held->alloc_time};
-    mi_dhat_block_put(mi_dhat.blocks, mi_dhat.block_cap, &b);
-    mi_dhat.block_count++;
+    if (rec != NULL) {
+      mi_dhat_rec_set(rec, held->site, sz, held->time);
+    } else {
+      mi_dhat_count_free(held->site, sz, held->time - 1); /* no memory for its record */
+    }
   }
   _mi_lock_release(&mi_dhat_lock);
-  mi_dhat_busy = false;
+}
+
+void _mi_dhat_record_resize(void* p, size_t newsize) {
+  mi_dhat_held_t held;
+  _mi_dhat_realloc_take(p, &held);
+  if (held.found) _mi_dhat_realloc_done(&held, p, newsize);
+}
+
+/* A destroyed heap's blocks go without a call to free: each one still
+   recorded is counted freed now, when its memory goes. (Valgrind never sees
+   such an event: a heap destroy is the business of a custom allocator. The
+   blocks are gone, so the profile says so rather than keep them live.) */
+void _mi_dhat_record_page_gone(const mi_page_t* page) {
+  mi_dhat_rec_t* recs;
+  size_t stride;
+  size_t count = _mi_dhat_page_recs(page, &recs, &stride);
+  if (count == 0) return;
+  _mi_lock_acquire(&mi_dhat_lock);
+  if (mi_dhat_is_on()) {
+    for (size_t k = 0; k < count; k++) {
+      mi_dhat_rec_t* r = &recs[k * stride];
+      if (r->time != 0) mi_dhat_rec_free(r);
+    }
+  }
+  _mi_lock_release(&mi_dhat_lock);
 }
 
 /* ---- Start, stop ----------------------------------------------------------------------- */
 
 static void mi_dhat_reset_locked(void) {
-  if (mi_dhat.blocks != NULL) memset(mi_dhat.blocks, 0, mi_dhat.block_cap * sizeof(mi_dhat_block_t));
   if (mi_dhat.site_index != NULL) memset(mi_dhat.site_index, 0, mi_dhat.site_index_cap * sizeof(uint32_t));
-  mi_dhat.block_count = 0;
   mi_dhat.site_count = 0;
   mi_dhat.frame_count = 0;
-  mi_dhat.now = mi_dhat.total_bk = mi_dhat.cur_b = mi_dhat.cur_bk = 0;
-  mi_dhat.max_b = mi_dhat.max_bk = mi_dhat.tg = mi_dhat.epoch = 0;
-  mi_dhat.generation++;
+  mi_dhat.base = mi_dhat.now; /* the records of earlier profiles are older */
+  mi_dhat.total_bk = mi_dhat.cur_b = mi_dhat.cur_bk = 0;
+  mi_dhat.max_b = mi_dhat.max_bk = mi_dhat.epoch = 0;
+  mi_dhat.tg = mi_dhat.now;
+  if (++mi_dhat.profile == 0) mi_dhat.profile = 1; /* hints of an earlier profile are stale */
 }
 
 bool mi_dhat_start(void) {
@@ -403,14 +396,8 @@ bool mi_dhat_start(void) {
   mi_dhat_busy = true;
   _mi_dhat_stack_init(); /* may allocate: not recorded */
   _mi_lock_acquire(&mi_dhat_lock);
-  bool ok = true;
-  if (mi_dhat.blocks == NULL) {
-    size_t cap = 4096; /* grows with the live blocks; small stays in cache */
-    mi_dhat.blocks = (mi_dhat_block_t*)_mi_dhat_os_alloc(cap * sizeof(mi_dhat_block_t));
-    if (mi_dhat.blocks != NULL) mi_dhat.block_cap = cap;
-  }
   if (mi_dhat.site_index == NULL) (void)mi_dhat_site_index_grow();
-  ok = (mi_dhat.blocks != NULL && mi_dhat.site_index != NULL);
+  bool ok = (mi_dhat.site_index != NULL);
   if (ok) {
     mi_dhat_reset_locked();
     atomic_store_explicit(&_mi_dhat_on, true, memory_order_release);
@@ -429,7 +416,8 @@ bool mi_dhat_is_running(void) {
 }
 
 void _mi_dhat_process_init(void) {
-  _mi_lock_init(&mi_dhat_lock, MI_LOCK_DHAT);
+  /* held for a few dozen instructions, taken at every allocation and free */
+  _mi_lock_init_spin(&mi_dhat_lock, MI_LOCK_DHAT);
   if (!mi_option_is_enabled(mi_option_dhat)) return;
   mi_dhat_env_pid = mi_prim_getpid();
   mi_dhat_from_env = mi_dhat_start();
@@ -483,7 +471,7 @@ typedef struct mi_dhat_dump_s {
 
 static mi_dhat_addr_t* mi_dhat_addr_of(mi_dhat_dump_t* d, uintptr_t addr) {
   size_t mask = d->addr_cap - 1;
-  size_t i = mi_dhat_block_home(addr, mask);
+  size_t i = mi_dhat_addr_home(addr, mask);
   while (d->addrs[i].addr != 0 && d->addrs[i].addr != addr) i = (i + 1) & mask;
   mi_dhat_addr_t* a = &d->addrs[i];
   if (a->addr == 0) {
@@ -565,8 +553,8 @@ static void mi_dhat_write(mi_dhat_out_t* out, mi_dhat_dump_t* d, const mi_dhat_s
   _mi_dhat_out_str(out, ",\"tu\":\"bytes allocated\",\"Mtu\":\"MB allocated\"\n,\"tuth\":1024\n,\"cmd\":");
   _mi_dhat_out_quoted(out, cmd);
   mi_dhat_out_field(out, "\n,\"pid\":", (uint64_t)mi_prim_getpid());
-  mi_dhat_out_field(out, "\n,\"te\":", g->now);
-  mi_dhat_out_field(out, "\n,\"tg\":", g->tg);
+  mi_dhat_out_field(out, "\n,\"te\":", g->now - g->base);
+  mi_dhat_out_field(out, "\n,\"tg\":", g->tg - g->base);
   _mi_dhat_out_str(out, "\n,\"pps\":\n [");
   bool first = true;
   for (size_t k = 0; k < d->site_count; k++) {

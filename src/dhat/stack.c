@@ -119,12 +119,18 @@ static int mi_dhat_capture_backtrace(uintptr_t* frames, int max) {
    frame's return address and the stack slot it was found in (both known from
    the frame-pointer walk through the allocator). A cached stack is used only
    if every one of its return addresses is still in its slot: the chain of
-   live frames above the caller is then the one that was unwound. */
+   live frames above the caller is then the one that was unwound.
+   Stacks that the frame-pointer walk got whole are kept in the same cache
+   (marked as walked, and only ever compared whole with a new walk): not to
+   save the walk, but so that each entry can carry the site of its stack
+   (its hint), which spares the recorder hashing and comparing the stack. */
 #define MI_DHAT_UCACHE 256
 #define MI_DHAT_UCACHE_WAYS 4
 typedef struct mi_dhat_uentry_s {
   uintptr_t ret0, slot0;
   uint32_t n;
+  bool walked;                         /* from a whole frame-pointer walk: no slots */
+  mi_dhat_site_hint_t hint;
   uintptr_t ips[MI_DHAT_MAX_FRAMES];
   uintptr_t slots[MI_DHAT_MAX_FRAMES]; /* where each return address lies */
 } mi_dhat_uentry_t;
@@ -143,42 +149,84 @@ static bool mi_dhat_is_main(uintptr_t ret) {
 }
 
 static bool mi_dhat_uentry_valid(const mi_dhat_uentry_t* e, uintptr_t ret0, uintptr_t slot0, int max) {
-  if (e->ret0 != ret0 || e->slot0 != slot0 || e->n == 0 || (int)e->n > max) return false;
+  if (e->ret0 != ret0 || e->slot0 != slot0 || e->n == 0 || (int)e->n > max || e->walked) return false;
   for (uint32_t i = 0; i < e->n; i++) {
     if (*(const uintptr_t*)e->slots[i] != e->ips[i]) return false;
   }
   return true;
 }
 
-static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, uintptr_t slot0) {
+/* The cache set of the caller's return address and its slot (NULL without
+   memory). Set-associative: one place called from several others (a wrapper
+   such as xmalloc) has one stack per caller. */
+static mi_dhat_uentry_t* mi_dhat_ucache_set(uintptr_t ret0, uintptr_t slot0) {
+  if (mi_dhat_ucache == NULL) mi_dhat_ucache = (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
+  if (mi_dhat_ucache == NULL) return NULL;
+  uint64_t h = (uint64_t)(ret0 ^ (slot0 << 7)) * 0x9E3779B97F4A7C15ULL;
+  return &mi_dhat_ucache[((h >> 40) % (MI_DHAT_UCACHE / MI_DHAT_UCACHE_WAYS)) * MI_DHAT_UCACHE_WAYS];
+}
+
+/* The way of `set` to fill: an empty one, else one in turn. */
+static mi_dhat_uentry_t* mi_dhat_ucache_victim_of(mi_dhat_uentry_t* set) {
+  for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
+    if (set[w].n == 0) return &set[w];
+  }
+  return &set[mi_dhat_ucache_victim++ % MI_DHAT_UCACHE_WAYS];
+}
+
+/* Short stacks are the rule: a loop beats a call to memcmp. */
+static inline bool mi_dhat_frames_equal(const uintptr_t* a, const uintptr_t* b, int n) {
+  for (int i = 0; i < n; i++) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+/* After a whole walk: the hint of the cached walk with the same frames, or
+   of a new entry for them. */
+static mi_dhat_site_hint_t* mi_dhat_walk_hint(const uintptr_t* frames, int n, uintptr_t slot0) {
+  if (n <= 0 || n > MI_DHAT_MAX_FRAMES) return NULL;
+  mi_dhat_uentry_t* set = mi_dhat_ucache_set(frames[0], slot0);
+  if (set == NULL) return NULL;
+  for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
+    mi_dhat_uentry_t* e = &set[w];
+    if (e->walked && e->n == (uint32_t)n && e->slot0 == slot0 && mi_dhat_frames_equal(e->ips, frames, n)) {
+      return &e->hint;
+    }
+  }
+  mi_dhat_uentry_t* e = mi_dhat_ucache_victim_of(set);
+  e->ret0 = frames[0];
+  e->slot0 = slot0;
+  e->n = (uint32_t)n;
+  e->walked = true;
+  e->hint.profile = 0;
+  memcpy(e->ips, frames, (size_t)n * sizeof(uintptr_t));
+  return &e->hint;
+}
+
+static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, uintptr_t slot0,
+                                  mi_dhat_site_hint_t** hint) {
   mi_dhat_uentry_t* e = NULL;
   if (slot0 != 0) {
-    if (mi_dhat_ucache == NULL) mi_dhat_ucache = (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
-    if (mi_dhat_ucache != NULL) {
-      /* set-associative: one place called from several others (a wrapper
-         such as xmalloc) has one stack per caller */
-      uint64_t h = (uint64_t)(ret0 ^ (slot0 << 7)) * 0x9E3779B97F4A7C15ULL;
-      mi_dhat_uentry_t* set = &mi_dhat_ucache[((h >> 40) % (MI_DHAT_UCACHE / MI_DHAT_UCACHE_WAYS)) * MI_DHAT_UCACHE_WAYS];
+    mi_dhat_uentry_t* set = mi_dhat_ucache_set(ret0, slot0);
+    if (set != NULL) {
       for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
         if (mi_dhat_uentry_valid(&set[w], ret0, slot0, max)) {
           memcpy(frames, set[w].ips, set[w].n * sizeof(uintptr_t));
+          *hint = &set[w].hint;
           return (int)set[w].n;
         }
       }
-      /* replace an empty way, else one in turn */
-      e = &set[mi_dhat_ucache_victim++ % MI_DHAT_UCACHE_WAYS];
-      for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
-        if (set[w].n == 0) {
-          e = &set[w];
-          break;
-        }
-      }
+      e = mi_dhat_ucache_victim_of(set);
     }
   }
   uintptr_t ips[MI_DHAT_MAX_FRAMES + 24];
   uintptr_t cfas[MI_DHAT_MAX_FRAMES + 24];
   int m = mi_prim_unwind(ips, cfas, MI_DHAT_MAX_FRAMES + 24);
-  if (m < 0) return mi_dhat_capture_backtrace(frames, max);
+  if (m < 0) {
+    if (e != NULL) e->n = 0;
+    return mi_dhat_capture_backtrace(frames, max);
+  }
   /* start at the allocator's caller: the frame whose return address lies in
      slot0, else the first one outside the allocator's code */
   int start = -1;
@@ -206,7 +254,10 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
     e->ret0 = ret0;
     e->slot0 = slot0;
     e->n = (uint32_t)n;
+    e->walked = false;
+    e->hint.profile = 0;
     memcpy(e->ips, frames, (size_t)n * sizeof(uintptr_t));
+    *hint = &e->hint;
   } else if (e != NULL) {
     e->n = 0;
   }
@@ -223,8 +274,9 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
    happens to hold a stack address and the slot above it an address in code,
    the walk can take a wrong frame for a right one; MIMALLOC_DHAT_BACKTRACE=1
    rules that out.) */
-__attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max) {
-  if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0);
+__attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) {
+  *hint = NULL;
+  if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
   if (mi_unlikely(mi_dhat_stack_state == 0)) {
     uintptr_t lo = 0, hi = 0;
     bool known = mi_prim_thread_stack_bounds(&lo, &hi);
@@ -232,7 +284,7 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max)
     mi_dhat_stack_hi = hi;
     mi_dhat_stack_state = (known ? 1 : 2);
   }
-  if (mi_dhat_stack_state != 1) return mi_dhat_capture_unwind(frames, max, 0, 0);
+  if (mi_dhat_stack_state != 1) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
   uintptr_t lo = mi_dhat_stack_lo;
   uintptr_t hi = mi_dhat_stack_hi;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
@@ -266,8 +318,11 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max)
   }
   if (n == max) complete = true;
   if (!complete && mi_dhat_unwind_mode == 0) {
-    return mi_dhat_capture_unwind(frames, max, (n > 0 ? frames[0] : 0), slot0);
+    return mi_dhat_capture_unwind(frames, max, (n > 0 ? frames[0] : 0), slot0, hint);
   }
+  /* (a walk that stopped short in the frame-pointer-only mode gets no hint:
+     its stack is not known to be the same as an earlier one's) */
+  if (complete && slot0 != 0) *hint = mi_dhat_walk_hint(frames, n, slot0);
   return n;
 }
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Counts Valgrind cannot check (test-dhat-counts.c): a destroyed heap's blocks
+# are counted freed at the destroy, mi_expand as a reallocation in place.
+# A file with a destroyed block left live must fail the same check
+# (positive control).
+# usage: counts-test.sh TEST-DHAT-COUNTS-BINARY
+set -u
+BIN="${1:?usage}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/mi-dhat-counts.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+"$BIN" "$WORK/counts.json" || { echo "test-dhat-counts failed"; exit 1; }
+check() { # check FILE: the expected counts per site
+  python3 - "$1" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+def site(fn):
+    pat = re.compile(r": %s \(" % fn)
+    found = [pp for pp in d["pps"] if pp["fs"] and pat.search(d["ftbl"][pp["fs"][0]])]
+    if len(found) != 1:
+        sys.exit(f"{fn}: {len(found)} sites")
+    return found[0]
+want = {
+    # 10 blocks of 100 bytes; one freed, nine destroyed: none live at the end
+    "small_in_heap": dict(tb=1000, tbk=10, eb=0, ebk=0),
+    "aligned_in_heap": dict(tb=300, tbk=1, eb=0, ebk=0),
+    "large_in_heap": dict(tb=3 << 20, tbk=1, eb=0, ebk=0),
+    # the large block was live at the peak, with the other heap blocks
+    # (the peak is just before the destroy)
+    "kept": dict(tb=64, tbk=1, eb=64, ebk=1, gb=64, gbk=1),
+    # 1000 bytes, then mi_expand to 500: one more block of 500, one live
+    "to_expand": dict(tb=1500, tbk=2, eb=500, ebk=1, gb=0, gbk=0),
+}
+bad = 0
+for fn, counts in want.items():
+    pp = site(fn)
+    for k, v in counts.items():
+        if pp[k] != v:
+            print(f"{fn}: {k} = {pp[k]}, expected {v}")
+            bad = 1
+# the destroyed blocks' lifetimes end at the destroy, before the last
+# allocation (to_expand's 1000 bytes and 500 bytes)
+pp = site("small_in_heap")
+if pp["tl"] > 9 * (d["te"] - 1500):
+    print(f"small_in_heap: tl {pp['tl']} runs past the destroy")
+    bad = 1
+sys.exit(bad)
+PY
+}
+failed=0
+check "$WORK/counts.json" || failed=1
+echo "--- positive control: a destroyed block left live must be rejected"
+python3 - "$WORK/counts.json" "$WORK/broken.json" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+for pp in d["pps"]:
+    if re.search(r": large_in_heap \(", d["ftbl"][pp["fs"][0]]):
+        pp["eb"], pp["ebk"] = pp["tb"], 1
+json.dump(d, open(sys.argv[2], "w"))
+PY
+if check "$WORK/broken.json" >/dev/null; then echo "broken: NOT rejected"; failed=1; else echo "broken: rejected"; fi
+[ $failed -eq 0 ] && echo "counts-test: ok" || echo "counts-test: FAILED"
+exit $failed
