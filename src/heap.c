@@ -169,6 +169,9 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
 #if MI_SECURE
   if (force) _mi_secure_quarantine_flush(heap->tld, NULL);
 #endif
+#if MI_GUARDED
+  if (force) _mi_guard_quarantine_flush();
+#endif
   _mi_heap_check(heap);
   _mi_heap_collect_pages(heap, force);
   if (force) {

@@ -399,6 +399,7 @@ void _mi_guard_fault_report(void* addr) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_guard_options_changed(void) mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
+void _mi_guard_quarantine_flush(void) mi_decl_hidden;
 #endif
 void _mi_free_local_release(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 
