@@ -213,7 +213,7 @@ void _mi_locks_acquire_all(void) mi_decl_hidden;
 void _mi_locks_release_all(void) mi_decl_hidden;
 /* fork child: every global lock initialised anew (the forking thread held
    them all), and the checker's record of this thread's locks cleared */
-void _mi_locks_reinit_all(void) mi_decl_hidden;
+void _mi_locks_release_in_fork_child(void) mi_decl_hidden;
 
 /* ---- Cross-file prototypes, grouped by defining file ----------------------- */
 /* meta.c */
