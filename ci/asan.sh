@@ -13,12 +13,12 @@ root=$(pwd)
 dir=${1:-$root/out/asan}
 rm -rf "$dir" && mkdir -p "$dir"
 
-# Debug: the allocator's assertions and the lock-order checker run too. The
-# fault hooks stay off (their tests count exact mmap outcomes, which ASan's
-# own mappings perturb; fault injection has jobs of its own).
+# Debug: the allocator's assertions and the lock-order checker run too.
+# MI_FAULT=ON for the schedule points of the teardown tests (the fault
+# tests themselves are left out below).
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CC=clang cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
-  -DMI_TRACK_ASAN=ON -DMI_FAULT=OFF -DCMAKE_C_FLAGS="$flags" >"$dir.configure.log" 2>&1 &&
+  -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" >"$dir.configure.log" 2>&1 &&
   cmake --build "$dir" -j2 >"$dir.build.log" 2>&1 ||
   { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; exit 1; }
 
@@ -29,10 +29,15 @@ export ASAN_OPTIONS=halt_on_error=1:detect_leaks=0:allow_user_poisoning=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 # test-memory-return is left out: it gates on RSS, and ASan's shadow memory
-# (an eighth of every poisoned range) is resident too. The fork storm is left
-# out: under ASan one child in about a hundred hung (seen once; the cause,
-# ASan's run-time or ours, is not established yet; docs/sanitizers.md).
-(cd "$dir" && ctest --output-on-failure -L core -LE fork -E '^test-memory-return$') || status=1
+# (an eighth of every poisoned range) is resident too. test-fault is left
+# out: it counts exact mmap outcomes, which ASan's own mappings perturb
+# (fault injection has jobs of its own). The fork storm is left out: a child
+# hangs now and then inside ASan's own allocator, whose locks clang 14's
+# run-time does not hold across fork (the hung child's stacks are in
+# docs/sanitizers.md).
+(cd "$dir" && ctest --output-on-failure -L core -LE fork -E '^(test-memory-return|test-fault)$') || status=1
+# the teardown protocol's forced interleavings (docs/teardown-protocol.md)
+(cd "$dir" && ctest --output-on-failure -L '^teardown$') || status=1
 
 # positive controls: each planted bug must be reported, anchored on ASan's
 # report header and on the planting function in the stack

@@ -70,12 +70,14 @@ step "fault-sweep-threads" run_ctest "$out/fault-coverage/default" -R '^fault-sw
 step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_TYPE=Debug -DMI_FAULT=ON \
   -DMI_FAULT_PLANT_UNCHECKED=ON
 # the teardown protocol (docs/teardown-protocol.md): the forced interleavings
-# (Debug builds have the schedule points), the spin check of the model, and
-# the positive control (the purge race planted back must fail its case)
+# (Debug builds have the schedule points; the secure one too: quarantine,
+# guarded blocks, zeroing), the spin check of the model, and the positive
+# control (the purge race planted back must fail its case)
 teardown() {
   local ok=0
   run_ctest "$out/gcc-debug" -L '^teardown$' || ok=1
   run_ctest "$out/clang-debug" -L '^teardown$' || ok=1
+  run_ctest "$out/clang-secure-debug" -L '^teardown$' || ok=1
   bash ci/teardown-model.sh "$out/teardown-model" || ok=1
   local dir=$out/teardown-plant
   { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug -DMI_TEARDOWN_PLANT_PURGE_RACE=ON \
