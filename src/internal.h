@@ -211,8 +211,9 @@ static inline void _mi_lock_release(mi_lock_t* lock) {
 /* all global locks, in order; for the fork handlers */
 void _mi_locks_acquire_all(void) mi_decl_hidden;
 void _mi_locks_release_all(void) mi_decl_hidden;
-/* fork child: every global lock initialised anew (the forking thread held
-   them all), and the checker's record of this thread's locks cleared */
+/* fork child: every global lock released (the forking thread, which the
+   child's one thread replicates, took them all in prepare), and the
+   checker's record of this thread's locks cleared */
 void _mi_locks_release_in_fork_child(void) mi_decl_hidden;
 
 /* ---- Cross-file prototypes, grouped by defining file ----------------------- */
