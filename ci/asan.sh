@@ -31,13 +31,37 @@ status=0
 # test-memory-return is left out: it gates on RSS, and ASan's shadow memory
 # (an eighth of every poisoned range) is resident too. test-fault is left
 # out: it counts exact mmap outcomes, which ASan's own mappings perturb
-# (fault injection has jobs of its own). The fork storm is left out: a child
-# hangs now and then inside ASan's own allocator, whose locks clang 14's
-# run-time does not hold across fork (the hung child's stacks are in
-# docs/sanitizers.md).
+# (fault injection has jobs of its own). The fork storm runs below, in a
+# build of its own.
 (cd "$dir" && ctest --output-on-failure -L core -LE fork -E '^(test-memory-return|test-fault)$') || status=1
 # the teardown protocol's forced interleavings (docs/teardown-protocol.md)
 (cd "$dir" && ctest --output-on-failure -L '^teardown$') || status=1
+
+# The fork storm, built with clang 19: under clang 14's ASan a child hangs
+# now and then inside ASan's own allocator, whose locks that run-time does
+# not take around fork (the hung child's stacks, and the runs with each
+# compiler, are in docs/sanitizers.md); ASan's run-time has done so since
+# LLVM 18. Same flags and options as above.
+storm_forks=${ASAN_STORM_FORKS:-400}
+sdir=$dir-storm
+rm -rf "$sdir" && mkdir -p "$sdir"
+if ! command -v clang-19 >/dev/null 2>&1; then
+  echo "asan: fork-storm: clang-19 is not installed (ci/install-deps.sh installs it)"
+  status=1
+elif CC=clang-19 cmake -S "$root" -B "$sdir" -DCMAKE_BUILD_TYPE=Debug -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
+  -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" >"$sdir.configure.log" 2>&1 &&
+  cmake --build "$sdir" -j2 --target fork-storm >"$sdir.build.log" 2>&1; then
+  if "$sdir/tests/fork-storm" "$storm_forks" >"$sdir/fork-storm.log" 2>&1; then
+    echo "asan: fork-storm (clang-19): $(grep -o 'forks [0-9]*.*failures [0-9]*' "$sdir/fork-storm.log")"
+  else
+    echo "asan: fork-storm (clang-19): FAILED"
+    cat "$sdir/fork-storm.log"
+    status=1
+  fi
+else
+  tail -50 "$sdir.configure.log" "$sdir.build.log" 2>/dev/null
+  status=1
+fi
 
 # positive controls: each planted bug must be reported, anchored on ASan's
 # report header and on the planting function in the stack
