@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # AddressSanitizer + UndefinedBehaviorSanitizer job (docs/sanitizers.md):
-# the whole core test suite built with clang -fsanitize=address,undefined
-# (no recovery from UB) against a library built with -DMI_TRACK_ASAN=ON, then
-# the positive controls: planted bugs on mi_malloc blocks that ASan must
-# report with its own report header.
+# the core test suite and the teardown tests built with clang
+# -fsanitize=address,undefined (no recovery from UB) against a library built
+# with -DMI_TRACK_ASAN=ON, the fork storm in a clang-19 build of the same,
+# then the positive controls: planted bugs on mi_malloc blocks that ASan
+# must report with its own report header.
 #   ci/asan.sh OUT_DIR
 # The tests link the static library and call the mi_* API: ASan intercepts
 # malloc itself, so the malloc override is not exercised here.
