@@ -89,10 +89,12 @@ step "teardown" teardown
 step "override-real-programs" run_ctest "$out/gcc-release" -L override
 step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
 step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat
-# sanitizers (docs/sanitizers.md): the core tests under ASan+UBSan with the
-# allocator's poisoning, the threaded tests under TSan, a subset under
-# memcheck with the allocator's client requests, and the planted bugs each
-# must report
+# sanitizers (docs/sanitizers.md): the core and teardown tests under
+# ASan+UBSan with the allocator's poisoning (the fork storm in a clang-19
+# build), the threaded and teardown tests under TSan, a subset and a short
+# fork storm under memcheck with the allocator's client requests (blocks
+# registered, leak check on), and the planted bugs (and leak) each must
+# report
 step "asan" bash ci/asan.sh "$out/asan"
 step "tsan" bash ci/tsan.sh "$out/tsan"
 step "valgrind" bash ci/valgrind.sh "$out/valgrind"
