@@ -70,12 +70,14 @@ step "fault-sweep-threads" run_ctest "$out/fault-coverage/default" -R '^fault-sw
 step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_TYPE=Debug -DMI_FAULT=ON \
   -DMI_FAULT_PLANT_UNCHECKED=ON
 # the teardown protocol (docs/teardown-protocol.md): the forced interleavings
-# (Debug builds have the schedule points), the spin check of the model, and
-# the positive control (the purge race planted back must fail its case)
+# (Debug builds have the schedule points; the secure one too: quarantine,
+# guarded blocks, zeroing), the spin check of the model, and the positive
+# control (the purge race planted back must fail its case)
 teardown() {
   local ok=0
   run_ctest "$out/gcc-debug" -L '^teardown$' || ok=1
   run_ctest "$out/clang-debug" -L '^teardown$' || ok=1
+  run_ctest "$out/clang-secure-debug" -L '^teardown$' || ok=1
   bash ci/teardown-model.sh "$out/teardown-model" || ok=1
   local dir=$out/teardown-plant
   { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug -DMI_TEARDOWN_PLANT_PURGE_RACE=ON \
@@ -87,10 +89,12 @@ step "teardown" teardown
 step "override-real-programs" run_ctest "$out/gcc-release" -L override
 step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
 step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat
-# sanitizers (docs/sanitizers.md): the core tests under ASan+UBSan with the
-# allocator's poisoning, the threaded tests under TSan, a subset under
-# memcheck with the allocator's client requests, and the planted bugs each
-# must report
+# sanitizers (docs/sanitizers.md): the core and teardown tests under
+# ASan+UBSan with the allocator's poisoning (the fork storm in a clang-19
+# build), the threaded and teardown tests under TSan, a subset and a short
+# fork storm under memcheck with the allocator's client requests (blocks
+# registered, leak check on), and the planted bugs (and leak) each must
+# report
 step "asan" bash ci/asan.sh "$out/asan"
 step "tsan" bash ci/tsan.sh "$out/tsan"
 step "valgrind" bash ci/valgrind.sh "$out/valgrind"

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # ThreadSanitizer job (docs/sanitizers.md): the multi-threaded tests
-# (test-stress, test-threads) built with clang -fsanitize=thread, library
-# included, run as they are and with the heap profiler on, then the
-# positive control: a planted data race on a mi_malloc block that TSan must
-# report.
+# (test-stress, test-threads, and the teardown protocol's forced
+# interleavings) built with clang -fsanitize=thread, library included, run as
+# they are and (stress, threads) with the heap profiler on, then the positive
+# control: a planted data race on a mi_malloc block that TSan must report.
 #   ci/tsan.sh OUT_DIR
 # No fork tests: TSan does not support fork in a multi-threaded process.
+# (Each teardown case runs in a child forked while the process has one
+# thread, which TSan follows.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 dir=${1:-$root/out/tsan}
 rm -rf "$dir" && mkdir -p "$dir"
 
+# MI_FAULT=ON: the schedule points the teardown tests force interleavings at
 flags="-fsanitize=thread -fno-omit-frame-pointer"
 CC=clang cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
-  -DMI_TSAN_PLANT=ON -DCMAKE_C_FLAGS="$flags" >"$dir.configure.log" 2>&1 &&
-  cmake --build "$dir" -j2 --target test-stress test-threads tsan-plant >"$dir.build.log" 2>&1 ||
+  -DMI_TSAN_PLANT=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" >"$dir.configure.log" 2>&1 &&
+  cmake --build "$dir" -j2 --target test-stress test-threads test-teardown tsan-plant >"$dir.build.log" 2>&1 ||
   { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; exit 1; }
 
 # halt_on_error: the first report fails the test (exit code 66)
@@ -29,6 +32,8 @@ echo "tsan: test-stress and test-threads with the heap profiler on"
 (cd "$dir" && MIMALLOC_DHAT=1 MIMALLOC_DHAT_FILE="$dir/dhat-%p.json" \
   ctest --output-on-failure -LE fork -R '^(test-stress|test-threads)$') || status=1
 ls "$dir"/dhat-*.json >/dev/null 2>&1 || { echo "tsan: the profiled runs wrote no profile"; status=1; }
+# a report in a teardown case's child fails the case (exit 66)
+(cd "$dir" && ctest --output-on-failure -L '^teardown$') || status=1
 
 # positive control: the planted race must be reported, anchored on TSan's
 # report header; the control (the writers joined in turn) must run clean

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Valgrind memcheck job (docs/sanitizers.md): a subset of the core tests
 # (test-api, test-heap) built against a library with -DMI_TRACK_VALGRIND=ON,
-# run under memcheck with --error-exitcode=1 (zero errors expected), then
-# the positive controls: planted bugs on mi_malloc blocks that memcheck must
-# report through the allocator's client requests.
+# run under memcheck with --error-exitcode=1 and --leak-check=full (zero
+# errors and no leaks expected: the allocator registers its blocks as heap
+# blocks), a short fork storm, then the positive controls: planted bugs on
+# mi_malloc blocks (and a planted leak) that memcheck must report through
+# the allocator's client requests.
 #   ci/valgrind.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,13 +17,16 @@ rm -rf "$dir" && mkdir -p "$dir"
 # hooks and the profiler stay out, they have jobs of their own
 CC=gcc cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
   -DMI_TRACK_VALGRIND=ON -DMI_FAULT=OFF -DMI_DHAT=OFF >"$dir.configure.log" 2>&1 &&
-  cmake --build "$dir" -j2 --target test-api test-heap plant >"$dir.build.log" 2>&1 ||
+  cmake --build "$dir" -j2 --target test-api test-heap plant fork-storm >"$dir.build.log" 2>&1 ||
   { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; exit 1; }
 
 vg=(valgrind --tool=memcheck --error-exitcode=1 --leak-check=no --track-origins=no -q)
+# the tests: also no definitely or possibly lost block (memcheck's default
+# --errors-for-leak-kinds), each of which counts as an error
+vgleak=(valgrind --tool=memcheck --error-exitcode=1 --leak-check=full --track-origins=no -q)
 status=0
 for t in test-api test-heap; do
-  if "${vg[@]}" --log-file="$dir/$t.memcheck.log" "$dir/tests/$t" >"$dir/$t.log" 2>&1; then
+  if "${vgleak[@]}" --log-file="$dir/$t.memcheck.log" "$dir/tests/$t" >"$dir/$t.log" 2>&1; then
     echo "valgrind: $t: clean"
   else
     echo "valgrind: $t: FAILED"
@@ -30,6 +35,19 @@ for t in test-api test-heap; do
     status=1
   fi
 done
+
+# The fork storm, short: children free blocks the parent's threads
+# registered, fork again, start threads, exec. Leak checking is off here:
+# each child exits with the blocks of its parent's vanished threads live.
+# A memcheck error in a child makes that child exit 1, which fails the storm.
+if "${vg[@]}" --log-file="$dir/fork-storm.%p.memcheck.log" "$dir/tests/fork-storm" 16 >"$dir/fork-storm.log" 2>&1; then
+  echo "valgrind: fork-storm: clean ($(grep -o 'forks [0-9]*.*deadlocks [0-9]*' "$dir/fork-storm.log"))"
+else
+  echo "valgrind: fork-storm: FAILED"
+  cat "$dir/fork-storm.log"
+  cat "$dir"/fork-storm.*.memcheck.log | head -80
+  status=1
+fi
 
 # positive controls: each planted bug must be reported, anchored on
 # memcheck's report line and the planting function in its stack
@@ -49,7 +67,21 @@ plant() { # plant MODE FUNCTION
 plant use-after-free plant_use_after_free
 plant heap-overflow plant_heap_overflow
 plant never-allocated plant_never_allocated
-if "${vg[@]}" --log-file="$dir/plant-control.memcheck.log" "$dir/tests/plant" control >/dev/null 2>&1; then
+# the planted leak: the program exits 0, memcheck's leak check must fail it,
+# anchored on the leak's report line and the planting function in its stack
+# (the allocator's registration of the block is what makes it seen)
+log="$dir/plant-leak.memcheck.log"
+"${vgleak[@]}" --log-file="$log" "$dir/tests/plant" leak >/dev/null 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -Eq '^==[0-9]+== [0-9,]+ bytes in [0-9,]+ blocks are definitely lost in loss record' "$log" &&
+  grep -Eq '^==[0-9]+== +by 0x[0-9A-F]+: plant_leak_block ' "$log"; then
+  echo "valgrind: positive control leak: reported (exit $rc)"
+else
+  echo "valgrind: positive control leak: NOT reported (exit $rc)"
+  cat "$log"
+  status=1
+fi
+if "${vgleak[@]}" --log-file="$dir/plant-control.memcheck.log" "$dir/tests/plant" control >/dev/null 2>&1; then
   echo "valgrind: control (in-bounds accesses, mi_usable_size, realloc): clean"
 else
   echo "valgrind: control reported an error"

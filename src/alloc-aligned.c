@@ -17,6 +17,8 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
     /* secure builds: tell how far inside the block the pointer will lie */
     mi_page_t* page = _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), MI_SECURE ? alignment : 0, zero);
     p = (page != NULL ? page->start : NULL);
+    /* handed out as every block is, so mi_track_aligned finds it registered */
+    if (p != NULL) mi_track_malloc(p, n, page->block_size, zero);
 #if MI_SECURE
     if (p != NULL) _mi_secure_block_prepare(page, (mi_block_t*)p, n);
 #endif
@@ -79,6 +81,7 @@ static void mi_track_aligned(void* p, size_t size, bool zero) {
   mi_segment_t* segment = _mi_ptr_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
   mi_block_t* block = _mi_page_block_start(page, p);
+  mi_track_unregister(block); /* the core registered the whole block at its start */
   mi_track_free(block, page->block_size);
   mi_track_malloc(p, size, size, zero);
 }
@@ -153,7 +156,11 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
   if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
     return _mi_heap_realloc_zero(heap, p, newsize, zero);
   }
-  if (p == NULL) return mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, zero);
+  if (p == NULL) {
+    void* newp = mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, zero);
+    mi_track_aligned(newp, newsize, zero); /* as any aligned allocation: only p .. p+newsize is the program's */
+    return newp;
+  }
 #if MI_SECURE
   size_t size;
   _mi_secure_validate(p, MI_OP_REALLOC, NULL, &size);

@@ -34,6 +34,7 @@ void _mi_free_remote(mi_page_t* page, mi_block_t* block) {
 }
 
 mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {
+  mi_track_unregister(p); /* the program's pointer, before the block goes anywhere */
   if (segment->kind == MI_SEGMENT_SINGLE) {
     mi_track_free(page->start, page->block_size);
     _mi_segment_single_free(segment);
@@ -60,6 +61,7 @@ static inline void mi_free_inline(void* p) {
   if (mi_likely(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id() &&
                 mi_page_flags(page) == 0)) {
     mi_block_t* block = (mi_block_t*)p;
+    mi_track_unregister(block);
     mi_track_free(block, page->block_size);
     mi_block_set_next(page, block, page->free);
     page->free = block;

@@ -135,14 +135,15 @@ static void mi_fork_parent(void) {
   _mi_locks_release_all();
 }
 
-/* The child has one thread, this one. Its locks start over; every other
+/* The child has one thread, this one. It releases the locks prepare took
+   (see lock.c for why not initialise them anew); every other
    thread's data goes: their heaps' large blocks become orphans, their
    segments are orphaned (frees into them take the cross-thread path; they
    are not adopted, their pages' state being a fuzzy copy, see segment.c).
    The purge thread is started again when needed, not from inside the
    handler. */
 static void mi_fork_child(void) {
-  _mi_locks_reinit_all();
+  _mi_locks_release_in_fork_child();
   _mi_purge_fork_child_begin();
   mi_heap_t* heap = mi_get_default_heap();
   mi_tld_t* self = (mi_heap_is_initialized(heap) ? heap->tld : NULL);

@@ -235,9 +235,10 @@ static inline void _mi_lock_release(mi_lock_t* lock) {
 /* all global locks, in order; for the fork handlers */
 void _mi_locks_acquire_all(void) mi_decl_hidden;
 void _mi_locks_release_all(void) mi_decl_hidden;
-/* fork child: every global lock initialised anew (the forking thread held
-   them all), and the checker's record of this thread's locks cleared */
-void _mi_locks_reinit_all(void) mi_decl_hidden;
+/* fork child: every global lock released (the forking thread, which the
+   child's one thread replicates, took them all in prepare), and the
+   checker's record of this thread's locks cleared */
+void _mi_locks_release_in_fork_child(void) mi_decl_hidden;
 
 /* ---- Cross-file prototypes, grouped by defining file ----------------------- */
 /* meta.c */
@@ -423,6 +424,7 @@ void _mi_guard_fault_report(void* addr) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_guard_options_changed(void) mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
+void _mi_guard_quarantine_flush(void) mi_decl_hidden;
 #endif
 void _mi_free_local_release(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 

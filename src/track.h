@@ -4,7 +4,7 @@
    | switch        | tool                | how                                  |
    |---------------|---------------------|--------------------------------------|
    | MI_TRACK_ASAN | AddressSanitizer    | poison/unpoison (asan_interface.h)   |
-   | MI_TRACK_VALGRIND | Valgrind memcheck | MAKE_MEM_* client requests (memcheck.h) |
+   | MI_TRACK_VALGRIND | Valgrind memcheck | MALLOCLIKE/FREELIKE, MAKE_MEM_* (memcheck.h) |
    | (neither)     | -                   | every macro is empty: zero cost      |
 
    The contract, for every block:
@@ -12,13 +12,23 @@
      (memcheck: undefined, or defined when `zero`: the allocator zeroed it),
      the rest of the block up to p+usable (slack of the size class) stays
      inaccessible. Called once the allocator is done writing the block.
+     memcheck: the block is also registered as a heap block at p with the
+     requested size (VALGRIND_MALLOCLIKE_BLOCK), so its leak check, its
+     "alloc'd at" stacks and its invalid-free report know it.
    - mi_track_free(p, usable): the whole block becomes inaccessible. Called
      before the block goes on a free list (after that, another thread may
      hand it out again and make it accessible).
+   - mi_track_unregister(p): memcheck: the block the program holds at p
+     (the pointer it was handed, which for an aligned allocation lies inside
+     the block) is no longer a heap block (VALGRIND_FREELIKE_BLOCK). Called
+     on every free path with the program's pointer, before the block goes
+     on a free list: once there, another thread may register it again.
    - mi_track_resize(p, oldusable, newsize): p .. p+newsize accessible, the
      rest up to p+oldusable not (realloc in place). memcheck: the contents
      are kept and marked defined (the requested size of the old block is not
-     known, so what was never written cannot be told apart).
+     known, so what was never written cannot be told apart); the block's
+     registration is renewed with the new size (see below why not with
+     VALGRIND_RESIZEINPLACE_BLOCK).
    - mi_track_mem_defined / undefined / noaccess(p, size): a raw range, for
      the allocator's own accesses to blocks (zeroing, copying on realloc) and
      for memory going back to the OS.
@@ -70,23 +80,40 @@
 
 #if MI_TRACK_ENABLED
 /* The whole block first, then the part asked for: ASan keeps a partial
-   8-byte granule as "the first k bytes accessible", so the order matters. */
+   8-byte granule as "the first k bytes accessible", so the order matters.
+   memcheck: registering the block marks p .. p+size undefined (defined when
+   the allocator zeroed it), as the two MAKE_MEM requests did. */
 static inline void mi_track_malloc(void* p, size_t size, size_t usable, bool zero) {
   if (p == NULL) return;
   mi_track_mem_noaccess(p, usable);
+#if MI_TRACK_VALGRIND
+  VALGRIND_MALLOCLIKE_BLOCK(p, size, 0 /* no redzone */, zero);
+#else
   if (zero) mi_track_mem_defined(p, size);
   else mi_track_mem_undefined(p, size);
+#endif
 }
 static inline void mi_track_free(void* p, size_t usable) {
   mi_track_mem_noaccess(p, usable);
 }
+#if MI_TRACK_VALGRIND
+#define mi_track_unregister(p) VALGRIND_FREELIKE_BLOCK((p), 0)
+#else
+#define mi_track_unregister(p) ((void)0)
+#endif
+/* memcheck's VALGRIND_RESIZEINPLACE_BLOCK takes the block's old size and
+   rejects the call (as an invalid free) unless it is the size the block was
+   registered with; the allocator keeps only the usable size, not the size
+   the program asked for. So the registration is renewed instead, which
+   leaves memcheck with the same record (the block at p, newsize bytes). */
 static inline void mi_track_resize(void* p, size_t oldusable, size_t newsize) {
 #if MI_TRACK_ASAN
   mi_track_mem_noaccess(p, oldusable);
   mi_track_mem_undefined(p, newsize);
 #else
-  mi_track_mem_defined(p, newsize);
-  if (newsize < oldusable) mi_track_mem_noaccess((char*)p + newsize, oldusable - newsize);
+  VALGRIND_FREELIKE_BLOCK(p, 0);
+  mi_track_mem_noaccess(p, oldusable);
+  VALGRIND_MALLOCLIKE_BLOCK(p, newsize, 0, 1 /* contents kept: defined */);
 #endif
 }
 #define mi_track_link_open(block) mi_track_mem_defined((block), sizeof(void*))
@@ -96,6 +123,7 @@ static inline void mi_track_resize(void* p, size_t oldusable, size_t newsize) {
 #define mi_track_link_close(block) ((void)0)
 #define mi_track_malloc(p, size, usable, zero) ((void)0)
 #define mi_track_free(p, usable) ((void)0)
+#define mi_track_unregister(p) ((void)0)
 #define mi_track_resize(p, oldusable, newsize) ((void)0)
 #endif
 

@@ -140,6 +140,25 @@ static uint8_t* mi_guard_block_pages(const mi_page_t* page, size_t* len) {
   return first;
 }
 
+/* A block leaves the quarantine: its pages open again and its segment goes
+   back (to the segment cache, or to the OS if it cannot be opened). */
+static void mi_guard_release(mi_segment_t* evicted) {
+  mi_page_t* old = &evicted->pages[0];
+  size_t len;
+  uint8_t* first = mi_guard_block_pages(old, &len);
+  bool accessible = (_mi_os_protect(first, len, false) == 0);
+  old->is_guarded = false;
+  old->guarded_freed = false;
+  if (accessible) {
+    _mi_segment_single_release(evicted);
+  } else {
+    /* still fenced off: reusing it would fault, so it goes back to the OS */
+    _mi_error_message(ENOMEM, "unable to lift the guard of freed block %p; returning it to the OS\n", (void*)old->start);
+    _mi_segment_single_discard(evicted); /* fault path */
+  }
+  atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
+}
+
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
   _mi_segment_single_unlink(segment);
   size_t len;
@@ -154,20 +173,20 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
   page->guarded_freed = true;
   size_t slot = atomic_fetch_add_explicit(&mi_guard_quarantine_next, 1, memory_order_relaxed) % MI_GUARD_QUARANTINE;
   mi_segment_t* evicted = atomic_exchange_explicit(&mi_guard_quarantine[slot], segment, memory_order_acq_rel);
-  if (evicted == NULL) return;
-  mi_page_t* old = &evicted->pages[0];
-  first = mi_guard_block_pages(old, &len);
-  bool accessible = (_mi_os_protect(first, len, false) == 0);
-  old->is_guarded = false;
-  old->guarded_freed = false;
-  if (accessible) {
-    _mi_segment_single_release(evicted);
-  } else {
-    /* still fenced off: reusing it would fault, so it goes back to the OS */
-    _mi_error_message(ENOMEM, "unable to lift the guard of freed block %p; returning it to the OS\n", (void*)old->start);
-    _mi_segment_single_discard(evicted); /* fault path */
+  if (evicted != NULL) mi_guard_release(evicted);
+}
+
+/* A forced collection (mi_collect(true)) empties the quarantine as it
+   empties the per-thread one of small blocks: the program asked for its
+   memory back, and each guarded block held here is a segment. Every slot is
+   taken by exchange, so a free racing with the flush either lands before
+   (its block is released here) or after (it waits in the emptied slot). */
+void _mi_guard_quarantine_flush(void) {
+  for (size_t i = 0; i < MI_GUARD_QUARANTINE; i++) {
+    if (atomic_load_explicit(&mi_guard_quarantine[i], memory_order_relaxed) == NULL) continue;
+    mi_segment_t* evicted = atomic_exchange_explicit(&mi_guard_quarantine[i], NULL, memory_order_acq_rel);
+    if (evicted != NULL) mi_guard_release(evicted);
   }
-  atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
 }
 
 #endif

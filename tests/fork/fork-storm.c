@@ -380,6 +380,15 @@ int main(int argc, char** argv) {
   const char* venv = getenv("FORK_STORM_VARIANT");
   for (int v = 0; venv != NULL && v < V_COUNT; v++)
     if (strcmp(venv, variant_names[v]) == 0) only = v;
+  /* exec runs the file /proc/self/exe names, resolved now: under Valgrind
+     the link itself leads to the tool's binary, but readlink is answered
+     with the program's path */
+  static char self_buf[4096];
+  ssize_t len = readlink("/proc/self/exe", self_buf, sizeof(self_buf) - 1);
+  if (len > 0) {
+    self_buf[len] = 0;
+    self_path = self_buf;
+  }
   mi_process_init(); /* registers the allocator's fork handlers first */
   pthread_atfork(slots_prepare, slots_parent, slots_child);
 

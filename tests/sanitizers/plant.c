@@ -31,6 +31,26 @@ __attribute__((noinline)) static int plant_never_allocated(void) {
   return r;
 }
 
+/* A leak: the only pointer to a block is dropped. It is the second block
+   of its page: the page's metadata points at the first (its start), which
+   memcheck's leak check counts as a reference. Memcheck only (ASan's leak
+   checker does not scan the allocator's mappings, docs/sanitizers.md). */
+__attribute__((noinline)) static void plant_leak_block(void) {
+  void* keep = mi_malloc(48);
+  char* volatile p = (char*)mi_malloc(48);
+  memset(p, 1, 48);
+  p = NULL; /* the block is unreachable from here on */
+  mi_free(keep);
+}
+
+__attribute__((noinline)) static int plant_leak(void) {
+  plant_leak_block();
+  char* volatile q = (char*)mi_malloc(4000); /* reuses the registers and stack the leak's pointer was in */
+  memset(q, 2, 4000);
+  mi_free(q);
+  return 0; /* the process exits 0: memcheck's leak check must fail it */
+}
+
 static int control(void) {
   char* volatile p = (char*)mi_malloc(40);
   memset(p, 1, 40);
@@ -48,7 +68,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "use-after-free") == 0) return plant_use_after_free();
   if (strcmp(mode, "heap-overflow") == 0) return plant_heap_overflow();
   if (strcmp(mode, "never-allocated") == 0) return plant_never_allocated();
+  if (strcmp(mode, "leak") == 0) return plant_leak();
   if (strcmp(mode, "control") == 0) return control();
-  fprintf(stderr, "usage: plant use-after-free|heap-overflow|never-allocated|control\n");
+  fprintf(stderr, "usage: plant use-after-free|heap-overflow|never-allocated|leak|control\n");
   return 2;
 }
