@@ -71,6 +71,19 @@ static inline uintptr_t mi_tag_of(const void* p) {
   return ((uintptr_t)p ^ _mi_process_key) * 0x94D049BB133111EBULL;
 }
 
+/* The tag sits 16 bytes before an aligned allocation's inner pointer, which
+   mi_malloc_aligned_at (an offset) or a pointer under validation may leave
+   at any byte address: accessed bytewise. */
+static inline void mi_tag_store(void* p) {
+  uintptr_t tag = mi_tag_of(p);
+  memcpy((uint8_t*)p - 16, &tag, sizeof(tag));
+}
+static inline bool mi_tag_matches(const void* p) {
+  uintptr_t tag;
+  memcpy(&tag, (const uint8_t*)p - 16, sizeof(tag));
+  return tag == mi_tag_of(p);
+}
+
 /* ---- Block geometry ------------------------------------------------------- */
 
 /* Offsets within a page are below 2^22 and block sizes at most 2^17, so
@@ -173,7 +186,7 @@ static void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_
 #if MI_GUARDED
   if (page->is_guarded) {
     /* it ends at its guard page: no canary, no trailer */
-    if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
+    if ((void*)block != p) mi_tag_store(p);
     return;
   }
 #endif
@@ -182,7 +195,7 @@ static void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_
   size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
   if (canary_end > user_end) mi_canary_fill((uint8_t*)block + user_end, canary_end - user_end);
   *mi_trailer_of(page, block) = mi_trailer_encode(block, user_end);
-  if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
+  if ((void*)block != p) mi_tag_store(p);
 }
 
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
@@ -297,7 +310,7 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
   if ((void*)block != p) {
     /* only an aligned allocation hands out a pointer inside its block, and it
        leaves a keyed tag just before that pointer */
-    if (b - (uint8_t*)block < 16 || *(const uintptr_t*)(b - 16) != mi_tag_of(p)) {
+    if (b - (uint8_t*)block < 16 || !mi_tag_matches(p)) {
       mi_secure_fatal_op(op, is_free ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
     }
   }
