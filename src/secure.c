@@ -280,6 +280,16 @@ static bool mi_was_freed_huge(const void* p) {
   return false;
 }
 
+/* A block freed by another thread and not collected yet: zeroed whole,
+   trailer included (a live block's trailer is never zero: it encodes the
+   block's address). Guarded blocks have no trailer. */
+static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* block) {
+#if MI_GUARDED
+  if (page->is_guarded) return false;
+#endif
+  return *mi_trailer_of(page, block) == 0 && _mi_option_get_fast(mi_option_zero_on_free) != 0;
+}
+
 /* The block of a pointer handed out by this allocator and not freed since;
    anything else aborts with a report. `*size_out` gets the requested size. */
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
@@ -311,6 +321,13 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
     /* only an aligned allocation hands out a pointer inside its block, and it
        leaves a keyed tag just before that pointer */
     if (b - (uint8_t*)block < 16 || !mi_tag_matches(p)) {
+      /* A free from another thread zeroes the block, the tag with it: an
+         aligned pointer freed a second time before the owner collects the
+         first free shows a zero tag and a zero trailer. */
+      if (b - (uint8_t*)block >= 16 && mi_freed_by_other_thread(page, block)) {
+        mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
+                           page->block_size);
+      }
       mi_secure_fatal_op(op, is_free ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
     }
   }
@@ -325,8 +342,7 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
   uint64_t raw = *mi_trailer_of(page, block);
   uint64_t t = raw ^ mi_trailer_key();
   size_t user_end = (size_t)(t >> 32);
-  if (raw == 0 && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
-    /* zeroed: freed by another thread and not collected yet */
+  if (mi_freed_by_other_thread(page, block)) {
     mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
                        page->block_size);
   }
