@@ -152,7 +152,12 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
   if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
     return _mi_heap_realloc_zero(heap, p, newsize, zero);
   }
-  if (p == NULL) return mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, zero);
+  if (p == NULL) {
+    /* an allocation: its block is opened up as mi_malloc_aligned's is */
+    void* newp = mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, zero);
+    mi_track_aligned(newp, newsize, zero);
+    return newp;
+  }
 #if MI_SECURE
   size_t size;
   _mi_secure_validate(p, MI_OP_REALLOC, NULL, &size);
