@@ -202,6 +202,13 @@ void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
   mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size);
 }
 
+/* A block of a single-block segment (large, huge, guarded). Not the same as
+   page->reserved == 1: the first small page of a segment, shortened by the
+   segment header, may have room for one block of the larger small sizes. */
+static inline bool mi_page_is_single_block(const mi_page_t* page) {
+  return _mi_page_segment(page)->kind == MI_SEGMENT_SINGLE;
+}
+
 /* A block just taken from a free list: check it was not written since it was
    freed, mark it handed out, lay out its canary and trailer. */
 static inline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
@@ -213,7 +220,7 @@ static inline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t 
     return block; /* it ends at its guard page: no canary, no trailer */
   }
 #endif
-  if (page->reserved > 1) {
+  if (!mi_page_is_single_block(page)) {
     idx = mi_block_index(page, block);
     if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
       const uint64_t* w = (const uint64_t*)block;
@@ -263,7 +270,7 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
     page = _mi_segment_page_of(_mi_ptr_segment(block), block);
   }
   mi_block_prepare(page, block, size);
-  if (zero && page->reserved > 1) memset(block, 0, size);
+  if (zero && !mi_page_is_single_block(page)) memset(block, 0, size);
   return block;
 }
 
