@@ -5,7 +5,9 @@ set -euo pipefail
 pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
       gnuplot-nox libc6-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libclang-rt-14-dev gcovr
       valgrind chromium libdw1 # the heap profiler's tests: Valgrind's DHAT and its viewer
-      spin) # the model check of the teardown protocol (ci/teardown-model.sh)
+      spin # the model check of the teardown protocol (ci/teardown-model.sh)
+      afl++ # the fuzz smoke (ci/fuzz.sh); libFuzzer comes with clang (libclang-rt-14-dev)
+      clang-format clang-tidy cppcheck) # the lint job (ci/lint.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -94,6 +94,11 @@ step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat
 step "asan" bash ci/asan.sh "$out/asan"
 step "tsan" bash ci/tsan.sh "$out/tsan"
 step "valgrind" bash ci/valgrind.sh "$out/valgrind"
+# fuzzing (docs/fuzzing.md): both harnesses for a minute per engine, and the
+# planted bugs each engine must find; lint (docs/lint.md): clang-format,
+# cppcheck and clang-tidy with zero findings and a planted finding each
+step "fuzz-smoke" bash ci/fuzz.sh "$out/fuzz" 60
+step "lint" bash ci/lint.sh "$out/lint"
 step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
 step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
   OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
