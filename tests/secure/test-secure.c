@@ -81,6 +81,17 @@ static void case_double_free_after_remote(bool misuse) {
   pthread_join(t, NULL);
   if (misuse) mi_free(p);
 }
+/* the same with an aligned pointer inside its block (p + 3 aligned: p is
+   never a block start, and its tag sits at an odd address): the remote free
+   zeroed the tag before it (found by the fuzz harness: was reported as an
+   interior pointer) */
+static void case_double_free_aligned_after_remote(bool misuse) {
+  void* p = mi_malloc_aligned_at(100, 64, 3);
+  pthread_t t;
+  pthread_create(&t, NULL, &free_in_thread, p);
+  pthread_join(t, NULL);
+  if (misuse) mi_free(p);
+}
 
 /* ---- Invalid free ----------------------------------------------------------- */
 
@@ -263,6 +274,7 @@ SECURE_TEST(double_free_large, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_huge, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_other_thread, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_after_remote, SIGABRT, "double free detected of block")
+SECURE_TEST(double_free_aligned_after_remote, SIGABRT, "double free detected of block")
 SECURE_TEST(free_interior, SIGABRT, "invalid free detected of interior pointer")
 SECURE_TEST(free_stack, SIGABRT, "invalid free detected of pointer")
 SECURE_TEST(free_global, SIGABRT, "invalid free detected of pointer")
@@ -310,6 +322,31 @@ static void test_exact_usable_size(void** state) {
   }
 }
 
+/* The first small page of a segment is shortened by the segment header and
+   may hold one block of the larger small sizes: such a block is zeroed too
+   (found by the fuzz harness: its free-list link was left in it). A new
+   thread's first allocation of a size takes a fresh page, usually the first
+   of a segment. */
+static void* zalloc_in_thread(void* arg) {
+  size_t size = (size_t)(uintptr_t)arg;
+  uint8_t* p = (uint8_t*)mi_zalloc(size);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < size; i++) nonzero += (p[i] != 0);
+  mi_free(p);
+  return (void*)(uintptr_t)nonzero;
+}
+static void test_zalloc_one_block_page(void** state) {
+  (void)state;
+  static const size_t sizes[] = {4500, 5500, 6160, 7000, 8184};
+  for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+    pthread_t t;
+    void* nonzero;
+    assert_int_equal(pthread_create(&t, NULL, &zalloc_in_thread, (void*)(uintptr_t)sizes[k]), 0);
+    pthread_join(t, &nonzero);
+    assert_int_equal((uintptr_t)nonzero, 0);
+  }
+}
+
 int main(void) {
   mi_child_save_signals();
   const struct CMUnitTest tests[] = {
@@ -318,6 +355,7 @@ int main(void) {
       cmocka_unit_test(test_double_free_huge),
       cmocka_unit_test(test_double_free_other_thread),
       cmocka_unit_test(test_double_free_after_remote),
+      cmocka_unit_test(test_double_free_aligned_after_remote),
       cmocka_unit_test(test_free_interior),
       cmocka_unit_test(test_free_stack),
       cmocka_unit_test(test_free_global),
@@ -344,6 +382,7 @@ int main(void) {
       cmocka_unit_test(test_realloc_aligned_freed),
       cmocka_unit_test(test_error_callback),
       cmocka_unit_test(test_exact_usable_size),
+      cmocka_unit_test(test_zalloc_one_block_page),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
