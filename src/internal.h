@@ -383,6 +383,7 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(void* p, size_t newsize) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
 bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
+void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
 __attribute__((noreturn)) void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
 /* guard/guard.c (MI_SECURE) */
 void _mi_guard_fault_report(void* addr) mi_decl_hidden;

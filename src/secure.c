@@ -276,13 +276,28 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
 
 /* ---- Validation -------------------------------------------------------------- */
 
-#define MI_FREED_HUGE_RING 64
-static _Atomic(uintptr_t) mi_freed_huge[MI_FREED_HUGE_RING];
-static _Atomic(size_t) mi_freed_huge_next;
+/* The last segments given back (to the OS or an arena): a pointer into one
+   of them was handed out and freed, and its segment went with it, so its
+   free is a double free, not a foreign pointer. (A huge block's segment goes
+   at once; any other segment when its last page is freed and the segment
+   cache is full.) Start and end are two stores: a reader racing a writer may
+   pair them wrongly, which only changes the wording of a report. */
+#define MI_UNMAPPED_RING 64
+static _Atomic(uintptr_t) mi_unmapped_start[MI_UNMAPPED_RING];
+static _Atomic(uintptr_t) mi_unmapped_end[MI_UNMAPPED_RING];
+static _Atomic(size_t) mi_unmapped_next;
 
-static bool mi_was_freed_huge(const void* p) {
-  for (size_t i = 0; i < MI_FREED_HUGE_RING; i++) {
-    if (atomic_load_explicit(&mi_freed_huge[i], memory_order_relaxed) == (uintptr_t)p) return true;
+void _mi_secure_segment_unmapped(const void* start, size_t size) {
+  size_t i = atomic_fetch_add_explicit(&mi_unmapped_next, 1, memory_order_relaxed) % MI_UNMAPPED_RING;
+  atomic_store_explicit(&mi_unmapped_start[i], (uintptr_t)start, memory_order_relaxed);
+  atomic_store_explicit(&mi_unmapped_end[i], (uintptr_t)start + size, memory_order_relaxed);
+}
+
+static bool mi_was_unmapped(const void* p) {
+  for (size_t i = 0; i < MI_UNMAPPED_RING; i++) {
+    uintptr_t start = atomic_load_explicit(&mi_unmapped_start[i], memory_order_relaxed);
+    uintptr_t end = atomic_load_explicit(&mi_unmapped_end[i], memory_order_relaxed);
+    if (start <= (uintptr_t)p && (uintptr_t)p < end) return true;
   }
   return false;
 }
@@ -302,7 +317,9 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
   bool is_free = (op == MI_OP_FREE);
   if (!_mi_segment_map_contains(p)) {
-    if (is_free && mi_was_freed_huge(p)) _mi_secure_fatal("double free detected of block", p, 0);
+    if (mi_was_unmapped(p)) {
+      mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p, 0);
+    }
     mi_secure_fatal_op(op, NULL, p, 0);
   }
   mi_segment_t* segment = _mi_ptr_segment(p);
@@ -415,10 +432,6 @@ void _mi_secure_free(void* p) {
       return;
     }
 #endif
-    if (segment->segment_size > MI_LARGE_SEGMENT_MAX) {
-      size_t i = atomic_fetch_add_explicit(&mi_freed_huge_next, 1, memory_order_relaxed) % MI_FREED_HUGE_RING;
-      atomic_store_explicit(&mi_freed_huge[i], (uintptr_t)p, memory_order_relaxed);
-    }
     /* large blocks are not zeroed here: their memory goes back to the OS
        after the purge delay (docs/secure-mode.md) */
     _mi_segment_single_free(segment);

@@ -54,6 +54,17 @@ static void case_double_free_huge(bool misuse) {
   touch_free(p);
   if (misuse) mi_free(p);
 }
+/* the block's segment goes back to the OS at the first free (the segment
+   cache is full), so the second free finds no segment of ours there (found
+   by the fuzz harness: was reported as an invalid free) */
+static void case_double_free_segment_released(bool misuse) {
+  void* large[40];
+  for (int i = 0; i < 40; i++) large[i] = mi_malloc(5 * 1024 * 1024);
+  for (int i = 0; i < 40; i++) mi_free(large[i]);
+  void* p = mi_malloc(20000);
+  touch_free(p);
+  if (misuse) mi_free(p);
+}
 static void* free_in_thread(void* p) {
   mi_free(p);
   return NULL;
@@ -277,6 +288,7 @@ static void case_error_callback(bool misuse) {
 SECURE_TEST(double_free_small, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_large, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_huge, SIGABRT, "double free detected of block")
+SECURE_TEST(double_free_segment_released, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_other_thread, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_after_remote, SIGABRT, "double free detected of block")
 SECURE_TEST(double_free_aligned_after_remote, SIGABRT, "double free detected of block")
@@ -364,6 +376,7 @@ int main(void) {
       cmocka_unit_test(test_double_free_small),
       cmocka_unit_test(test_double_free_large),
       cmocka_unit_test(test_double_free_huge),
+      cmocka_unit_test(test_double_free_segment_released),
       cmocka_unit_test(test_double_free_other_thread),
       cmocka_unit_test(test_double_free_after_remote),
       cmocka_unit_test(test_double_free_aligned_after_remote),
