@@ -250,8 +250,8 @@ void _mi_options_init(void) mi_decl_hidden;
 typedef enum mi_option_init_e { MI_OPTION_UNINIT, MI_OPTION_DEFAULTED, MI_OPTION_INITIALIZED } mi_option_init_t;
 typedef struct mi_option_desc_s {
   long value;
-  mi_option_init_t init;
   const char* name;
+  mi_option_init_t init;
   bool is_size; /* value in KiB; accepts KiB/MiB/GiB suffixes */
 } mi_option_desc_t;
 extern mi_option_desc_t _mi_options[_mi_option_last] mi_decl_hidden;

@@ -5,8 +5,10 @@
 #include <ctype.h>
 #include <stdlib.h>
 
-#define MI_OPTION(opt, def) [mi_option_##opt] = {def, MI_OPTION_UNINIT, #opt, false}
-#define MI_OPTION_SIZE(opt, def) [mi_option_##opt] = {def, MI_OPTION_UNINIT, #opt, true}
+#define MI_OPTION(opt, def) \
+  [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = false}
+#define MI_OPTION_SIZE(opt, def) \
+  [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = true}
 
 mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(show_errors, (MI_DEBUG > 0 || MI_SECURE) ? 1 : 0),

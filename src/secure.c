@@ -30,7 +30,7 @@
 
 void _mi_secure_fatal(const char* what, const void* p, size_t size) {
   char buf[256];
-  snprintf(buf, sizeof(buf), "mimalloc: error: %s %p (size %zu)\n", what, p, size);
+  (void)snprintf(buf, sizeof(buf), "mimalloc: error: %s %p (size %zu)\n", what, p, size); /* cut to the buffer */
   _mi_fputs(NULL, NULL, NULL, buf);
   _mi_error_callback(EFAULT);
   abort();
@@ -41,7 +41,7 @@ static const char* const mi_op_names[] = {"free", "realloc", "usable_size", "vis
 static __attribute__((noreturn)) void mi_secure_fatal_op(mi_secure_op_t op, const char* what, const void* p,
                                                           size_t size) {
   char buf[96];
-  snprintf(buf, sizeof(buf), "invalid %s detected of pointer", mi_op_names[op]);
+  (void)snprintf(buf, sizeof(buf), "invalid %s detected of pointer", mi_op_names[op]);
   _mi_secure_fatal(what != NULL ? what : buf, p, size);
 }
 
