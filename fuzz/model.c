@@ -114,10 +114,10 @@ void fz_block_resized(fz_model_t* m, int slot, uint8_t* newp, size_t newsize, si
             (void*)b->p, (void*)newp, b->id, b->size, newsize, bad, newp[bad], fz_pattern_byte(b->id, bad));
   }
   bool moved = (newp != b->p);
-  /* a block kept in place keeps its address, which a plain reallocation of
-     an mi_malloc_aligned_at block does not have to align; an aligned
-     reallocation keeps a block in place only if it is aligned already */
-  if (moved || align > 16) fz_expect_aligned(newp, align, offset, "reallocation");
+  /* a plain reallocation (align 0) that keeps the block keeps its address,
+     which need not be 16-byte aligned (an mi_malloc_aligned_at block); an
+     aligned one always returns an aligned block */
+  if (align != 0 || moved) fz_expect_aligned(newp, (align != 0 ? align : 16), offset, "reallocation");
   /* A zeroing call promises zero past the old block's usable size. A block
      that moves gets the old block's bytes up to the new size (zero past
      `written`, for a zero-origin block), then, past the old usable size,

@@ -60,8 +60,8 @@ void fz_block_forget(fz_model_t* m, int slot);
 
 /* After a reallocation of slot `slot` to `newsize` that returned `newp`
    (not NULL): the preserved prefix, the zeroed part for zeroing calls, the
-   pattern of the rest, the owner. `moved_to` is the owner a moved block now
-   has. */
+   pattern of the rest, the alignment (`align` 0 for the plain calls), the
+   owner. `moved_to` is the owner a moved block now has. */
 void fz_block_resized(fz_model_t* m, int slot, uint8_t* newp, size_t newsize, size_t align, size_t offset, bool zero,
                       int moved_to);
 

@@ -146,9 +146,9 @@ static void fz_op_realloc(fz_model_t* m, int op, fz_input_t* in) {
   int slot = fz_slot(in);
   size_t count = (op == FZ_OP_RECALLOC ? fz_count(in) : 1);
   size_t size = fz_size(in);
-  size_t align = (op == FZ_OP_REALLOC_ALIGNED ? fz_align(in) : 16);
-  if (op == FZ_OP_REALLOC_ALIGNED && !fz_align_valid(align))
-    align = 16; /* mi_realloc_aligned has no failure rule for it */
+  size_t align = (op == FZ_OP_REALLOC_ALIGNED ? fz_align(in) : 0); /* 0: a plain call */
+  /* mi_realloc_aligned has no failure rule for a bad alignment: not asked */
+  if (op == FZ_OP_REALLOC_ALIGNED && !fz_align_valid(align)) align = 16;
   fz_block_t* b = &m->slots[slot];
   if (!fz_room(m, count * size, align)) return;
   bool zero = (op == FZ_OP_REZALLOC || op == FZ_OP_RECALLOC);
@@ -164,7 +164,7 @@ static void fz_op_realloc(fz_model_t* m, int op, fz_input_t* in) {
   }
   if (q == NULL) fz_fail("reallocation of %p to %zu bytes returned NULL", p, count * size);
   if (p == NULL) {
-    fz_block_add(m, slot, (uint8_t*)q, count * size, align, 0, zero, FZ_OWNER_DEFAULT);
+    fz_block_add(m, slot, (uint8_t*)q, count * size, (align != 0 ? align : 16), 0, zero, FZ_OWNER_DEFAULT);
   } else {
     fz_block_resized(m, slot, (uint8_t*)q, count * size, align, 0, zero, FZ_OWNER_DEFAULT);
   }
@@ -228,7 +228,7 @@ static void fz_op_heap_realloc(fz_model_t* m, fz_input_t* in) {
   size_t size = fz_size(in);
   uint8_t kind = fz_u8(in);
   bool zero = (kind & 1);
-  size_t align = (kind & 2) ? fz_align_of((uint8_t)((kind >> 2) % 22)) : 16;
+  size_t align = (kind & 2) ? fz_align_of((uint8_t)((kind >> 2) % 22)) : 0; /* 0: a plain call */
   mi_heap_t* heap = m->heaps[h];
   fz_block_t* b = &m->slots[slot];
   if (heap == NULL || !fz_room(m, size, align)) return;
@@ -243,7 +243,7 @@ static void fz_op_heap_realloc(fz_model_t* m, fz_input_t* in) {
   }
   if (q == NULL) fz_fail("heap reallocation of %p to %zu bytes returned NULL", (void*)b->p, size);
   if (b->p == NULL) {
-    fz_block_add(m, slot, (uint8_t*)q, size, align, 0, zero, h);
+    fz_block_add(m, slot, (uint8_t*)q, size, (align != 0 ? align : 16), 0, zero, h);
   } else {
     fz_block_resized(m, slot, (uint8_t*)q, size, align, 0, zero, h);
   }
@@ -371,7 +371,7 @@ static void fz_op_worker_realloc(fz_model_t* m, fz_input_t* in) {
   fz_block_verify(b, "reallocation by the second thread");
   uint8_t* q = fz_worker_realloc(b->p, size);
   if (q == NULL) fz_fail("second thread: reallocation of %p to %zu bytes returned NULL", (void*)b->p, size);
-  fz_block_resized(m, slot, q, size, 16, 0, false, FZ_OWNER_WORKER);
+  fz_block_resized(m, slot, q, size, 0, 0, false, FZ_OWNER_WORKER);
 }
 
 /* ---- Failure rules ---------------------------------------------------------------- */
