@@ -75,6 +75,8 @@ def seeds_alloc():
     s["churn"] = b"".join(op("MALLOC", i % 8, size(16 * (i % 5 + 1))) + op("FREE", (i * 3) % 8) for i in range(40))
     # the inputs of the bugs the fuzzers found (docs/fuzzing.md), kept as seeds
     s["found-realloc-aligned-null"] = op("REALLOC_ALIGNED", 40, size(40), align(1 << 21))
+    s["found-realloc-aligned-offset"] = (op("MALLOC_ALIGNED_AT", 1, size(100), align(64), 7)
+                                         + op("REALLOC_ALIGNED", 1, size(100), align(16)))
     s["found-zalloc-one-block-page"] = op("ZALLOC", 1, size(6160)) + op("ZALLOC", 2, size(6160))
     s["found-rezalloc-after-move"] = (op("RECALLOC", 45, 14, size(0)) + op("RECALLOC", 45, 1, size(0))
                                       + op("RECALLOC", 45, 1, size(5)) + op("REZALLOC", 45, size(16)))
