@@ -7,7 +7,9 @@ pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
       clang-19 libclang-rt-19-dev # the fork storm under ASan (ci/asan.sh): ASan's run-time handles fork since LLVM 18
       valgrind chromium libdw1 # the heap profiler's tests: Valgrind's DHAT and its viewer
       spin # the model check of the teardown protocol (ci/teardown-model.sh)
-      gcc-mingw-w64-x86-64 mingw-w64-tools wine64) # the Windows build and its tests under Wine (ci/windows.sh)
+      gcc-mingw-w64-x86-64 mingw-w64-tools wine64 # the Windows build and its tests under Wine (ci/windows.sh)
+      afl++ # the fuzz smoke (ci/fuzz.sh); libFuzzer comes with clang (libclang-rt-14-dev)
+      clang-format clang-tidy cppcheck) # the lint job (ci/lint.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

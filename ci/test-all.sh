@@ -102,6 +102,11 @@ step "valgrind" bash ci/valgrind.sh "$out/valgrind"
 # with the fault sweep injecting Windows error codes, and two planted bugs
 # (a thread-exit hook that never runs, an unchecked commit) it must catch
 step "windows-mingw-wine" bash ci/windows.sh "$out/windows"
+# fuzzing (docs/fuzzing.md): both harnesses for a minute per engine, and the
+# planted bugs each engine must find; lint (docs/lint.md): clang-format,
+# cppcheck and clang-tidy with zero findings and a planted finding each
+step "fuzz-smoke" bash ci/fuzz.sh "$out/fuzz" 60
+step "lint" bash ci/lint.sh "$out/lint"
 step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
 step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
   OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke

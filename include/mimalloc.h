@@ -107,7 +107,7 @@ mi_decl_export void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, s
 
 /* ---- Aligned allocation ------------------------------------------------- */
 /* Alignments are powers of two up to MI_ALIGNMENT_MAX; larger ones fail with ENOMEM. */
-#define MI_ALIGNMENT_MAX (2 * 1024 * 1024UL)
+#define MI_ALIGNMENT_MAX (2UL * 1024 * 1024)
 mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);
 mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
 mi_decl_nodiscard mi_decl_export void* mi_zalloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);

@@ -153,7 +153,10 @@ void* mi_calloc_aligned(size_t count, size_t size, size_t alignment) {
 
 static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size_t newsize, size_t alignment,
                                                   size_t offset, bool zero) {
-  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
+  /* every block the plain calls hand out is 16-byte aligned; a block from
+     mi_malloc_aligned_at with an offset may not be, and then must move */
+  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0 &&
+      ((uintptr_t)p & (alignment - 1)) == 0) {
     return _mi_heap_realloc_zero(heap, p, newsize, zero);
   }
   if (p == NULL) {

@@ -273,8 +273,8 @@ void _mi_options_init(void) mi_decl_hidden;
 typedef enum mi_option_init_e { MI_OPTION_UNINIT, MI_OPTION_DEFAULTED, MI_OPTION_INITIALIZED } mi_option_init_t;
 typedef struct mi_option_desc_s {
   long value;
-  mi_option_init_t init;
   const char* name;
+  mi_option_init_t init;
   bool is_size; /* value in KiB; accepts KiB/MiB/GiB suffixes */
 } mi_option_desc_t;
 extern mi_option_desc_t _mi_options[_mi_option_last] mi_decl_hidden;
@@ -418,6 +418,7 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(void* p, size_t newsize) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
 bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
+void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
 /* guard/guard.c (MI_SECURE) */
 void _mi_guard_fault_report(void* addr) mi_decl_hidden;

@@ -5,8 +5,10 @@
 #include <ctype.h>
 #include <stdlib.h>
 
-#define MI_OPTION(opt, def) [mi_option_##opt] = {def, MI_OPTION_UNINIT, #opt, false}
-#define MI_OPTION_SIZE(opt, def) [mi_option_##opt] = {def, MI_OPTION_UNINIT, #opt, true}
+#define MI_OPTION(opt, def) \
+  [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = false}
+#define MI_OPTION_SIZE(opt, def) \
+  [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = true}
 
 mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(show_errors, (MI_DEBUG > 0 || MI_SECURE) ? 1 : 0),
@@ -103,7 +105,7 @@ static bool mi_option_parse(const mi_option_desc_t* desc, const char* s, long* v
     /* sizes are kept in KiB */
     if (*end == 'K') end++;
     else if (*end == 'M') { v *= 1024; end++; }
-    else if (*end == 'G') { v *= 1024 * 1024; end++; }
+    else if (*end == 'G') { v *= 1024L * 1024; end++; }
     else if (*end == 0) v = (v + 1023) / 1024; /* plain bytes */
     if (*end == 'I') end++;
     if (*end == 'B') end++;

@@ -30,14 +30,15 @@ void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* ms
     arg = atomic_load(&mi_out_arg);
   }
   char buf[512];
-  snprintf(buf, sizeof(buf), "%s%s", (prefix != NULL ? prefix : ""), msg);
+  (void)snprintf(buf, sizeof(buf), "%s%s", (prefix != NULL ? prefix : ""), msg); /* cut to the buffer */
   if (out != NULL) out(buf, arg);
   else mi_prim_out_stderr(buf);
 }
 
 static void mi_vfprintf(const char* prefix, const char* fmt, va_list args) {
   char buf[512];
-  vsnprintf(buf, sizeof(buf), fmt, args);
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang 14 loses the va_start of the caller */
+  (void)vsnprintf(buf, sizeof(buf), fmt, args);
   _mi_fputs(NULL, NULL, prefix, buf);
 }
 
@@ -89,7 +90,7 @@ void _mi_error_callback(int err) {
 #if MI_DEBUG > 0
 void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) {
   char buf[512];
-  snprintf(buf, sizeof(buf), "mimalloc: assertion failed: %s:%u, %s: %s\n", fname, line, func, assertion);
+  (void)snprintf(buf, sizeof(buf), "mimalloc: assertion failed: %s:%u, %s: %s\n", fname, line, func, assertion);
   mi_prim_out_stderr(buf);
   abort();
 }

@@ -93,6 +93,7 @@ static void mi_page_extend(mi_page_t* page) {
   size_t want = (4096 + bsize - 1) / bsize;
   if (want < 4) want = 4;
   size_t avail = page->reserved - page->capacity;
+  if (avail == 0) return; /* callers extend only pages with room; nothing to carve otherwise */
   if (want > avail) want = avail;
   uint8_t* start = page->start + (size_t)page->capacity * bsize;
 #if MI_SECURE
@@ -108,6 +109,8 @@ static void mi_page_extend(mi_page_t* page) {
     order[i] = order[j];
     order[j] = t;
   }
+  /* want >= 1 (avail > 0 above), so order[0] was set */
+  /* cppcheck-suppress uninitvar */
   mi_block_t* first = (mi_block_t*)(start + (size_t)order[0] * bsize);
   mi_block_t* last = first;
   for (size_t i = 1; i < want; i++) {

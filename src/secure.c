@@ -30,7 +30,7 @@
 
 void _mi_secure_fatal(const char* what, const void* p, size_t size) {
   char buf[256];
-  snprintf(buf, sizeof(buf), "mimalloc: error: %s %p (size %zu)\n", what, p, size);
+  (void)snprintf(buf, sizeof(buf), "mimalloc: error: %s %p (size %zu)\n", what, p, size); /* cut to the buffer */
   _mi_fputs(NULL, NULL, NULL, buf);
   _mi_error_callback(EFAULT);
   abort();
@@ -41,7 +41,7 @@ static const char* const mi_op_names[] = {"free", "realloc", "usable_size", "vis
 static mi_decl_noreturn void mi_secure_fatal_op(mi_secure_op_t op, const char* what, const void* p,
                                                           size_t size) {
   char buf[96];
-  snprintf(buf, sizeof(buf), "invalid %s detected of pointer", mi_op_names[op]);
+  (void)snprintf(buf, sizeof(buf), "invalid %s detected of pointer", mi_op_names[op]);
   _mi_secure_fatal(what != NULL ? what : buf, p, size);
 }
 
@@ -64,6 +64,19 @@ static inline uintptr_t mi_trailer_key(void) {
 
 static inline uintptr_t mi_tag_of(const void* p) {
   return ((uintptr_t)p ^ _mi_process_key) * 0x94D049BB133111EBULL;
+}
+
+/* The tag sits 16 bytes before an aligned allocation's inner pointer, which
+   mi_malloc_aligned_at (an offset) or a pointer under validation may leave
+   at any byte address: accessed bytewise. */
+static inline void mi_tag_store(void* p) {
+  uintptr_t tag = mi_tag_of(p);
+  memcpy((uint8_t*)p - 16, &tag, sizeof(tag));
+}
+static inline bool mi_tag_matches(const void* p) {
+  uintptr_t tag;
+  memcpy(&tag, (const uint8_t*)p - 16, sizeof(tag));
+  return tag == mi_tag_of(p);
 }
 
 /* ---- Block geometry ------------------------------------------------------- */
@@ -176,7 +189,7 @@ static mi_forceinline void mi_set_user(const mi_page_t* page, mi_block_t* block,
 #if MI_GUARDED
   if (page->is_guarded) {
     /* it ends at its guard page: no canary, no trailer */
-    if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
+    if ((void*)block != p) mi_tag_store(p);
     return;
   }
 #endif
@@ -186,7 +199,7 @@ static mi_forceinline void mi_set_user(const mi_page_t* page, mi_block_t* block,
   uintptr_t tag = mi_tag_of(block);
   mi_canary_fill((uint8_t*)block + user_end, canary_end - user_end, mi_canary_word(tag));
   *mi_trailer_of(page, block) = mi_trailer_encode(tag, user_end);
-  if ((void*)block != p) *(uintptr_t*)((uint8_t*)p - 16) = mi_tag_of(p);
+  if ((void*)block != p) mi_tag_store(p);
 }
 
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
@@ -232,6 +245,13 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
   memset(block, 0, block_size);
 }
 
+/* A block of a single-block segment (large, huge, guarded). Not the same as
+   page->reserved == 1: the first small page of a segment, shortened by the
+   segment header, may have room for one block of the larger small sizes. */
+static inline bool mi_page_is_single_block(const mi_page_t* page) {
+  return _mi_page_segment(page)->kind == MI_SEGMENT_SINGLE;
+}
+
 /* A block just taken from a free list: check it was not written since it was
    freed, mark it handed out, lay out its canary and trailer. */
 static mi_forceinline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
@@ -243,7 +263,7 @@ static mi_forceinline void* mi_block_prepare(mi_page_t* page, mi_block_t* block,
     return block; /* it ends at its guard page: no canary, no trailer */
   }
 #endif
-  if (page->reserved > 1) {
+  if (!mi_page_is_single_block(page)) {
     idx = mi_block_index(page, block);
     if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
       if (mi_unlikely(!mi_block_untouched(block, page->block_size))) {
@@ -293,21 +313,46 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
     page = _mi_segment_page_of(_mi_ptr_segment(block), block);
   }
   mi_block_prepare(page, block, size);
-  if (zero && page->reserved > 1) memset(block, 0, size);
+  if (zero && !mi_page_is_single_block(page)) memset(block, 0, size);
   return block;
 }
 
 /* ---- Validation -------------------------------------------------------------- */
 
-#define MI_FREED_HUGE_RING 64
-static _Atomic(uintptr_t) mi_freed_huge[MI_FREED_HUGE_RING];
-static _Atomic(size_t) mi_freed_huge_next;
+/* The last segments given back (to the OS or an arena): a pointer into one
+   of them was handed out and freed, and its segment went with it, so its
+   free is a double free, not a foreign pointer. (A huge block's segment goes
+   at once; any other segment when its last page is freed and the segment
+   cache is full.) Start and end are two stores: a reader racing a writer may
+   pair them wrongly, which only changes the wording of a report. */
+#define MI_UNMAPPED_RING 64
+static _Atomic(uintptr_t) mi_unmapped_start[MI_UNMAPPED_RING];
+static _Atomic(uintptr_t) mi_unmapped_end[MI_UNMAPPED_RING];
+static _Atomic(size_t) mi_unmapped_next;
 
-static bool mi_was_freed_huge(const void* p) {
-  for (size_t i = 0; i < MI_FREED_HUGE_RING; i++) {
-    if (atomic_load_explicit(&mi_freed_huge[i], memory_order_relaxed) == (uintptr_t)p) return true;
+void _mi_secure_segment_unmapped(const void* start, size_t size) {
+  size_t i = atomic_fetch_add_explicit(&mi_unmapped_next, 1, memory_order_relaxed) % MI_UNMAPPED_RING;
+  atomic_store_explicit(&mi_unmapped_start[i], (uintptr_t)start, memory_order_relaxed);
+  atomic_store_explicit(&mi_unmapped_end[i], (uintptr_t)start + size, memory_order_relaxed);
+}
+
+static bool mi_was_unmapped(const void* p) {
+  for (size_t i = 0; i < MI_UNMAPPED_RING; i++) {
+    uintptr_t start = atomic_load_explicit(&mi_unmapped_start[i], memory_order_relaxed);
+    uintptr_t end = atomic_load_explicit(&mi_unmapped_end[i], memory_order_relaxed);
+    if (start <= (uintptr_t)p && (uintptr_t)p < end) return true;
   }
   return false;
+}
+
+/* A block freed by another thread and not collected yet: zeroed whole,
+   trailer included (a live block's trailer is never zero: it encodes the
+   block's address). Guarded blocks have no trailer. */
+static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* block) {
+#if MI_GUARDED
+  if (page->is_guarded) return false;
+#endif
+  return *mi_trailer_of(page, block) == 0 && _mi_option_get_fast(mi_option_zero_on_free) != 0;
 }
 
 /* The block of a pointer handed out by this allocator and not freed since;
@@ -316,7 +361,9 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
                                               size_t* size_out) {
   bool is_free = (op == MI_OP_FREE);
   if (!_mi_segment_map_contains(p)) {
-    if (is_free && mi_was_freed_huge(p)) _mi_secure_fatal("double free detected of block", p, 0);
+    if (mi_was_unmapped(p)) {
+      mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p, 0);
+    }
     mi_secure_fatal_op(op, NULL, p, 0);
   }
   mi_segment_t* segment = _mi_ptr_segment(p);
@@ -341,7 +388,14 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
   if ((void*)block != p) {
     /* only an aligned allocation hands out a pointer inside its block, and it
        leaves a keyed tag just before that pointer */
-    if (b - (uint8_t*)block < 16 || *(const uintptr_t*)(b - 16) != mi_tag_of(p)) {
+    if (b - (uint8_t*)block < 16 || !mi_tag_matches(p)) {
+      /* A free from another thread zeroes the block, the tag with it: an
+         aligned pointer freed a second time before the owner collects the
+         first free shows a zero tag and a zero trailer. */
+      if (b - (uint8_t*)block >= 16 && mi_freed_by_other_thread(page, block)) {
+        mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
+                           page->block_size);
+      }
       mi_secure_fatal_op(op, is_free ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
     }
   }
@@ -356,8 +410,7 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
   uint64_t raw = *mi_trailer_of(page, block);
   uint64_t t = raw ^ mi_trailer_key();
   size_t user_end = (size_t)(t >> 32);
-  if (raw == 0 && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
-    /* zeroed: freed by another thread and not collected yet */
+  if (mi_freed_by_other_thread(page, block)) {
     mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
                        page->block_size);
   }
@@ -428,10 +481,6 @@ void _mi_secure_free(void* p) {
       return;
     }
 #endif
-    if (segment->segment_size > MI_LARGE_SEGMENT_MAX) {
-      size_t i = atomic_fetch_add_explicit(&mi_freed_huge_next, 1, memory_order_relaxed) % MI_FREED_HUGE_RING;
-      atomic_store_explicit(&mi_freed_huge[i], (uintptr_t)p, memory_order_relaxed);
-    }
     /* large blocks are not zeroed here: their memory goes back to the OS
        after the purge delay (docs/secure-mode.md) */
     _mi_segment_single_free(segment);

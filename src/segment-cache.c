@@ -12,8 +12,8 @@
 typedef struct mi_cache_slot_s {
   mi_segment_t* segment; /* NULL: slot unused */
   size_t size;
-  uint8_t kind; /* secure builds: guard pages sit where this kind wants them */
   int64_t cached_at;
+  uint8_t kind; /* secure builds: guard pages sit where this kind wants them */
   bool dirty;
   bool purging;
 } mi_cache_slot_t;

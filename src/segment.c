@@ -90,6 +90,9 @@ static void mi_segment_unmap(mi_segment_t* segment) {
   _mi_stat_decrease(&_mi_stats.segments, 1);
   _mi_segment_map_set(segment, false);
   size_t size = segment->segment_size;
+#if MI_SECURE
+  _mi_secure_segment_unmapped(segment, size); /* a later free into it is a double free */
+#endif
   /* whoever maps this range next must not inherit our poisoned blocks (the
      header is not read after this: memcheck would see it as undefined) */
   mi_track_mem_undefined(segment, size);

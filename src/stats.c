@@ -79,8 +79,8 @@ static void mi_format_size(int64_t n, char* buf, size_t size) {
     div *= 1024;
     u++;
   }
-  if (u == 0) snprintf(buf, size, "%lld %s", (long long)n, units[0]);
-  else snprintf(buf, size, "%.1f %s", (double)n / (double)div, units[u]);
+  if (u == 0) (void)snprintf(buf, size, "%lld %s", (long long)n, units[0]);
+  else (void)snprintf(buf, size, "%.1f %s", (double)n / (double)div, units[u]);
 }
 
 typedef struct mi_printer_s {
@@ -93,7 +93,8 @@ static void mi_print_line(const mi_printer_t* pr, const char* fmt, ...) {
   char buf[256];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, args);
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above; clang 14 misreads it */
+  (void)vsnprintf(buf, sizeof(buf), fmt, args);
   va_end(args);
   _mi_fputs(pr->out, pr->arg, NULL, buf);
 }

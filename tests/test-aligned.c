@@ -141,6 +141,16 @@ static void test_realloc_aligned(void** state) {
     p = (uint8_t*)mi_realloc_aligned(NULL, 1000, align);
     check_block(p, 1000, align, 0, "mi_realloc_aligned(NULL)");
     mi_free(p);
+
+    /* a block from mi_malloc_aligned_at with an odd offset is not aligned
+       itself: reallocated aligned, it moves (found by the fuzz harness:
+       returned in place for alignments up to 16) */
+    p = (uint8_t*)mi_malloc_aligned_at(100, 64, 7);
+    tu_fill(p, 100, 6);
+    p = (uint8_t*)mi_realloc_aligned(p, 100, align);
+    check_block(p, 100, align, 0, "mi_realloc_aligned of an offset block");
+    if (!tu_check(p, 100, 6)) fail_msg("mi_realloc_aligned of an offset block (align %zu) lost contents", align);
+    mi_free(p);
   }
 
   /* aligned recalloc keeps contents and zeroes the extension of a zeroed block */

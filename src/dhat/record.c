@@ -605,6 +605,8 @@ static void mi_dhat_dump_free(mi_dhat_dump_t* d) {
 /* The file name: `path`, or MIMALLOC_DHAT_FILE, or dhat-heap.json; "%p"
    becomes the process id. */
 static void mi_dhat_file_name(const char* path, char* buf, size_t size) {
+  /* `path` may point into env after the if: its scope cannot shrink */
+  /* cppcheck-suppress variableScope */
   char env[512];
   if (path == NULL) path = (mi_prim_getenv("MIMALLOC_DHAT_FILE", env, sizeof(env)) && env[0] != 0 ? env
                                                                                                   : "dhat-heap.json");

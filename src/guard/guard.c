@@ -15,7 +15,7 @@
 
 static void mi_guard_say(const char* what, const void* addr, const void* block, size_t size) {
   char buf[256];
-  snprintf(buf, sizeof(buf), "mimalloc: error: %s at %p in block %p (size %zu)\n", what, addr, block, size);
+  (void)snprintf(buf, sizeof(buf), "mimalloc: error: %s at %p in block %p (size %zu)\n", what, addr, block, size);
   mi_prim_out_stderr(buf); /* in a signal handler: straight to stderr */
 }
 

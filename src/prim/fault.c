@@ -139,15 +139,15 @@ void mi_fault_report(void) {
   mi_fault_counters_t c;
   mi_fault_get_counters(&c);
   char line[160];
-  snprintf(line, sizeof(line), "fault: calls=%llu injected=%llu\n", c.selected_calls, c.selected_injected);
+  (void)snprintf(line, sizeof(line), "fault: calls=%llu injected=%llu\n", c.selected_calls, c.selected_injected);
   mi_prim_out_stderr(line);
   for (int k = 1; k < mi_fault_kind_count; k++) {
-    snprintf(line, sizeof(line), "fault: kind %-8s calls %llu injected %llu\n", mi_fault_kind_names[k], c.calls[k],
-             c.injected[k]);
+    (void)snprintf(line, sizeof(line), "fault: kind %-8s calls %llu injected %llu\n", mi_fault_kind_names[k],
+                   c.calls[k], c.injected[k]);
     mi_prim_out_stderr(line);
   }
   for (int e = 0; e < mi_fault_event_count; e++) {
-    snprintf(line, sizeof(line), "fault: event %-15s %llu\n", mi_fault_event_names[e], c.events[e]);
+    (void)snprintf(line, sizeof(line), "fault: event %-15s %llu\n", mi_fault_event_names[e], c.events[e]);
     mi_prim_out_stderr(line);
   }
 }

@@ -60,6 +60,13 @@ static int control(void) {
   p = (char*)mi_realloc(p, 4000);
   memset(p, 3, 4000);
   mi_free(p);
+  /* an aligned reallocation of NULL allocates: its block must be open (the
+     fuzz harness found it poisoned). A first block of the kind, freed, makes
+     the second come from a segment that was poisoned when it was freed. */
+  mi_free(mi_malloc_aligned(40, 2 * 1024 * 1024));
+  p = (char*)mi_realloc_aligned(NULL, 40, 2 * 1024 * 1024);
+  memset(p, 4, 40);
+  mi_free(p);
   return r - 1;
 }
 

@@ -38,7 +38,7 @@ void mi_prim_init(mi_prim_config_t* config) {
   long ps = sysconf(_SC_PAGESIZE);
   config->page_size = (ps > 0 ? (size_t)ps : 4096);
   config->alloc_granularity = config->page_size;
-  config->large_page_size = 2 * 1024 * 1024;
+  config->large_page_size = (size_t)2 * 1024 * 1024;
   config->has_overcommit = true;
   config->has_partial_free = true;
 #if defined(MADV_FREE)
@@ -375,7 +375,7 @@ bool mi_prim_thread_start(void (*fn)(void), void** handle) {
   pthread_t t;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
+  pthread_attr_setstacksize(&attr, (size_t)64 * 1024);
   int err = pthread_create(&t, &attr, &mi_prim_thread_main, (void*)(uintptr_t)fn);
   pthread_attr_destroy(&attr);
   if (err != 0) return false;
@@ -432,7 +432,7 @@ void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(v
 }
 
 void mi_prim_atexit(void (*fn)(void)) {
-  atexit(fn);
+  (void)atexit(fn); /* fails only out of memory, and then only the exit statistics are lost */
 }
 
 /* ---- Files and process identity ------------------------------------------- */

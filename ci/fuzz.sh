@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Fuzz smoke (docs/fuzzing.md): builds both harnesses for libFuzzer and
+# AFL++, runs a campaign of SECONDS per harness and engine (the two engines
+# side by side, one core each), fails on any crash and keeps the crashing
+# inputs in OUT_DIR/crashes/, then runs the positive controls: the planted
+# use-after-free (fuzz-alloc) and the planted undetected misuse (fuzz-secure)
+# must each be found by both engines within SECONDS.
+#   ci/fuzz.sh OUT_DIR [SECONDS]     (CI: 60; hours by hand)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=${1:?usage: ci/fuzz.sh OUT_DIR [SECONDS]}
+secs=${2:-60}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -rf "$out/crashes" "$out/controls" "$out/runs" && mkdir -p "$out/crashes" "$out/controls" "$out/runs"
+
+bash fuzz/build.sh "$out/build" || { echo "fuzz: build failed"; exit 1; }
+bin=$out/build/bin
+dict=$root/fuzz/alloc.dict
+
+# ASan: the allocator's segments are plain mappings LeakSanitizer does not
+# scan (docs/sanitizers.md); AFL++ wants aborts and no symbolizer in the loop
+export ASAN_OPTIONS=detect_leaks=0:allow_user_poisoning=1:abort_on_error=1:symbolize=0
+export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
+# AFL++ in a container: no CPU governor to read, any core, no UI, and no
+# complaint about a core_pattern that pipes to a handler (crashes are still
+# seen: they are signals of the child)
+export AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
+
+# Crashing inputs go to $out/crashes/ENGINE-NAME/ (campaigns) or
+# $out/controls/ENGINE-NAME/ (the planted bugs, expected to crash).
+saved() { # saved NAME: where the crashing inputs of a run go
+  case $1 in *-plant) echo "$out/controls" ;; *) echo "$out/crashes" ;; esac
+}
+
+# libfuzzer NAME BINARY SEEDS: one campaign, stopped by its first crash
+libfuzzer() {
+  local name=$1 binary=$2 seeds=$3 dir=$out/runs/libfuzzer-$1 dest
+  dest=$(saved "$name")/libfuzzer-$name
+  mkdir -p "$dir/corpus" "$dest"
+  cp "$seeds"/* "$dir/corpus/"
+  "$binary" -max_total_time="$secs" -max_len=4096 -timeout=60 -rss_limit_mb=4096 -detect_leaks=0 \
+    -dict="$dict" -print_final_stats=1 -artifact_prefix="$dest/" "$dir/corpus" >"$dir.log" 2>&1
+}
+
+# afl NAME BINARY SEEDS [env...]: one campaign; its fuzzer_stats tell the outcome
+afl() {
+  local name=$1 binary=$2 seeds=$3 dir=$out/runs/afl-$1 dest
+  shift 3
+  dest=$(saved "$name")/afl-$name
+  # AFL++ drops the target's output: the harness's messages and ASan's
+  # reports go to files, for crashes that do not reproduce alone
+  env FZ_FAIL_LOG="$dir.failures" ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$dir.asan" "$@" afl-fuzz -i "$seeds" -o "$dir" -V "$secs" -x "$dict" -m none -t 10000 -- "$binary" >"$dir.log" 2>&1
+  local crashes=$dir/default/crashes
+  if ls "$crashes"/id:* >/dev/null 2>&1; then
+    mkdir -p "$dest" && cp "$crashes"/id:* "$dest/"
+  fi
+}
+
+stat_of() { # stat_of FILE KEY: a value of AFL++'s fuzzer_stats
+  sed -n "s/^$2 *: *//p" "$1" 2>/dev/null | head -1
+}
+
+# afl-fuzz exits 0 even when it saved crashes: the count is in fuzzer_stats
+# (saved_crashes in AFL++ 4.x, unique_crashes before)
+afl_crashes() {
+  local stats=$out/runs/afl-$1/default/fuzzer_stats n
+  [ -f "$stats" ] || { echo "-1"; return; }
+  n=$(stat_of "$stats" saved_crashes)
+  [ -n "$n" ] || n=$(stat_of "$stats" unique_crashes)
+  echo "${n:--1}"
+}
+
+afl_summary() {
+  local stats=$out/runs/afl-$1/default/fuzzer_stats
+  echo "fuzz: afl $1: execs_per_sec $(stat_of "$stats" execs_per_sec), execs $(stat_of "$stats" execs_done)," \
+    "bitmap_cvg $(stat_of "$stats" bitmap_cvg), edges_found $(stat_of "$stats" edges_found)," \
+    "stability $(stat_of "$stats" stability), saved_crashes $(afl_crashes "$1"), saved_hangs $(stat_of "$stats" saved_hangs)"
+}
+
+libfuzzer_summary() {
+  local log=$out/runs/libfuzzer-$1.log
+  local last execs rate
+  last=$(grep -E '^#[0-9]+[[:space:]].*cov: ' "$log" | tail -1)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  echo "fuzz: libfuzzer $1: exec/s $rate, execs $execs, $(echo "$last" | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9a-zA-Z]+')"
+}
+
+status=0
+
+# ---- Campaigns: every crash fails the job -------------------------------------
+for h in alloc secure; do
+  t0=$(date +%s)
+  libfuzzer "$h" "$bin/libfuzzer-$h" "$root/fuzz/corpus/$h" &
+  lf=$!
+  afl "$h" "$bin/afl-$h" "$root/fuzz/corpus/$h"
+  wait $lf
+  lf_status=$?
+  libfuzzer_summary "$h"
+  afl_summary "$h"
+  if [ "$lf_status" -ne 0 ] || ls "$out/crashes/libfuzzer-$h"/* >/dev/null 2>&1; then
+    echo "fuzz: libfuzzer $h: CRASH (exit $lf_status); reproducers in $out/crashes/libfuzzer-$h/:"
+    grep -E '^(==[0-9]+==ERROR|fuzz: model mismatch|SUMMARY)' "$out/runs/libfuzzer-$h.log" | head -5
+    status=1
+  fi
+  n=$(afl_crashes "$h")
+  if [ "$n" != "0" ]; then
+    echo "fuzz: afl $h: $n crashes saved (or no stats: -1); reproducers in $out/crashes/afl-$h/"
+    cat "$out/runs/afl-$h.failures" 2>/dev/null | head -5
+    grep -hE '^==[0-9]+==ERROR' "$out/runs/afl-$h.asan".* 2>/dev/null | head -5
+    status=1
+  fi
+  # A hang under a 10 s limit on a loaded machine is not yet a finding: a
+  # saved hang that still does not finish in 120 s is (a deadlock).
+  for hang in "$out/runs/afl-$h/default/hangs"/id:*; do
+    [ -e "$hang" ] || continue
+    if ! timeout 120 "$bin/afl-$h" "$hang" >/dev/null 2>&1 && [ $? -eq 124 ]; then
+      echo "fuzz: afl $h: input hangs (over 120 s): $hang"
+      mkdir -p "$out/crashes/afl-$h-hangs" && cp "$hang" "$out/crashes/afl-$h-hangs/"
+      status=1
+    fi
+  done
+  echo "fuzz: $h campaigns: $(($(date +%s) - t0)) s"
+done
+
+# ---- Positive controls: each planted bug must be found by each engine ----------
+# The report is checked by reproducing the saved input with the harness, so
+# that what was found is the plant and nothing else.
+uaf_header='^==[0-9]+==ERROR: AddressSanitizer: (heap-use-after-free|use-after-poison)'
+undetected_line='^fuzz: model mismatch: secure build: case 15 '
+
+control() { # control ENGINE HARNESS HEADER WHERE: the report's header line, and where the plant is
+  local engine=$1 h=$2 pattern=$3 where=$4 input="" log=$out/runs/control-$1-$2.reproduce.log
+  input=$(ls "$out/controls/$engine-$h-plant"/* 2>/dev/null | head -1)
+  if [ -z "$input" ]; then
+    echo "fuzz: positive control $engine $h-plant: NOT found in ${secs} s"
+    status=1
+    return
+  fi
+  "$bin/$engine-$h-plant" "$input" >"$log" 2>&1
+  if grep -Eq "$pattern" "$log" && grep -Eq "$where" "$log"; then
+    echo "fuzz: positive control $engine $h-plant: found ($(grep -Em1 "$pattern" "$log" | cut -c1-110))"
+  else
+    echo "fuzz: positive control $engine $h-plant: the saved input does not reproduce the plant:"
+    tail -20 "$log"
+    status=1
+  fi
+}
+
+t0=$(date +%s)
+for h in alloc secure; do
+  libfuzzer "$h-plant" "$bin/libfuzzer-$h-plant" "$root/fuzz/corpus/$h" &
+  lf=$!
+  afl "$h-plant" "$bin/afl-$h-plant" "$root/fuzz/corpus/$h" AFL_BENCH_UNTIL_CRASH=1
+  wait $lf
+done
+# symbolized stacks for the reproductions (the function names are matched)
+export ASAN_OPTIONS=${ASAN_OPTIONS/symbolize=0/symbolize=1}
+in_plant='^ +#[0-9]+ .* in fz_op_reserved '
+control libfuzzer alloc "$uaf_header" "$in_plant"
+control afl alloc "$uaf_header" "$in_plant"
+control libfuzzer secure "$undetected_line" "$undetected_line"
+control afl secure "$undetected_line" "$undetected_line"
+echo "fuzz: positive controls: $(($(date +%s) - t0)) s"
+
+[ "$status" -eq 0 ] && echo "fuzz: ok" || echo "fuzz: FAILED"
+exit $status
