@@ -17,11 +17,13 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
     /* secure builds: tell how far inside the block the pointer will lie */
     mi_page_t* page = _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), MI_SECURE ? alignment : 0, zero);
     p = (page != NULL ? page->start : NULL);
-    /* handed out as every block is, so mi_track_aligned finds it registered */
-    if (p != NULL) mi_track_malloc(p, n, page->block_size, zero);
+    if (p != NULL) {
+      /* handed out as every block is, so mi_track_aligned finds it registered */
+      mi_track_malloc(p, n, page->block_size, zero);
 #if MI_SECURE
-    if (p != NULL) _mi_secure_block_prepare(page, (mi_block_t*)p, n);
+      _mi_secure_block_prepare(page, (mi_block_t*)p, n);
 #endif
+    }
   } else {
     p = _mi_heap_malloc_zero(heap, n, zero);
   }

@@ -47,9 +47,9 @@
    has no attribute: a pointer in the C initialiser section does it. */
 #if defined(_MSC_VER) && !defined(__clang__)
 #pragma section(".CRT$XCU", read)
-#define mi_decl_constructor(fn)                                          \
-  static void fn(void);                                                  \
-  __declspec(allocate(".CRT$XCU")) void (*fn##_entry)(void) = fn;        \
+#define mi_decl_constructor(fn) \
+  static void fn(void); \
+  __declspec(allocate(".CRT$XCU")) void (*fn##_entry)(void) = fn; \
   __pragma(comment(linker, "/include:" #fn "_entry")) static void fn(void)
 #else
 #define mi_decl_constructor(fn) __attribute__((constructor)) static void fn(void)

@@ -193,10 +193,12 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);
 #if MI_SECURE
-  if (force) _mi_secure_quarantine_flush(heap->tld, NULL);
-#endif
+  if (force) {
+    _mi_secure_quarantine_flush(heap->tld, NULL);
 #if MI_GUARDED
-  if (force) _mi_guard_quarantine_flush();
+    _mi_guard_quarantine_flush();
+#endif
+  }
 #endif
   _mi_heap_check(heap);
   _mi_heap_collect_pages(heap, force);

@@ -174,7 +174,7 @@ static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool comm
     void* p = NULL;
     int err = mi_os_alloc_retry(over, 0, false, false, &p);
     if (err != 0) {
-      _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over); /* fault path: Windows */
+      _mi_verbose_message("unable to reserve aligned OS memory (error %d)\n", err); /* fault path: Windows */
       return NULL;
     }
     void* aligned = (void*)_mi_align_up((uintptr_t)p, alignment);
@@ -189,7 +189,7 @@ static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool comm
       return aligned;
     }
   }
-  _mi_verbose_message("unable to place aligned OS memory (size %zu, alignment %zu)\n", size, alignment); /* fault path: Windows */
+  _mi_verbose_message("unable to place aligned OS memory (size %zu)\n", size); /* fault path: Windows */
   return NULL;
 }
 

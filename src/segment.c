@@ -528,7 +528,7 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   /* every pointer handed out from the block (an aligned one lies up to
      twice its alignment inside) must fall in the segment's first
      MI_SEGMENT_SIZE bytes, where _mi_ptr_segment finds the header */
-  size_t reach = (alignment > MI_MAX_ALIGN_SIZE ? 2 * alignment : 0) + 2 * MI_MAX_ALIGN_SIZE;
+  size_t reach = (alignment > MI_MAX_ALIGN_SIZE ? 2 * alignment : 0) + 2 * (size_t)MI_MAX_ALIGN_SIZE;
   size_t max_at = (MI_SEGMENT_SIZE > reach + offset ? (MI_SEGMENT_SIZE - reach) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1) : offset);
   if (block_at > max_at) block_at = max_at;
   size_t area = guard_at - (block_at & ~(psize - 1));

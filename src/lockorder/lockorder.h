@@ -23,16 +23,13 @@ typedef enum mi_lockorder_mode_e {
 void _mi_lockorder_init(void) mi_decl_hidden;
 /* Before blocking on `lock`: check the rank order against every lock this
    thread holds, record the edges held -> lock and look for a cycle. */
-void _mi_lockorder_before_acquire(const struct mi_lock_s* lock, const char* file, int line)
-    mi_decl_hidden;
+void _mi_lockorder_before_acquire(const struct mi_lock_s* lock, const char* file, int line) mi_decl_hidden;
 /* `lock` is now held (after an acquire or a successful try-acquire). */
-void _mi_lockorder_acquired(const struct mi_lock_s* lock, const char* file, int line)
-    mi_decl_hidden;
+void _mi_lockorder_acquired(const struct mi_lock_s* lock, const char* file, int line) mi_decl_hidden;
 /* Before releasing `lock`: it must be held by this thread (in any position). */
-void _mi_lockorder_release(const struct mi_lock_s* lock, const char* file, int line)
-    mi_decl_hidden;
-/* Fork child: the forking thread holds nothing any more (its locks were
-   initialised anew). The edges seen stay valid. */
+void _mi_lockorder_release(const struct mi_lock_s* lock, const char* file, int line) mi_decl_hidden;
+/* Fork child: the forking thread holds nothing any more (it released every
+   lock after the fork). The edges seen stay valid. */
 void _mi_lockorder_fork_child(void) mi_decl_hidden;
 
 /* Tests: forget every edge and report, clear this thread's held locks, and

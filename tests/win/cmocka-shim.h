@@ -27,8 +27,10 @@ struct CMUnitTest {
   void* initial_state;
 };
 
-#define cmocka_unit_test(f) {#f, f, NULL, NULL, NULL}
-#define cmocka_unit_test_setup_teardown(f, setup, teardown) {#f, f, setup, teardown, NULL}
+#define cmocka_unit_test(f) \
+  { #f, f, NULL, NULL, NULL }
+#define cmocka_unit_test_setup_teardown(f, setup, teardown) \
+  { #f, f, setup, teardown, NULL }
 
 enum { MI_SHIM_RUNNING = 0, MI_SHIM_FAILED = 1, MI_SHIM_SKIPPED = 2 };
 static jmp_buf mi_shim_jmp;
@@ -116,8 +118,8 @@ __attribute__((unused)) static void mi_shim_memory_equal(const void* a, const vo
 }
 #define assert_memory_equal(a, b, n) mi_shim_memory_equal((a), (b), (size_t)(n), __FILE__, __LINE__)
 
-static int mi_shim_run_group(const char* group, const struct CMUnitTest* tests, size_t count,
-                             CMFixtureFunction setup, CMFixtureFunction teardown) {
+static int mi_shim_run_group(const char* group, const struct CMUnitTest* tests, size_t count, CMFixtureFunction setup,
+                             CMFixtureFunction teardown) {
   void* group_state = NULL;
   printf("[==========] %s: Running %zu test(s).\n", group, count);
   if (setup != NULL && setup(&group_state) != 0) {

@@ -18,8 +18,7 @@
    to NUL. Returns the exit code, -1 if it did not start, MI_SPAWN_TIMEOUT
    if it ran longer than `timeout_ms`. */
 __attribute__((unused)) static int mi_spawn_self(const char* args, const char* const* env, bool capture_stdout,
-                                                 bool capture_stderr, char* out, size_t out_size,
-                                                 DWORD timeout_ms) {
+                                                 bool capture_stderr, char* out, size_t out_size, DWORD timeout_ms) {
   char exe[MAX_PATH];
   DWORD n = GetModuleFileNameA(NULL, exe, sizeof(exe));
   if (n == 0 || n >= sizeof(exe)) return -1;
@@ -62,7 +61,8 @@ __attribute__((unused)) static int mi_spawn_self(const char* args, const char* c
       char sink[4096];
       /* read to the end (all of it, keeping what fits) so the child never blocks on a full pipe */
       while (ReadFile(rd, (got + 1 < out_size ? out + got : sink),
-                      (DWORD)(got + 1 < out_size ? out_size - 1 - got : sizeof(sink)), &r, NULL) && r > 0) {
+                      (DWORD)(got + 1 < out_size ? out_size - 1 - got : sizeof(sink)), &r, NULL) &&
+             r > 0) {
         if (got + 1 < out_size) got += r;
       }
       if (out_size > 0) out[got] = 0;

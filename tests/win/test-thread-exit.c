@@ -20,9 +20,9 @@
 #include "../../src/prim/windows/path-count.h"
 
 #define THREADS 10000
-#define WAVE 4                        /* threads alive at once */
-#define BASELINE_AT 500               /* committed memory measured after this many threads */
-#define BOUND ((size_t)2 << 20)       /* allowed growth after that */
+#define WAVE 4                  /* threads alive at once */
+#define BASELINE_AT 500         /* committed memory measured after this many threads */
+#define BOUND ((size_t)2 << 20) /* allowed growth after that */
 #define OWN_BLOCKS 8
 
 typedef struct slot_s {
@@ -127,9 +127,10 @@ static void test_thread_exit_keeps_commit_flat(void** state) {
   mi_collect(true);
   size_t end = committed();
   unsigned long long hooks = _mi_win_path_count(MI_WIN_THREAD_EXIT_HOOK) - hooks_before;
-  print_message("thread-exit: %d threads; committed at %d threads %zu bytes, at the end %zu bytes, peak (per %d) %zu "
-                "bytes; exit hook ran %llu times\n",
-                THREADS, BASELINE_AT, baseline, end, BASELINE_AT, peak, hooks);
+  print_message(
+      "thread-exit: %d threads; committed at %d threads %zu bytes, at the end %zu bytes, peak (per %d) %zu "
+      "bytes; exit hook ran %llu times\n",
+      THREADS, BASELINE_AT, baseline, end, BASELINE_AT, peak, hooks);
   assert_true(end <= baseline + BOUND);
   assert_int_equal(hooks, THREADS); /* once per thread, never twice */
 }

@@ -74,8 +74,8 @@ static void test_injected_windows_codes(void** state) {
       mi_fault_set_policy(NULL);
       if (err != kinds[i].expect || GetLastError() != kinds[i].code) {
         fail_msg("kind %s, error kind %d: got %d (Windows error %lu), expected %d (Windows error %lu)",
-                 mi_fault_kind_name((mi_fault_kind_t)kind), (int)kinds[i].error, err, GetLastError(),
-                 kinds[i].expect, kinds[i].code);
+                 mi_fault_kind_name((mi_fault_kind_t)kind), (int)kinds[i].error, err, GetLastError(), kinds[i].expect,
+                 kinds[i].code);
       }
       assert_null(p);
     }
@@ -146,7 +146,7 @@ static void test_purge_reads_zero(void** state) {
   assert_int_equal(mi_prim_purge(p, MiB, false, &is_zero), 0);
   assert_true(is_zero);
   for (size_t i = 0; i < MiB; i += 4096) assert_int_equal(p[i], 0);
-  p[0] = 1; /* still usable */
+  p[0] = 1;                                                   /* still usable */
   assert_int_equal(mi_prim_purge(p, MiB, true, &is_zero), 0); /* lazy: MEM_RESET */
   assert_int_equal(mi_prim_decommit(p, MiB), 0);
   assert_int_equal(mi_prim_commit(p, MiB, &is_zero), 0);

@@ -71,8 +71,8 @@ static void* mi_win_alloc_va2_aligned(size_t size, size_t alignment, bool commit
   memset(&param, 0, sizeof(param));
   param.Type = MemExtendedParameterAddressRequirements;
   param.Pointer = &req;
-  return prim_virtual_alloc2(GetCurrentProcess(), NULL, size, mi_win_alloc_type(commit), mi_win_protect(commit),
-                             &param, 1);
+  return prim_virtual_alloc2(GetCurrentProcess(), NULL, size, mi_win_alloc_type(commit), mi_win_protect(commit), &param,
+                             1);
 }
 
 /* Reserve `size` at `offset` past an aligned address: reserve enough to
@@ -95,8 +95,7 @@ static void* mi_win_alloc_aligned(size_t size, size_t alignment, bool commit) {
     /* test knob: land one allocation granule past the aligned address */
     void* p = mi_win_alloc_placed(size, alignment, prim_config.alloc_granularity, commit);
     if (p != NULL) return p;
-  }
-  else if (prim_virtual_alloc2 != NULL) {
+  } else if (prim_virtual_alloc2 != NULL) {
     void* p = mi_win_alloc_va2_aligned(size, alignment, commit);
     if (p != NULL) {
       _mi_win_path_note(MI_WIN_ALIGNED_VA2);
@@ -332,8 +331,8 @@ int mi_prim_alloc_huge_os_pages(size_t size, void** addr) {
     memset(&param, 0, sizeof(param));
     param.Type = MemExtendedParameterAttributeFlags;
     param.ULong64 = MEM_EXTENDED_PARAMETER_NONPAGED_HUGE;
-    p = prim_virtual_alloc2(GetCurrentProcess(), NULL, size, MEM_RESERVE | MEM_COMMIT | MEM_LARGE_PAGES,
-                            PAGE_READWRITE, &param, 1);
+    p = prim_virtual_alloc2(GetCurrentProcess(), NULL, size, MEM_RESERVE | MEM_COMMIT | MEM_LARGE_PAGES, PAGE_READWRITE,
+                            &param, 1);
   }
   if (p == NULL) {
     return _mi_win_errno(); /* fault path */
