@@ -68,7 +68,10 @@ int main(int argc, char** argv) {
 
   double t0 = now_s();
   child = fork();
-  if (child < 0) { perror("runner: fork"); return 2; }
+  if (child < 0) {
+    perror("runner: fork");
+    return 2;
+  }
   if (child == 0) {
     if (preload && preload[0]) setenv("LD_PRELOAD", preload, 1);
     else unsetenv("LD_PRELOAD");
@@ -82,22 +85,32 @@ int main(int argc, char** argv) {
   struct rusage ru;
   memset(&ru, 0, sizeof(ru));
   pid_t w;
-  do { w = wait4(child, &status, 0, &ru); } while (w < 0 && errno == EINTR);
+  do {
+    w = wait4(child, &status, 0, &ru);
+  } while (w < 0 && errno == EINTR);
   double t1 = now_s();
   alarm(0);
-  if (w < 0) { perror("runner: wait4"); return 2; }
+  if (w < 0) {
+    perror("runner: wait4");
+    return 2;
+  }
 
   char st[32];
   int ok = 0;
   if (timed_out) snprintf(st, sizeof(st), "timeout");
-  else if (WIFEXITED(status)) { snprintf(st, sizeof(st), "%d", WEXITSTATUS(status)); ok = (WEXITSTATUS(status) == 0); }
-  else if (WIFSIGNALED(status)) snprintf(st, sizeof(st), "%d", 128 + WTERMSIG(status));
+  else if (WIFEXITED(status)) {
+    snprintf(st, sizeof(st), "%d", WEXITSTATUS(status));
+    ok = (WEXITSTATUS(status) == 0);
+  } else if (WIFSIGNALED(status)) snprintf(st, sizeof(st), "%d", 128 + WTERMSIG(status));
   else snprintf(st, sizeof(st), "unknown");
 
   FILE* out = stderr;
   if (outfile) {
     out = fopen(outfile, "w");
-    if (!out) { perror("runner: open result file"); return 2; }
+    if (!out) {
+      perror("runner: open result file");
+      return 2;
+    }
   }
   fprintf(out, "%.6f %ld %s\n", t1 - t0, (long)ru.ru_maxrss, st);
   if (outfile) fclose(out);

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   const char* pre = getenv("LD_PRELOAD");
   printf("LD_PRELOAD=%s\n", pre ? pre : "(unset)");
 
-  static const char* const syms[] = { "malloc", "free", "calloc", "realloc" };
+  static const char* const syms[] = {"malloc", "free", "calloc", "realloc"};
   int ok = 1;
   for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
     void* a = dlsym(RTLD_DEFAULT, syms[i]);
@@ -85,7 +85,10 @@ int main(int argc, char** argv) {
   /* a real allocation round trip through whatever is bound */
   void* p = malloc(100);
   void* q = realloc(p, 100000);
-  if (!q) { printf("FAIL malloc/realloc returned NULL\n"); ok = 0; }
+  if (!q) {
+    printf("FAIL malloc/realloc returned NULL\n");
+    ok = 0;
+  }
   free(q);
   printf("%s\n", ok ? "VERIFIED" : "NOT VERIFIED");
   return ok ? 0 : 1;

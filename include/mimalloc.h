@@ -58,20 +58,26 @@ extern "C" {
 
 /* ---- Standard allocation ---------------------------------------------- */
 mi_decl_nodiscard mi_decl_export void* mi_malloc(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
-mi_decl_nodiscard mi_decl_export void* mi_calloc(size_t count, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(1, 2);
+mi_decl_nodiscard mi_decl_export void* mi_calloc(size_t count, size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(1, 2);
 mi_decl_nodiscard mi_decl_export void* mi_realloc(void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(2);
 mi_decl_export void* mi_expand(void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(2);
 mi_decl_export void mi_free(void* p) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export char* mi_strdup(const char* s) mi_attr_noexcept mi_attr_malloc;
 mi_decl_nodiscard mi_decl_export char* mi_strndup(const char* s, size_t n) mi_attr_noexcept mi_attr_malloc;
-mi_decl_nodiscard mi_decl_export char* mi_realpath(const char* fname, char* resolved_name) mi_attr_noexcept mi_attr_malloc;
+mi_decl_nodiscard mi_decl_export char* mi_realpath(const char* fname,
+                                                   char* resolved_name) mi_attr_noexcept mi_attr_malloc;
 
 #define MI_SMALL_SIZE_MAX (128 * sizeof(void*))
-mi_decl_nodiscard mi_decl_export void* mi_malloc_small(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
-mi_decl_nodiscard mi_decl_export void* mi_zalloc_small(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_malloc_small(size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_zalloc_small(size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
 mi_decl_nodiscard mi_decl_export void* mi_zalloc(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
-mi_decl_nodiscard mi_decl_export void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(1, 2);
-mi_decl_nodiscard mi_decl_export void* mi_reallocn(void* p, size_t count, size_t size) mi_attr_noexcept mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(1, 2);
+mi_decl_nodiscard mi_decl_export void* mi_reallocn(void* p, size_t count, size_t size) mi_attr_noexcept
+    mi_attr_alloc_size2(2, 3);
 mi_decl_nodiscard mi_decl_export void* mi_reallocf(void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(2);
 mi_decl_nodiscard mi_decl_export size_t mi_usable_size(const void* p) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export size_t mi_good_size(size_t size) mi_attr_noexcept;
@@ -90,7 +96,8 @@ mi_decl_export void mi_collect(bool force) mi_attr_noexcept;
    the OS is asked. 0 on success, else ENOMEM (or EINVAL). */
 mi_decl_export int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noexcept;
 mi_decl_export int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msecs) mi_attr_noexcept;
-mi_decl_export int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes, size_t timeout_msecs) mi_attr_noexcept;
+mi_decl_export int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes,
+                                                       size_t timeout_msecs) mi_attr_noexcept;
 mi_decl_export int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserved) mi_attr_noexcept;
 mi_decl_export int mi_version(void) mi_attr_noexcept;
 mi_decl_export void mi_stats_reset(void) mi_attr_noexcept;
@@ -101,21 +108,33 @@ mi_decl_export void mi_process_init(void) mi_attr_noexcept;
 mi_decl_export void mi_thread_init(void) mi_attr_noexcept;
 mi_decl_export void mi_thread_done(void) mi_attr_noexcept;
 mi_decl_export void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
-mi_decl_export void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs, size_t* current_rss,
-                                    size_t* peak_rss, size_t* current_commit, size_t* peak_commit,
+mi_decl_export void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs,
+                                    size_t* current_rss, size_t* peak_rss, size_t* current_commit, size_t* peak_commit,
                                     size_t* page_faults) mi_attr_noexcept;
 
 /* ---- Aligned allocation ------------------------------------------------- */
 /* Alignments are powers of two up to MI_ALIGNMENT_MAX; larger ones fail with ENOMEM. */
 #define MI_ALIGNMENT_MAX (2UL * 1024 * 1024)
-mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);
-mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
-mi_decl_nodiscard mi_decl_export void* mi_zalloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);
-mi_decl_nodiscard mi_decl_export void* mi_zalloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
-mi_decl_nodiscard mi_decl_export void* mi_calloc_aligned(size_t count, size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(1, 2) mi_attr_alloc_align(3);
-mi_decl_nodiscard mi_decl_export void* mi_calloc_aligned_at(size_t count, size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(1, 2);
-mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned(void* p, size_t newsize, size_t alignment) mi_attr_noexcept mi_attr_alloc_size(2) mi_attr_alloc_align(3);
-mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned_at(void* p, size_t newsize, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1) mi_attr_alloc_align(2);
+mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned_at(size_t size, size_t alignment,
+                                                            size_t offset) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_zalloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1) mi_attr_alloc_align(2);
+mi_decl_nodiscard mi_decl_export void* mi_zalloc_aligned_at(size_t size, size_t alignment,
+                                                            size_t offset) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_calloc_aligned(size_t count, size_t size,
+                                                         size_t alignment) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(1, 2) mi_attr_alloc_align(3);
+mi_decl_nodiscard mi_decl_export void* mi_calloc_aligned_at(size_t count, size_t size, size_t alignment,
+                                                            size_t offset) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(1, 2);
+mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned(void* p, size_t newsize, size_t alignment) mi_attr_noexcept
+    mi_attr_alloc_size(2) mi_attr_alloc_align(3);
+mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned_at(void* p, size_t newsize, size_t alignment,
+                                                             size_t offset) mi_attr_noexcept mi_attr_alloc_size(2);
 
 /* ---- First-class heaps -------------------------------------------------- */
 /* A heap belongs to the thread that created it: only that thread allocates
@@ -129,32 +148,67 @@ mi_decl_export mi_heap_t* mi_heap_get_default(void);
 mi_decl_export mi_heap_t* mi_heap_get_backing(void);
 mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept;
 
-mi_decl_nodiscard mi_decl_export void* mi_heap_malloc(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(2, 3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_mallocn(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(2, 3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) mi_attr_noexcept mi_attr_alloc_size2(3, 4);
-mi_decl_nodiscard mi_decl_export void* mi_heap_reallocf(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_malloc(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_heap_calloc(mi_heap_t* heap, size_t count,
+                                                      size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_mallocn(mi_heap_t* heap, size_t count,
+                                                       size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_malloc_small(mi_heap_t* heap,
+                                                            size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc_small(mi_heap_t* heap,
+                                                            size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept
+    mi_attr_alloc_size(3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count,
+                                                        size_t size) mi_attr_noexcept mi_attr_alloc_size2(3, 4);
+mi_decl_nodiscard mi_decl_export void* mi_heap_reallocf(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept
+    mi_attr_alloc_size(3);
 mi_decl_nodiscard mi_decl_export char* mi_heap_strdup(mi_heap_t* heap, const char* s) mi_attr_noexcept mi_attr_malloc;
-mi_decl_nodiscard mi_decl_export char* mi_heap_strndup(mi_heap_t* heap, const char* s, size_t n) mi_attr_noexcept mi_attr_malloc;
-mi_decl_nodiscard mi_decl_export char* mi_heap_realpath(mi_heap_t* heap, const char* fname, char* resolved_name) mi_attr_noexcept mi_attr_malloc;
-mi_decl_nodiscard mi_decl_export void* mi_heap_malloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_malloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export void* mi_heap_calloc_aligned(mi_heap_t* heap, size_t count, size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(2, 3) mi_attr_alloc_align(4);
-mi_decl_nodiscard mi_decl_export void* mi_heap_calloc_aligned_at(mi_heap_t* heap, size_t count, size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(2, 3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_realloc_aligned(mi_heap_t* heap, void* p, size_t newsize, size_t alignment) mi_attr_noexcept mi_attr_alloc_size(3) mi_attr_alloc_align(4);
-mi_decl_nodiscard mi_decl_export void* mi_heap_realloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_alloc_size(3);
+mi_decl_nodiscard mi_decl_export char* mi_heap_strndup(mi_heap_t* heap, const char* s,
+                                                       size_t n) mi_attr_noexcept mi_attr_malloc;
+mi_decl_nodiscard mi_decl_export char* mi_heap_realpath(mi_heap_t* heap, const char* fname,
+                                                        char* resolved_name) mi_attr_noexcept mi_attr_malloc;
+mi_decl_nodiscard mi_decl_export void* mi_heap_malloc_aligned(mi_heap_t* heap, size_t size,
+                                                              size_t alignment) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2) mi_attr_alloc_align(3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_malloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment,
+                                                                 size_t offset) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc_aligned(mi_heap_t* heap, size_t size,
+                                                              size_t alignment) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2) mi_attr_alloc_align(3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_zalloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment,
+                                                                 size_t offset) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_heap_calloc_aligned(mi_heap_t* heap, size_t count, size_t size,
+                                                              size_t alignment) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(2, 3) mi_attr_alloc_align(4);
+mi_decl_nodiscard mi_decl_export void* mi_heap_calloc_aligned_at(mi_heap_t* heap, size_t count, size_t size,
+                                                                 size_t alignment,
+                                                                 size_t offset) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_realloc_aligned(mi_heap_t* heap, void* p, size_t newsize,
+                                                               size_t alignment) mi_attr_noexcept mi_attr_alloc_size(3)
+    mi_attr_alloc_align(4);
+mi_decl_nodiscard mi_decl_export void* mi_heap_realloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize,
+                                                                  size_t alignment, size_t offset) mi_attr_noexcept
+    mi_attr_alloc_size(3);
 
 /* ---- Zeroing reallocation ----------------------------------------------- */
 mi_decl_nodiscard mi_decl_export void* mi_rezalloc(void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export void* mi_recalloc(void* p, size_t newcount, size_t size) mi_attr_noexcept mi_attr_alloc_size2(2, 3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(3);
-mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t newcount, size_t size) mi_attr_noexcept mi_attr_alloc_size2(3, 4);
+mi_decl_nodiscard mi_decl_export void* mi_recalloc(void* p, size_t newcount, size_t size) mi_attr_noexcept
+    mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept
+    mi_attr_alloc_size(3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t newcount,
+                                                        size_t size) mi_attr_noexcept mi_attr_alloc_size2(3, 4);
 
 /* ---- Heap inspection ------------------------------------------------------ */
 mi_decl_export bool mi_heap_contains_block(mi_heap_t* heap, const void* p);
@@ -173,7 +227,8 @@ typedef struct mi_heap_area_s {
 
 typedef bool(mi_cdecl mi_block_visit_fun)(const mi_heap_t* heap, const mi_heap_area_t* area, void* block,
                                           size_t block_size, void* arg);
-mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block_visit_fun* visitor, void* arg);
+mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block_visit_fun* visitor,
+                                         void* arg);
 mi_decl_nodiscard mi_decl_export bool mi_is_in_heap_region(const void* p) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export bool mi_is_redirected(void) mi_attr_noexcept;
 
@@ -197,7 +252,7 @@ typedef enum mi_option_e {
   mi_option_abandoned_page_purge,
   mi_option_deprecated_segment_reset,
   mi_option_eager_commit_delay,
-  mi_option_purge_delay,     /* ms before freed memory is returned to the OS; <0: never */
+  mi_option_purge_delay, /* ms before freed memory is returned to the OS; <0: never */
   mi_option_use_numa_nodes,
   mi_option_disallow_os_alloc,
   mi_option_os_tag,
@@ -210,7 +265,7 @@ typedef enum mi_option_e {
   mi_option_purge_extend_delay,
   mi_option_abandoned_reclaim_on_free,
   mi_option_disallow_arena_alloc,
-  mi_option_retry_on_oom,    /* ms budget for retrying an OS allocation that failed for lack of memory */
+  mi_option_retry_on_oom, /* ms budget for retrying an OS allocation that failed for lack of memory */
   mi_option_visit_abandoned,
   mi_option_guarded_min,         /* sampled guard-page allocations: smallest size sampled */
   mi_option_guarded_max,         /* ... largest size sampled */
@@ -220,10 +275,10 @@ typedef enum mi_option_e {
   /* options of mimalloc-pprof, appended only */
   mi_option_purge_thread = 64, /* purge freed memory from a background thread while the program is idle */
   mi_option_zero_on_free,
-  mi_option_segment_cache,     /* free segments kept for reuse (purged) instead of unmapped */
-  mi_option_dhat,              /* start the heap profiler at process start; dump at exit (mimalloc/dhat.h) */
-  mi_option_dhat_backtrace,    /* profiler stacks: 0 frame pointers, unwinder where they break; 1 unwinder; -1 frame pointers */
-  mi_option_lockorder,         /* MI_LOCKORDER builds: 0/off, 1/abort (default), 2/warn on a lock-order violation */
+  mi_option_segment_cache, /* free segments kept for reuse (purged) instead of unmapped */
+  mi_option_dhat,          /* start the heap profiler at process start; dump at exit (mimalloc/dhat.h) */
+  mi_option_dhat_backtrace, /* profiler stacks: 0 frame pointers, unwinder where they break; 1 unwinder; -1 frame pointers */
+  mi_option_lockorder,      /* MI_LOCKORDER builds: 0/off, 1/abort (default), 2/warn on a lock-order violation */
   _mi_option_last,
   /* legacy names */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,
@@ -249,14 +304,19 @@ mi_decl_nodiscard mi_decl_export size_t mi_malloc_size(const void* p) mi_attr_no
 mi_decl_nodiscard mi_decl_export size_t mi_malloc_good_size(size_t size) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export size_t mi_malloc_usable_size(const void* p) mi_attr_noexcept;
 mi_decl_export int mi_posix_memalign(void** p, size_t alignment, size_t size) mi_attr_noexcept;
-mi_decl_nodiscard mi_decl_export void* mi_memalign(size_t alignment, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(1);
+mi_decl_nodiscard mi_decl_export void* mi_memalign(size_t alignment, size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2) mi_attr_alloc_align(1);
 mi_decl_nodiscard mi_decl_export void* mi_valloc(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
 mi_decl_nodiscard mi_decl_export void* mi_pvalloc(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
-mi_decl_nodiscard mi_decl_export void* mi_aligned_alloc(size_t alignment, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(1);
-mi_decl_nodiscard mi_decl_export void* mi_reallocarray(void* p, size_t count, size_t size) mi_attr_noexcept mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_aligned_alloc(size_t alignment, size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(2) mi_attr_alloc_align(1);
+mi_decl_nodiscard mi_decl_export void* mi_reallocarray(void* p, size_t count, size_t size) mi_attr_noexcept
+    mi_attr_alloc_size2(2, 3);
 mi_decl_nodiscard mi_decl_export int mi_reallocarr(void* p, size_t count, size_t size) mi_attr_noexcept;
-mi_decl_nodiscard mi_decl_export void* mi_aligned_recalloc(void* p, size_t newcount, size_t size, size_t alignment) mi_attr_noexcept;
-mi_decl_nodiscard mi_decl_export void* mi_aligned_offset_recalloc(void* p, size_t newcount, size_t size, size_t alignment, size_t offset) mi_attr_noexcept;
+mi_decl_nodiscard mi_decl_export void* mi_aligned_recalloc(void* p, size_t newcount, size_t size,
+                                                           size_t alignment) mi_attr_noexcept;
+mi_decl_nodiscard mi_decl_export void* mi_aligned_offset_recalloc(void* p, size_t newcount, size_t size,
+                                                                  size_t alignment, size_t offset) mi_attr_noexcept;
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,8 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
       if (heap == NULL) return NULL;
     }
     /* secure builds: tell how far inside the block the pointer will lie */
-    mi_page_t* page = _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), MI_SECURE ? alignment : 0, zero);
+    mi_page_t* page =
+        _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), MI_SECURE ? alignment : 0, zero);
     p = (page != NULL ? page->start : NULL);
     if (p != NULL) {
       /* handed out as every block is, so mi_track_aligned finds it registered */
@@ -92,8 +93,7 @@ static void mi_track_aligned(void* p, size_t size, bool zero) {
 #endif
 
 /* The entry the public calls share: the allocation, then the profiler's hook. */
-static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
-                                            bool zero) {
+static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
   void* p = mi_heap_malloc_aligned_at_zero_core(heap, size, alignment, offset, zero);
   mi_track_aligned(p, size, zero);
   mi_dhat_alloc(p, size);
@@ -157,8 +157,7 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
                                                   size_t offset, bool zero) {
   /* every block the plain calls hand out is 16-byte aligned; a block from
      mi_malloc_aligned_at with an offset may not be, and then must move */
-  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0 &&
-      ((uintptr_t)p & (alignment - 1)) == 0) {
+  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0 && ((uintptr_t)p & (alignment - 1)) == 0) {
     return _mi_heap_realloc_zero(heap, p, newsize, zero);
   }
   if (p == NULL) {
@@ -186,8 +185,8 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
 
 /* As mi_heap_realloc_profiled in alloc.c: the record leaves the table while
    the block may be freed, and follows it to its new place. */
-static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment,
-                                             size_t offset, bool zero) {
+static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset,
+                                             bool zero) {
 #if MI_DHAT
   if (mi_unlikely(mi_dhat_is_on())) {
     mi_dhat_held_t held;

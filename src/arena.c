@@ -21,11 +21,11 @@
 typedef struct mi_arena_s {
   uint8_t* start;
   size_t chunk_count;
-  bool is_pinned;                    /* large or huge pages: always committed */
-  bool is_committed;                 /* reserved committed: chunks never need a commit */
-  uint64_t in_use[MI_ARENA_WORDS];   /* under mi_arena_lock */
+  bool is_pinned;                     /* large or huge pages: always committed */
+  bool is_committed;                  /* reserved committed: chunks never need a commit */
+  uint64_t in_use[MI_ARENA_WORDS];    /* under mi_arena_lock */
   uint64_t committed[MI_ARENA_WORDS]; /* chunks committed (or all, if is_committed) */
-  uint64_t dirty[MI_ARENA_WORDS];    /* pinned chunks handed out before: not zero */
+  uint64_t dirty[MI_ARENA_WORDS];     /* pinned chunks handed out before: not zero */
 } mi_arena_t;
 
 static mi_arena_t mi_arenas[MI_ARENA_MAX];
@@ -169,7 +169,7 @@ bool _mi_arena_free(void* p, size_t size) {
     decommitted = _mi_os_decommit(p, size);
     if (!decommitted) {
       if (MI_SECURE && _mi_os_protect(p, size, false) != 0) {
-        _mi_warning_message("arena memory at %p cannot be made accessible again; it stays out of use\n", p); /* fault path */
+        _mi_warning_message("arena memory at %p cannot be made accessible: out of use\n", p); /* fault path */
         return true;
       }
       if (!_mi_os_purge(p, size)) {

@@ -75,7 +75,7 @@
 #define MI_SEGMENT_SIZE ((size_t)1 << MI_SEGMENT_SHIFT)
 #define MI_SEGMENT_MASK (MI_SEGMENT_SIZE - 1)
 
-#define MI_SMALL_PAGE_SHIFT 16 /* 64 KiB pages for blocks up to 8 KiB */
+#define MI_SMALL_PAGE_SHIFT 16  /* 64 KiB pages for blocks up to 8 KiB */
 #define MI_MEDIUM_PAGE_SHIFT 19 /* 512 KiB pages for blocks up to 128 KiB */
 #define MI_SMALL_PAGE_SIZE ((size_t)1 << MI_SMALL_PAGE_SHIFT)
 #define MI_MEDIUM_PAGE_SIZE ((size_t)1 << MI_MEDIUM_PAGE_SHIFT)
@@ -96,8 +96,8 @@
 
 /* Size classes: 16-byte steps up to 128 bytes, then 8 classes per doubling, so
    that above 128 bytes rounding wastes less than 1/8 of a block. */
-#define MI_BIN_SMALL_MAX 56   /* last bin of small pages (8 KiB) */
-#define MI_BIN_MEDIUM_MAX 88  /* last bin of medium pages (128 KiB) */
+#define MI_BIN_SMALL_MAX 56                 /* last bin of small pages (8 KiB) */
+#define MI_BIN_MEDIUM_MAX 88                /* last bin of medium pages (128 KiB) */
 #define MI_BIN_FULL (MI_BIN_MEDIUM_MAX + 1) /* queue of pages with no free block */
 #define MI_BIN_COUNT (MI_BIN_FULL + 1)
 

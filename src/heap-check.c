@@ -10,10 +10,10 @@ static size_t mi_check_free_list(const mi_page_t* page) {
   const uint8_t* end = page->start + (size_t)page->capacity * page->block_size;
   for (const mi_block_t* b = page->free; b != NULL; b = mi_block_next(page, b)) {
     const uint8_t* p = (const uint8_t*)b;
-    mi_assert(p >= page->start && p < end);                        /* inside the carved area */
+    mi_assert(p >= page->start && p < end);                       /* inside the carved area */
     mi_assert((size_t)(p - page->start) % page->block_size == 0); /* at a block start */
     count++;
-    mi_assert(count <= page->capacity);                            /* no cycle */
+    mi_assert(count <= page->capacity); /* no cycle */
   }
   return count;
 }

@@ -2,7 +2,6 @@
    inspection. A heap belongs to the thread that created it. */
 #include "internal.h"
 
-
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) {
   memcpy(heap, &_mi_heap_empty, sizeof(*heap));
   heap->tld = tld;

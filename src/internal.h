@@ -16,7 +16,6 @@
 #include "prim/fault.h" /* mi_sched_point: the teardown protocol's schedule points */
 #include "track.h"
 
-
 /* ---- Blocks, pages, segments ---------------------------------------------- */
 
 typedef struct mi_block_s {
@@ -42,30 +41,30 @@ typedef struct mi_tld_s mi_tld_t;
 
 typedef struct mi_page_s {
   /* fast-path fields first */
-  mi_block_t* free;          /* blocks available to the owner */
-  uint32_t used;             /* blocks handed out and not yet freed back to the owner */
-  _Atomic(uint8_t) flags;    /* MI_PAGE_FLAG_*: written by the owner, read by any thread (mi_page_flags) */
+  mi_block_t* free;       /* blocks available to the owner */
+  uint32_t used;          /* blocks handed out and not yet freed back to the owner */
+  _Atomic(uint8_t) flags; /* MI_PAGE_FLAG_*: written by the owner, read by any thread (mi_page_flags) */
   uint8_t bin;
-  uint8_t index;             /* slot in the segment */
-  uint32_t capacity;         /* blocks carved out so far */
-  uint32_t reserved;         /* blocks that fit the page */
+  uint8_t index;     /* slot in the segment */
+  uint32_t capacity; /* blocks carved out so far */
+  uint32_t reserved; /* blocks that fit the page */
   size_t block_size;
-  uint8_t* start;            /* first block */
+  uint8_t* start;                    /* first block */
   _Atomic(mi_block_t*) xthread_free; /* blocks freed by other threads */
-  mi_heap_t* heap;           /* owning heap; NULL while abandoned */
-  struct mi_page_s* next;    /* in the heap's queue */
+  mi_heap_t* heap;                   /* owning heap; NULL while abandoned */
+  struct mi_page_s* next;            /* in the heap's queue */
   struct mi_page_s* prev;
   _Atomic(uint32_t) state;   /* mi_page_state_t */
   _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned */
   size_t committed;          /* bytes of this page's area counted as committed */
 #if MI_SECURE
-  uintptr_t keys[2];         /* free-list link encoding */
-  uint64_t block_size_inv;   /* ceil(2^40 / block_size): block index by multiplication */
-  size_t guard_offset;       /* single-block pages: offset of the guard page after the block (0: none) */
-  bool needs_zero;           /* freed with live contents (heap destroy): zero before reuse */
-  bool is_guarded;           /* a sampled guarded block: it ends at its guard page, no trailer */
-  bool guarded_freed;        /* ... freed: its pages are inaccessible while it waits in quarantine */
-  size_t guarded_size;       /* ... the size asked for */
+  uintptr_t keys[2];       /* free-list link encoding */
+  uint64_t block_size_inv; /* ceil(2^40 / block_size): block index by multiplication */
+  size_t guard_offset;     /* single-block pages: offset of the guard page after the block (0: none) */
+  bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
+  bool is_guarded;         /* a sampled guarded block: it ends at its guard page, no trailer */
+  bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
+  size_t guarded_size;     /* ... the size asked for */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
 } mi_page_t;
@@ -85,14 +84,14 @@ typedef struct mi_segment_s {
   uintptr_t cookie;             /* segment ^ process key: recognises our headers */
   size_t segment_size;          /* bytes mapped */
   uint8_t kind;
-  uint8_t page_shift;           /* log2 of the page size; 63 for single-block segments */
-  uint8_t in_purge_list;        /* protected by the purge lock */
-  uint8_t is_pinned;            /* large or huge OS pages: never purged, never cached */
+  uint8_t page_shift;    /* log2 of the page size; 63 for single-block segments */
+  uint8_t in_purge_list; /* protected by the purge lock */
+  uint8_t is_pinned;     /* large or huge OS pages: never purged, never cached */
   uint32_t page_count;
-  uint32_t used_pages;          /* pages in use (owner only) */
-  size_t info_size;             /* header bytes before page 0's blocks */
-  mi_tld_t* tld;                /* owner thread data (owner only) */
-  struct mi_segment_s* next;    /* tld's segment list, abandoned list or cache */
+  uint32_t used_pages;       /* pages in use (owner only) */
+  size_t info_size;          /* header bytes before page 0's blocks */
+  mi_tld_t* tld;             /* owner thread data (owner only) */
+  struct mi_segment_s* next; /* tld's segment list, abandoned list or cache */
   struct mi_segment_s* prev;
   struct mi_segment_s* free_next; /* tld's list of segments with a free page slot */
   struct mi_segment_s* free_prev;
@@ -113,8 +112,8 @@ struct mi_heap_s {
   mi_tld_t* tld;
   uintptr_t thread_id;
   mi_page_queue_t pages[MI_BIN_COUNT];
-  mi_heap_t* next;             /* in the tld's list of heaps */
-  mi_page_t* single_first;     /* this heap's large and huge blocks (under the single lock) */
+  mi_heap_t* next;         /* in the tld's list of heaps */
+  mi_page_t* single_first; /* this heap's large and huge blocks (under the single lock) */
   size_t page_count;
   uint64_t heartbeat;
   bool is_backing;
@@ -135,11 +134,11 @@ typedef struct mi_stats_s {
   mi_stat_count_t segments;
   mi_stat_count_t pages;
   mi_stat_count_t abandoned;
-  mi_stat_count_t large;     /* large and huge blocks in use */
+  mi_stat_count_t large; /* large and huge blocks in use */
   mi_stat_count_t threads;
-  mi_stat_count_t purged;    /* bytes returned to the OS (total) */
-  mi_stat_count_t meta;      /* bytes reserved for the allocator's metadata (never returned) */
-  mi_stat_count_t arenas;    /* bytes reserved for arenas (never returned) */
+  mi_stat_count_t purged; /* bytes returned to the OS (total) */
+  mi_stat_count_t meta;   /* bytes reserved for the allocator's metadata (never returned) */
+  mi_stat_count_t arenas; /* bytes reserved for arenas (never returned) */
   _Atomic(int64_t) mmap_calls;
   _Atomic(int64_t) purge_calls;
   _Atomic(int64_t) reclaimed;
@@ -161,7 +160,7 @@ struct mi_tld_s {
 #endif
 #if MI_GUARDED
   uintptr_t guard_rng;
-  long guard_countdown;   /* allocations until the next sampled guarded one */
+  long guard_countdown; /* allocations until the next sampled guarded one */
 #endif
 };
 
@@ -296,7 +295,8 @@ void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden mi_attr_pri
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
 
 /* os.c */
-void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allow_large, bool* is_pinned) mi_decl_hidden;
+void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allow_large,
+                           bool* is_pinned) mi_decl_hidden;
 void _mi_os_free(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_purge(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_commit(void* p, size_t size) mi_decl_hidden;
@@ -412,7 +412,8 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;
 typedef enum mi_secure_op_e { MI_OP_FREE, MI_OP_REALLOC, MI_OP_USABLE_SIZE, MI_OP_VISIT } mi_secure_op_t;
-mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) mi_decl_hidden;
+mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
+                                size_t* size_out) mi_decl_hidden;
 void _mi_secure_free(void* p) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(void* p, size_t newsize) mi_decl_hidden;
@@ -438,11 +439,11 @@ static inline bool mi_dhat_is_on(void) {
   return atomic_load_explicit(&_mi_dhat_on, memory_order_relaxed);
 }
 typedef struct mi_dhat_held_s {
-  void* p;          /* the block being reallocated (NULL: none) */
-  bool found;       /* its record was taken out while realloc runs */
+  void* p;    /* the block being reallocated (NULL: none) */
+  bool found; /* its record was taken out while realloc runs */
   uint32_t site;
   uint64_t size;
-  uint64_t time;    /* the record's (1 + allocation time): tells its profile */
+  uint64_t time; /* the record's (1 + allocation time): tells its profile */
 } mi_dhat_held_t;
 void _mi_dhat_process_init(void) mi_decl_hidden;
 void _mi_dhat_process_done(void) mi_decl_hidden;

@@ -13,8 +13,8 @@ typedef struct mi_lock_class_info_s {
 } mi_lock_class_info_t;
 
 #define MI_LOCK_CLASS_INFO(id, name, rank, what) {name, rank},
-static const mi_lock_class_info_t mi_lock_classes[MI_LOCK_CLASS_COUNT] = {
-    MI_LOCK_CLASSES(MI_LOCK_CLASS_INFO) MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_INFO)};
+static const mi_lock_class_info_t mi_lock_classes[MI_LOCK_CLASS_COUNT] = {MI_LOCK_CLASSES(MI_LOCK_CLASS_INFO)
+                                                                              MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_INFO)};
 #undef MI_LOCK_CLASS_INFO
 
 const char* _mi_lock_class_name(mi_lock_class_t lock_class) {

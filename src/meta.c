@@ -18,7 +18,6 @@ typedef struct mi_thread_data_s {
 static mi_lock_t mi_meta_lock;
 static mi_meta_slot_t* mi_meta_free; /* under mi_meta_lock */
 
-
 void _mi_meta_init(void) {
   _mi_lock_init(&mi_meta_lock, MI_LOCK_META);
 }

@@ -104,9 +104,13 @@ static bool mi_option_parse(const mi_option_desc_t* desc, const char* s, long* v
   if (desc->is_size) {
     /* sizes are kept in KiB */
     if (*end == 'K') end++;
-    else if (*end == 'M') { v *= 1024; end++; }
-    else if (*end == 'G') { v *= 1024L * 1024; end++; }
-    else if (*end == 0) v = (v + 1023) / 1024; /* plain bytes */
+    else if (*end == 'M') {
+      v *= 1024;
+      end++;
+    } else if (*end == 'G') {
+      v *= 1024L * 1024;
+      end++;
+    } else if (*end == 0) v = (v + 1023) / 1024; /* plain bytes */
     if (*end == 'I') end++;
     if (*end == 'B') end++;
   }

@@ -5,10 +5,18 @@
 
 #define MI_FORWARD __attribute__((visibility("default"), used))
 
-MI_FORWARD void* malloc(size_t size) { return mi_malloc(size); }
-MI_FORWARD void* calloc(size_t count, size_t size) { return mi_calloc(count, size); }
-MI_FORWARD void free(void* p) { mi_free(p); }
-MI_FORWARD void cfree(void* p) { mi_free(p); }
+MI_FORWARD void* malloc(size_t size) {
+  return mi_malloc(size);
+}
+MI_FORWARD void* calloc(size_t count, size_t size) {
+  return mi_calloc(count, size);
+}
+MI_FORWARD void free(void* p) {
+  mi_free(p);
+}
+MI_FORWARD void cfree(void* p) {
+  mi_free(p);
+}
 
 /* glibc frees and returns NULL for realloc(p, 0); programs written for it
    (and profilers counting it as a free) expect that. */
@@ -20,19 +28,47 @@ MI_FORWARD void* realloc(void* p, size_t newsize) {
   return mi_realloc(p, newsize);
 }
 
-MI_FORWARD void* reallocarray(void* p, size_t count, size_t size) { return mi_reallocarray(p, count, size); }
-MI_FORWARD int posix_memalign(void** p, size_t alignment, size_t size) { return mi_posix_memalign(p, alignment, size); }
-MI_FORWARD void* aligned_alloc(size_t alignment, size_t size) { return mi_aligned_alloc(alignment, size); }
-MI_FORWARD void* memalign(size_t alignment, size_t size) { return mi_memalign(alignment, size); }
-MI_FORWARD void* valloc(size_t size) { return mi_valloc(size); }
-MI_FORWARD void* pvalloc(size_t size) { return mi_pvalloc(size); }
-MI_FORWARD size_t malloc_usable_size(void* p) { return mi_usable_size(p); }
+MI_FORWARD void* reallocarray(void* p, size_t count, size_t size) {
+  return mi_reallocarray(p, count, size);
+}
+MI_FORWARD int posix_memalign(void** p, size_t alignment, size_t size) {
+  return mi_posix_memalign(p, alignment, size);
+}
+MI_FORWARD void* aligned_alloc(size_t alignment, size_t size) {
+  return mi_aligned_alloc(alignment, size);
+}
+MI_FORWARD void* memalign(size_t alignment, size_t size) {
+  return mi_memalign(alignment, size);
+}
+MI_FORWARD void* valloc(size_t size) {
+  return mi_valloc(size);
+}
+MI_FORWARD void* pvalloc(size_t size) {
+  return mi_pvalloc(size);
+}
+MI_FORWARD size_t malloc_usable_size(void* p) {
+  return mi_usable_size(p);
+}
 
 /* glibc's internal names, called by a few programs and libraries directly */
-MI_FORWARD void* __libc_malloc(size_t size) { return mi_malloc(size); }
-MI_FORWARD void* __libc_calloc(size_t count, size_t size) { return mi_calloc(count, size); }
-MI_FORWARD void* __libc_realloc(void* p, size_t size) { return realloc(p, size); }
-MI_FORWARD void __libc_free(void* p) { mi_free(p); }
-MI_FORWARD void* __libc_memalign(size_t alignment, size_t size) { return mi_memalign(alignment, size); }
-MI_FORWARD void* __libc_valloc(size_t size) { return mi_valloc(size); }
-MI_FORWARD void* __libc_pvalloc(size_t size) { return mi_pvalloc(size); }
+MI_FORWARD void* __libc_malloc(size_t size) {
+  return mi_malloc(size);
+}
+MI_FORWARD void* __libc_calloc(size_t count, size_t size) {
+  return mi_calloc(count, size);
+}
+MI_FORWARD void* __libc_realloc(void* p, size_t size) {
+  return realloc(p, size);
+}
+MI_FORWARD void __libc_free(void* p) {
+  mi_free(p);
+}
+MI_FORWARD void* __libc_memalign(size_t alignment, size_t size) {
+  return mi_memalign(alignment, size);
+}
+MI_FORWARD void* __libc_valloc(size_t size) {
+  return mi_valloc(size);
+}
+MI_FORWARD void* __libc_pvalloc(size_t size) {
+  return mi_pvalloc(size);
+}

@@ -28,7 +28,6 @@ static mi_prim_event_t mi_purge_event;
 static _Atomic(int) mi_purge_thread_state;
 static void* mi_purge_thread_handle;
 
-
 void _mi_purge_init(void) {
   _mi_lock_init(&_mi_purge_lock, MI_LOCK_PURGE);
   _mi_lock_init(&mi_purge_run_lock, MI_LOCK_PURGE_RUN);

@@ -38,8 +38,7 @@ void _mi_secure_fatal(const char* what, const void* p, size_t size) {
 
 static const char* const mi_op_names[] = {"free", "realloc", "usable_size", "visit"};
 
-static mi_decl_noreturn void mi_secure_fatal_op(mi_secure_op_t op, const char* what, const void* p,
-                                                          size_t size) {
+static mi_decl_noreturn void mi_secure_fatal_op(mi_secure_op_t op, const char* what, const void* p, size_t size) {
   char buf[96];
   (void)snprintf(buf, sizeof(buf), "invalid %s detected of pointer", mi_op_names[op]);
   _mi_secure_fatal(what != NULL ? what : buf, p, size);

@@ -25,7 +25,6 @@ static mi_cache_slot_t mi_cache[MI_CACHE_SLOTS]; /* under mi_cache_lock */
 static _Atomic(size_t) mi_cache_count;
 static _Atomic(size_t) mi_cache_dirty_count;
 
-
 void _mi_segment_cache_init(void) {
   _mi_lock_init(&mi_cache_lock, MI_LOCK_SEGMENT_CACHE);
 }
@@ -120,7 +119,7 @@ void _mi_segment_cache_purge(bool force) {
       if (purged) {
         single->guard_offset = 0;
       } else {
-        _mi_warning_message("unable to lift the guard page of cached segment %p\n", (void*)slot->segment); /* fault path */
+        _mi_warning_message("unable to lift the guard of cached segment %p\n", (void*)slot->segment); /* fault path */
       }
     }
 #endif

@@ -11,7 +11,6 @@ static _Atomic(size_t) mi_abandoned_count;
 static mi_lock_t mi_single_lock;
 static mi_page_t* mi_single_orphans; /* large/huge blocks whose thread has exited */
 
-
 void _mi_segments_init(void) {
   _mi_lock_init(&mi_abandoned_lock, MI_LOCK_SEGMENT_ABANDONED);
   _mi_lock_init(&mi_single_lock, MI_LOCK_SINGLE);
@@ -79,7 +78,7 @@ static bool mi_segment_protect_guards(mi_segment_t* segment) {
     err = _mi_os_protect(start + area, psize, true);
   }
   if (err != 0) {
-    _mi_error_message(err, "unable to protect the guard pages of segment %p (error %d)\n", (void*)segment, err); /* fault path */
+    _mi_error_message(err, "unable to protect the guard pages of segment %p\n", (void*)segment); /* fault path */
   }
   return (err == 0);
 }
@@ -529,7 +528,8 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
      twice its alignment inside) must fall in the segment's first
      MI_SEGMENT_SIZE bytes, where _mi_ptr_segment finds the header */
   size_t reach = (alignment > MI_MAX_ALIGN_SIZE ? 2 * alignment : 0) + 2 * (size_t)MI_MAX_ALIGN_SIZE;
-  size_t max_at = (MI_SEGMENT_SIZE > reach + offset ? (MI_SEGMENT_SIZE - reach) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1) : offset);
+  size_t max_at =
+      (MI_SEGMENT_SIZE > reach + offset ? (MI_SEGMENT_SIZE - reach) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1) : offset);
   if (block_at > max_at) block_at = max_at;
   size_t area = guard_at - (block_at & ~(psize - 1));
   size_t block_end = guard_at;
@@ -552,7 +552,8 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
       err = _mi_os_protect((uint8_t*)segment + guard_at, psize, true);
     }
     if (err != 0) {
-      _mi_error_message(err, "unable to protect the guard page after block %p\n", (void*)((uint8_t*)segment + block_at)); /* fault path */
+      void* block = (uint8_t*)segment + block_at;
+      _mi_error_message(err, "unable to protect the guard page after block %p\n", block); /* fault path */
       atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
       mi_segment_unmap(segment);
       return NULL;

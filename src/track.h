@@ -52,7 +52,7 @@
 #if MI_TRACK_ASAN
 #if defined(__SANITIZE_ADDRESS__) /* gcc */
 #define MI_ASAN_COMPILED 1
-#elif defined(__has_feature)     /* clang */
+#elif defined(__has_feature) /* clang */
 #if __has_feature(address_sanitizer)
 #define MI_ASAN_COMPILED 1
 #endif

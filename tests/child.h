@@ -68,7 +68,8 @@ static int run_child(mi_case_fn fn, bool misuse, char* err, size_t err_size) {
 __attribute__((unused)) static void expect(mi_case_fn fn, int sig, const char* message) {
   char err[8192];
   int status = run_child(fn, false, err, sizeof(err));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) print_error("control failed: status %d, stderr: %s\n", status, err);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    print_error("control failed: status %d, stderr: %s\n", status, err);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   assert_null(strstr(err, "mimalloc: error:"));
   status = run_child(fn, true, err, sizeof(err));

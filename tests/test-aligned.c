@@ -131,7 +131,8 @@ static void test_realloc_aligned(void** state) {
       p = (uint8_t*)mi_realloc_aligned_at(p, next, align, off);
       check_block(p, next, align, off, "mi_realloc_aligned_at");
       size_t keep = cur < next ? cur : next;
-      if (!tu_check(p, keep, 5)) fail_msg("mi_realloc_aligned_at %zu -> %zu (align %zu) lost contents", cur, next, align);
+      if (!tu_check(p, keep, 5))
+        fail_msg("mi_realloc_aligned_at %zu -> %zu (align %zu) lost contents", cur, next, align);
       tu_fill(p, next, 5);
       cur = next;
     }
@@ -310,8 +311,8 @@ static void test_invalid_alignments(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_malloc_aligned_all), cmocka_unit_test(test_aligned_live),
-      cmocka_unit_test(test_realloc_aligned),    cmocka_unit_test(test_posix_memalign),
+      cmocka_unit_test(test_malloc_aligned_all),     cmocka_unit_test(test_aligned_live),
+      cmocka_unit_test(test_realloc_aligned),        cmocka_unit_test(test_posix_memalign),
       cmocka_unit_test(test_aligned_alloc_memalign), cmocka_unit_test(test_valloc_pvalloc),
       cmocka_unit_test(test_invalid_alignments),
   };

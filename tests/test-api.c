@@ -4,11 +4,10 @@
 
 #include <sys/stat.h>
 
-static const size_t interesting_sizes[] = {0,     1,     7,     8,     15,     16,     17,      24,      31,
-                                           32,    48,    63,    64,    100,    127,    128,     129,     255,
-                                           256,   500,   1000,  1024,  1025,   4095,   4096,    4097,    8000,
-                                           16384, 32768, 50000, 65536, 100000, 131072, 131073, 262144,  600000,
-                                           1 * MiB, 2 * MiB + 1, 5 * MiB, 20 * MiB};
+static const size_t interesting_sizes[] = {
+    0,     1,     7,     8,      15,     16,     17,     24,     31,      32,          48,      63,      64,   100,
+    127,   128,   129,   255,    256,    500,    1000,   1024,   1025,    4095,        4096,    4097,    8000, 16384,
+    32768, 50000, 65536, 100000, 131072, 131073, 262144, 600000, 1 * MiB, 2 * MiB + 1, 5 * MiB, 20 * MiB};
 #define N_INTERESTING (sizeof(interesting_sizes) / sizeof(interesting_sizes[0]))
 
 /* ---------------------------------------------------------------------------- */
@@ -37,7 +36,8 @@ static void test_malloc_free_basic(void** state) {
     /* whole usable area is writable */
     tu_fill(p, u, (uint8_t)i);
     assert_true(tu_check(p, u, (uint8_t)i));
-    if (i % 2) mi_free(p); else mi_cfree(p);
+    if (i % 2) mi_free(p);
+    else mi_cfree(p);
   }
   assert_int_equal(mi_usable_size(NULL), 0);
 
@@ -191,8 +191,8 @@ static void test_zeroing(void** state) {
 /* realloc keeps contents across all size class transitions */
 static void test_realloc_transitions(void** state) {
   (void)state;
-  static const size_t chain[] = {8, 1000, 50000, 600000, 20 * MiB, 600000, 50000, 1000, 8,
-                                 20 * MiB, 8, 50000, 8, 600000, 1000, 20 * MiB, 50000, 8};
+  static const size_t chain[] = {8,        1000, 50000, 600000, 20 * MiB, 600000, 50000,    1000,  8,
+                                 20 * MiB, 8,    50000, 8,      600000,   1000,   20 * MiB, 50000, 8};
   const size_t nchain = sizeof(chain) / sizeof(chain[0]);
   for (int variant = 0; variant < 2; variant++) {
     uint8_t* p = (uint8_t*)mi_realloc(NULL, chain[0]); /* realloc(NULL) == malloc */
@@ -452,14 +452,14 @@ static void test_rezalloc_recalloc(void** state) {
 }
 
 /* impossible sizes fail cleanly with ENOMEM; failed realloc keeps the block */
-#define EXPECT_ENOMEM_NULL(expr)                                                                    \
-  do {                                                                                              \
-    errno = 0;                                                                                      \
-    void* _r = (void*)(expr);                                                                       \
-    if (_r != NULL) {                                                                               \
-      mi_free(_r);                                                                                  \
-      fail_msg("%s returned non-NULL", #expr);                                                      \
-    }                                                                                               \
+#define EXPECT_ENOMEM_NULL(expr) \
+  do { \
+    errno = 0; \
+    void* _r = (void*)(expr); \
+    if (_r != NULL) { \
+      mi_free(_r); \
+      fail_msg("%s returned non-NULL", #expr); \
+    } \
     if (errno != ENOMEM) fail_msg("%s: errno is %d (%s), expected ENOMEM", #expr, errno, strerror(errno)); \
   } while (0)
 
@@ -545,12 +545,18 @@ static void test_misc(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_malloc_free_basic), cmocka_unit_test(test_alignment_16),
-      cmocka_unit_test(test_size_classes),      cmocka_unit_test(test_zeroing),
-      cmocka_unit_test(test_realloc_transitions), cmocka_unit_test(test_expand),
-      cmocka_unit_test(test_strings),           cmocka_unit_test(test_realpath),
-      cmocka_unit_test(test_mallocn_reallocn),  cmocka_unit_test(test_small),
-      cmocka_unit_test(test_rezalloc_recalloc), cmocka_unit_test(test_impossible_sizes),
+      cmocka_unit_test(test_malloc_free_basic),
+      cmocka_unit_test(test_alignment_16),
+      cmocka_unit_test(test_size_classes),
+      cmocka_unit_test(test_zeroing),
+      cmocka_unit_test(test_realloc_transitions),
+      cmocka_unit_test(test_expand),
+      cmocka_unit_test(test_strings),
+      cmocka_unit_test(test_realpath),
+      cmocka_unit_test(test_mallocn_reallocn),
+      cmocka_unit_test(test_small),
+      cmocka_unit_test(test_rezalloc_recalloc),
+      cmocka_unit_test(test_impossible_sizes),
       cmocka_unit_test(test_misc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -162,7 +162,8 @@ static void test_heap_delete_keeps_blocks(void** state) {
   }
   mi_heap_t* backing = mi_heap_get_backing();
   for (size_t i = 0; i < N; i++) {
-    if (!tu_check(blocks[i], bsize[i], (uint8_t)i)) fail_msg("block %zu (size %zu) corrupted after mi_heap_delete", i, bsize[i]);
+    if (!tu_check(blocks[i], bsize[i], (uint8_t)i))
+      fail_msg("block %zu (size %zu) corrupted after mi_heap_delete", i, bsize[i]);
     if (!mi_heap_contains_block(backing, blocks[i]))
       fail_msg("block %zu (size %zu) not moved to the backing heap after mi_heap_delete", i, bsize[i]);
   }
@@ -219,8 +220,8 @@ static void test_heap_destroy_returns_memory(void** state) {
                 base / KiB, total / MiB, full / KiB, after / KiB);
   if (full < base + 90 * MiB) fail_msg("current_commit did not grow with 100 MB allocated (%zu -> %zu)", base, full);
   if (after > base + 16 * MiB)
-    fail_msg("commit after mi_heap_destroy + mi_collect(true) is %zu KiB, baseline %zu KiB (slack 16 MiB)",
-             after / KiB, base / KiB);
+    fail_msg("commit after mi_heap_destroy + mi_collect(true) is %zu KiB, baseline %zu KiB (slack 16 MiB)", after / KiB,
+             base / KiB);
   /* allocator keeps working */
   void* p = mi_malloc(1000);
   assert_non_null(p);
@@ -268,7 +269,8 @@ static void test_default_heap(void** state) {
   ps[5] = mi_malloc(300 * KiB);
   for (int i = 0; i < 6; i++) {
     assert_non_null(ps[i]);
-    if (!mi_heap_contains_block(h, ps[i])) fail_msg("allocation %d after mi_heap_set_default is not in the new heap", i);
+    if (!mi_heap_contains_block(h, ps[i]))
+      fail_msg("allocation %d after mi_heap_set_default is not in the new heap", i);
     assert_false(mi_heap_contains_block(backing, ps[i]));
     assert_true(mi_check_owned(ps[i]));
   }
@@ -310,7 +312,8 @@ static void test_ownership(void** state) {
     if (mi_heap_check_owned(h1, p2)) fail_msg("size %zu: h1 owns a block of h2", sizes[i]);
     if (mi_heap_check_owned(h2, pd)) fail_msg("size %zu: h2 owns a block of the default heap", sizes[i]);
     if (!mi_check_owned(pd)) fail_msg("size %zu: mi_check_owned false for a default heap block", sizes[i]);
-    if (!mi_heap_check_owned(mi_heap_get_default(), pd)) fail_msg("size %zu: default heap doesn't own its block", sizes[i]);
+    if (!mi_heap_check_owned(mi_heap_get_default(), pd))
+      fail_msg("size %zu: default heap doesn't own its block", sizes[i]);
     if (!mi_is_in_heap_region(p1)) fail_msg("size %zu: mi_is_in_heap_region false", sizes[i]);
     mi_free(p1);
     mi_free(p2);
@@ -339,7 +342,7 @@ typedef struct visit_state_s {
 } visit_state_t;
 
 static int cmp_ptr(const void* a, const void* b) {
-  uintptr_t x = (uintptr_t) * (void* const*)a, y = (uintptr_t) * (void* const*)b;
+  uintptr_t x = (uintptr_t) * (void*const*)a, y = (uintptr_t) * (void*const*)b;
   return (x > y) - (x < y);
 }
 
@@ -437,8 +440,10 @@ static void test_visit_blocks(void** state) {
   /* free every third block (and keep large/huge) */
   nlive = 0;
   for (size_t i = 0; i < N; i++) {
-    if (i % 3 == 0) { mi_free(all[i]); all[i] = NULL; }
-    else live[nlive++] = all[i];
+    if (i % 3 == 0) {
+      mi_free(all[i]);
+      all[i] = NULL;
+    } else live[nlive++] = all[i];
   }
   live[nlive++] = all[N];
   live[nlive++] = all[N + 1];
@@ -448,7 +453,8 @@ static void test_visit_blocks(void** state) {
   mi_free(all[N + 1]);
   all[N + 1] = NULL;
   nlive = 0;
-  for (size_t i = 0; i < N + 1; i++) if (all[i] != NULL) live[nlive++] = all[i];
+  for (size_t i = 0; i < N + 1; i++)
+    if (all[i] != NULL) live[nlive++] = all[i];
   visit_and_check(h, live, nlive, "after freeing the huge block");
 
   mi_heap_collect(h, true);

@@ -111,10 +111,11 @@ static void run(bool hold) {
   const size_t rss = tu_rss();
   size_t nblocks = 0;
   for (int i = 0; i < N_WORKERS; i++) nblocks += workers[i].nblocks;
-  print_message("(%s) %zu blocks, ~%zu MiB: baseline commit %zu KiB rss %zu KiB; peak commit %zu KiB; "
-                "after free+collect commit %zu KiB rss %zu KiB (slack %zu KiB)\n",
-                hold ? "workers alive" : "workers exited", nblocks, (size_t)(TOTAL_BYTES / MiB), base_commit / KiB,
-                base_rss / KiB, peak_commit / KiB, commit / KiB, rss / KiB, (size_t)(SLACK / KiB));
+  print_message(
+      "(%s) %zu blocks, ~%zu MiB: baseline commit %zu KiB rss %zu KiB; peak commit %zu KiB; "
+      "after free+collect commit %zu KiB rss %zu KiB (slack %zu KiB)\n",
+      hold ? "workers alive" : "workers exited", nblocks, (size_t)(TOTAL_BYTES / MiB), base_commit / KiB,
+      base_rss / KiB, peak_commit / KiB, commit / KiB, rss / KiB, (size_t)(SLACK / KiB));
 
   if (hold) {
     pthread_mutex_lock(&hold_mutex);
@@ -128,7 +129,8 @@ static void run(bool hold) {
   pthread_barrier_destroy(&bar_freed);
   assert_int_equal(atomic_load(&tu_failures), 0);
 
-  if (peak_commit < base_commit + TOTAL_BYTES / 2) fail_msg("peak commit %zu KiB did not reflect the allocations", peak_commit / KiB);
+  if (peak_commit < base_commit + TOTAL_BYTES / 2)
+    fail_msg("peak commit %zu KiB did not reflect the allocations", peak_commit / KiB);
   if (commit > base_commit + SLACK)
     fail_msg("commit not returned: %zu KiB after free+collect, baseline %zu KiB", commit / KiB, base_commit / KiB);
   if (rss > base_rss + SLACK)

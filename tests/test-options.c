@@ -152,7 +152,8 @@ static void test_option_environment(void** state) {
   const char* env1[] = {"MIMALLOC_VERBOSE=0", "MIMALLOC_PURGE_DELAY=123", NULL};
   run_child("plain", env1, out, sizeof(out));
   print_message("child (MIMALLOC_PURGE_DELAY=123): %s", out);
-  if (strstr(out, "purge_delay=123") == NULL) fail_msg("MIMALLOC_PURGE_DELAY=123 not honoured: child printed '%s'", out);
+  if (strstr(out, "purge_delay=123") == NULL)
+    fail_msg("MIMALLOC_PURGE_DELAY=123 not honoured: child printed '%s'", out);
 
   /* the environment beats mi_option_set_default */
   run_child("set_default", env1, out, sizeof(out));
@@ -309,7 +310,7 @@ static void* thread_init_done(void* arg) {
   if (keep) memset(keep, 0x42, 5000);
   mi_thread_done();
   mi_thread_done(); /* idempotent */
-  return keep; /* freed by the main thread */
+  return keep;      /* freed by the main thread */
 }
 
 static void test_process_and_threads(void** state) {
@@ -323,9 +324,10 @@ static void test_process_and_threads(void** state) {
   memset(big, 1, 8 * MiB);
   size_t elapsed = 0, user = 0, sys = 0, rss = 0, peak_rss = 0, commit = 0, peak_commit = 0, faults = 0;
   mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
-  print_message("elapsed %zu ms, user %zu ms, sys %zu ms, rss %zu KiB, peak rss %zu KiB, commit %zu KiB, peak commit "
-                "%zu KiB, faults %zu\n",
-                elapsed, user, sys, rss / KiB, peak_rss / KiB, commit / KiB, peak_commit / KiB, faults);
+  print_message(
+      "elapsed %zu ms, user %zu ms, sys %zu ms, rss %zu KiB, peak rss %zu KiB, commit %zu KiB, peak commit "
+      "%zu KiB, faults %zu\n",
+      elapsed, user, sys, rss / KiB, peak_rss / KiB, commit / KiB, peak_commit / KiB, faults);
   assert_true(elapsed >= 10);
   assert_true(rss >= 8 * MiB);
   assert_true(peak_rss >= rss);
@@ -355,10 +357,8 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_option_get_set),
-      cmocka_unit_test(test_option_environment),
-      cmocka_unit_test(test_output_and_stats),
-      cmocka_unit_test(test_error_and_deferred_hooks),
+      cmocka_unit_test(test_option_get_set),      cmocka_unit_test(test_option_environment),
+      cmocka_unit_test(test_output_and_stats),    cmocka_unit_test(test_error_and_deferred_hooks),
       cmocka_unit_test(test_process_and_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

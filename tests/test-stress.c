@@ -45,19 +45,27 @@ static void block_fill(uint8_t* p, size_t size) {
    but may now live at p (after realloc); checks only the first `limit` bytes */
 static bool block_verify_at(const uint8_t* p, uintptr_t base, size_t size, size_t limit) {
   size_t lim = (limit < size ? limit : size);
-#define VB(i)                                                                                                   \
-  if (p[i] != pat_byte(base, size, i)) {                                                                       \
-    fprintf(stderr, "stress: corrupt block %p (filled at %p, size %zu) at offset %zu: 0x%02x != 0x%02x\n",       \
-            (void*)p, (void*)base, size, (size_t)(i), p[i], pat_byte(base, size, i));                           \
-    return false;                                                                                               \
+#define VB(i) \
+  if (p[i] != pat_byte(base, size, i)) { \
+    fprintf(stderr, "stress: corrupt block %p (filled at %p, size %zu) at offset %zu: 0x%02x != 0x%02x\n", (void*)p, \
+            (void*)base, size, (size_t)(i), p[i], pat_byte(base, size, i)); \
+    return false; \
   }
   if (size <= FULL_FILL_MAX) {
-    for (size_t i = HDR; i < lim; i++) { VB(i) }
+    for (size_t i = HDR; i < lim; i++) {
+      VB(i)
+    }
   } else {
-    for (size_t i = HDR; i < 4096 && i < lim; i++) { VB(i) }
-    for (size_t i = size - 4096; i < lim; i++) { VB(i) }
+    for (size_t i = HDR; i < 4096 && i < lim; i++) {
+      VB(i)
+    }
+    for (size_t i = size - 4096; i < lim; i++) {
+      VB(i)
+    }
     for (size_t i = 4096; i + 8 <= size - 4096 && i + 8 <= lim; i += 4096)
-      for (size_t j = i; j < i + 8; j++) { VB(j) }
+      for (size_t j = i; j < i + 8; j++) {
+        VB(j)
+      }
   }
 #undef VB
   return true;
@@ -92,7 +100,7 @@ static size_t random_size(uint64_t* rng) {
   if (r < 9600) return 1024 + (size_t)(x % (31 * 1024));         /* medium */
   if (r < 9950) return 32 * 1024 + (size_t)(x % (480 * 1024));   /* large */
   if (r < 9995) return 512 * 1024 + (size_t)(x % (3584 * 1024)); /* large/huge */
-  return 4 * MiB + (size_t)(x % (12 * MiB));                      /* huge */
+  return 4 * MiB + (size_t)(x % (12 * MiB));                     /* huge */
 }
 
 static uint8_t* block_alloc(uint64_t* rng) {
@@ -234,8 +242,7 @@ static void test_stress(void** state) {
   assert_int_equal(atomic_load(&tu_failures), 0);
   mi_collect(true);
   print_message("allocs %ld, reallocs %ld, frees %ld (cross-thread hand-over frees %ld), left in slots %zu\n",
-                atomic_load(&n_allocs), atomic_load(&n_reallocs), atomic_load(&n_frees), atomic_load(&n_xfrees),
-                left);
+                atomic_load(&n_allocs), atomic_load(&n_reallocs), atomic_load(&n_frees), atomic_load(&n_xfrees), left);
   assert_int_equal(atomic_load(&n_allocs), atomic_load(&n_frees));
 }
 

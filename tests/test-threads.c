@@ -164,7 +164,9 @@ static void* heap_thread(void* argp) {
       size_t size = small_rand_size(&rng);
       if (i == 0 && it % 10 == 5) size = 4 * MiB + 100; /* huge */
       if (as_default) blocks[i] = (i % 2) ? mi_malloc(size) : mi_zalloc(size);
-      else blocks[i] = (i % 3 == 0) ? mi_heap_zalloc(h, size) : (i % 3 == 1 ? mi_heap_malloc(h, size) : mi_heap_malloc_aligned(h, size, 64));
+      else
+        blocks[i] = (i % 3 == 0) ? mi_heap_zalloc(h, size)
+                                 : (i % 3 == 1 ? mi_heap_malloc(h, size) : mi_heap_malloc_aligned(h, size, 64));
       TU_CHECK(blocks[i] != NULL);
       if (blocks[i] == NULL) return NULL;
       TU_CHECK(mi_heap_contains_block(h, blocks[i]));

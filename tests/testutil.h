@@ -57,8 +57,8 @@ static inline bool tu_check(const void* p, size_t n, uint8_t seed) {
   const uint8_t* b = (const uint8_t*)tu_launder((void*)(uintptr_t)p);
   for (size_t i = 0; i < n; i++) {
     if (b[i] != tu_pat(i, seed)) {
-      fprintf(stderr, "  pattern mismatch at %p + %zu (of %zu): got 0x%02x expected 0x%02x\n", (void*)b, i, n,
-              b[i], tu_pat(i, seed));
+      fprintf(stderr, "  pattern mismatch at %p + %zu (of %zu): got 0x%02x expected 0x%02x\n", (void*)b, i, n, b[i],
+              tu_pat(i, seed));
       return false;
     }
   }
@@ -115,12 +115,12 @@ static inline size_t tu_rss(void) {
 __attribute__((unused))
 #endif
 static atomic_long tu_failures;
-#define TU_CHECK(cond)                                                              \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      atomic_fetch_add(&tu_failures, 1);                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-    }                                                                               \
+#define TU_CHECK(cond) \
+  do { \
+    if (!(cond)) { \
+      atomic_fetch_add(&tu_failures, 1); \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+    } \
   } while (0)
 
 #endif /* MI_TESTUTIL_H */

@@ -14,7 +14,9 @@
 #include <pthread.h>
 
 /* ---- deterministic PRNG: splitmix64 seeding + xorshift64* ---- */
-typedef struct { uint64_t s; } rng_t;
+typedef struct {
+  uint64_t s;
+} rng_t;
 
 static inline uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -27,7 +29,9 @@ static inline void rng_seed(rng_t* r, uint64_t seed) {
 }
 static inline uint64_t rng_next(rng_t* r) {
   uint64_t x = r->s;
-  x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
   r->s = x;
   return x * 0x2545F4914F6CDD1Dull;
 }
@@ -54,10 +58,13 @@ static inline size_t rng_log_uniform(rng_t* r, size_t lo, size_t hi) {
 }
 
 /* ---- argument parsing: prog [threads] [scale] ---- */
-typedef struct { int threads; double scale; } args_t;
+typedef struct {
+  int threads;
+  double scale;
+} args_t;
 
 static inline args_t parse_args(int argc, char** argv, int default_threads) {
-  args_t a = { default_threads, 1.0 };
+  args_t a = {default_threads, 1.0};
   if (argc > 1) a.threads = atoi(argv[1]);
   if (argc > 2) a.scale = atof(argv[2]);
   if (a.threads < 1) a.threads = 1;
@@ -72,7 +79,9 @@ static inline long scaled(long base, double scale, long min_v) {
 
 /* ---- keep the compiler from deleting work ---- */
 static volatile uint64_t bench_sink;
-static inline void sink(uint64_t v) { bench_sink += v; }
+static inline void sink(uint64_t v) {
+  bench_sink += v;
+}
 
 /* write to the first and last byte plus one byte per 4 KiB page */
 static inline void touch(void* p, size_t n, uint8_t v) {
@@ -84,7 +93,10 @@ static inline void touch(void* p, size_t n, uint8_t v) {
 
 static inline void* xmalloc(size_t n) {
   void* p = malloc(n);
-  if (p == NULL && n != 0) { fprintf(stderr, "out of memory (%zu bytes)\n", n); exit(3); }
+  if (p == NULL && n != 0) {
+    fprintf(stderr, "out of memory (%zu bytes)\n", n);
+    exit(3);
+  }
   return p;
 }
 
@@ -94,7 +106,8 @@ static inline void run_threads(int threads, void* (*fn)(void*), void* args, size
   if (!t) exit(3);
   for (int i = 0; i < threads; i++) {
     if (pthread_create(&t[i], NULL, fn, (char*)args + (size_t)i * arg_size) != 0) {
-      perror("pthread_create"); exit(3);
+      perror("pthread_create");
+      exit(3);
     }
   }
   for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
@@ -102,14 +115,22 @@ static inline void run_threads(int threads, void* (*fn)(void*), void* args, size
 }
 
 /* Per-thread argument of the workloads that split a fixed amount of work. */
-typedef struct { int id; long iters; uint64_t acc; char pad[64]; } split_arg_t;
+typedef struct {
+  int id;
+  long iters;
+  uint64_t acc;
+  char pad[64];
+} split_arg_t;
 
 /* Divide `total` iterations among `threads` threads running fn, and return
    the sum of their checksums. */
 static inline uint64_t run_split(int threads, long total, void* (*fn)(void*)) {
   split_arg_t* ta = (split_arg_t*)calloc((size_t)threads, sizeof(split_arg_t));
   if (!ta) exit(3);
-  for (int i = 0; i < threads; i++) { ta[i].id = i; ta[i].iters = total / threads; }
+  for (int i = 0; i < threads; i++) {
+    ta[i].id = i;
+    ta[i].iters = total / threads;
+  }
   run_threads(threads, fn, ta, sizeof(split_arg_t));
   uint64_t acc = 0;
   for (int i = 0; i < threads; i++) acc += ta[i].acc;

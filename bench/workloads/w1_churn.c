@@ -16,7 +16,8 @@
 int main(int argc, char** argv) {
   args_t a = parse_args(argc, argv, 1);
   long ops = scaled(8000000, a.scale, 1000);
-  rng_t r; rng_seed(&r, 42);
+  rng_t r;
+  rng_seed(&r, 42);
 
   void** table = (void**)xmalloc(TABLE * sizeof(void*));
   for (int i = 0; i < TABLE; i++) {
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
       /* short-lived temporaries: one or two blocks, freed right away */
       size_t n1 = rng_log_uniform(&r, 8, 128);
       uint8_t* p = (uint8_t*)xmalloc(n1);
-      p[0] = (uint8_t)op; p[n1 - 1] = (uint8_t)x;
+      p[0] = (uint8_t)op;
+      p[n1 - 1] = (uint8_t)x;
       if (x & 0x100) {
         size_t n2 = rng_log_uniform(&r, 8, 256);
         uint8_t* q = (uint8_t*)xmalloc(n2);
@@ -51,7 +53,8 @@ int main(int argc, char** argv) {
          pop everything when full (an "expression" completes) */
       if (sp < STACK && ((x >> 8) % 100) < 55) {
         size_t n = rng_log_uniform(&r, 8, 256);
-        stack[sp] = xmalloc(n); stack_sz[sp] = n;
+        stack[sp] = xmalloc(n);
+        stack_sz[sp] = n;
         memset(stack[sp], (int)sp, n < 32 ? n : 32);
         sp++;
       } else if (sp > 0) {

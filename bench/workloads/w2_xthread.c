@@ -34,7 +34,8 @@ static long rounds_per_thread;
 static void mb_push(mailbox_t* m, batch_t* b) {
   b->next = NULL;
   pthread_mutex_lock(&m->lock);
-  if (m->tail) m->tail->next = b; else m->head = b;
+  if (m->tail) m->tail->next = b;
+  else m->head = b;
   m->tail = b;
   pthread_cond_signal(&m->cond);
   pthread_mutex_unlock(&m->lock);
@@ -49,11 +50,16 @@ static batch_t* mb_pop(mailbox_t* m) {
   return b;
 }
 
-typedef struct { int id; uint64_t acc; char pad[64]; } targ_t;
+typedef struct {
+  int id;
+  uint64_t acc;
+  char pad[64];
+} targ_t;
 
 static void* worker(void* arg) {
   targ_t* ta = (targ_t*)arg;
-  rng_t r; rng_seed(&r, 1000 + (uint64_t)ta->id);
+  rng_t r;
+  rng_seed(&r, 1000 + (uint64_t)ta->id);
   mailbox_t* mine = &boxes[ta->id];
   mailbox_t* next = &boxes[(ta->id + 1) % nthreads];
   uint64_t acc = 0;
@@ -94,8 +100,9 @@ int main(int argc, char** argv) {
   uint64_t acc = 0;
   for (int i = 0; i < nthreads; i++) acc += ta[i].acc;
   sink(acc);
-  printf("xthread threads=%d rounds/thread=%ld objs=%ld acc=%llu\n", nthreads,
-         rounds_per_thread, rounds_per_thread * nthreads * BATCH, (unsigned long long)acc);
-  free(ta); free(boxes);
+  printf("xthread threads=%d rounds/thread=%ld objs=%ld acc=%llu\n", nthreads, rounds_per_thread,
+         rounds_per_thread * nthreads * BATCH, (unsigned long long)acc);
+  free(ta);
+  free(boxes);
   return 0;
 }

@@ -14,11 +14,18 @@
 
 #define WRITES 400
 
-typedef struct { int id; long iters; uint8_t* initial; uint64_t acc; char pad[64]; } targ_t;
+typedef struct {
+  int id;
+  long iters;
+  uint8_t* initial;
+  uint64_t acc;
+  char pad[64];
+} targ_t;
 
 static void* worker(void* arg) {
   targ_t* ta = (targ_t*)arg;
-  rng_t r; rng_seed(&r, 77 + (uint64_t)ta->id);
+  rng_t r;
+  rng_seed(&r, 77 + (uint64_t)ta->id);
   /* passive: free the object the main thread allocated for us */
   for (int w = 0; w < WRITES; w++) ((volatile uint8_t*)ta->initial)[w & 7] += (uint8_t)w;
   free(ta->initial);

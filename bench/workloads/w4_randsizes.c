@@ -17,7 +17,6 @@
 
 static void* shared_slots[SHARED];
 
-
 static size_t pick_size(rng_t* r) {
   unsigned u = (unsigned)rng_below(r, 1000);
   if (u < 850) return rng_log_uniform(r, 8, 256);
@@ -35,7 +34,8 @@ static void* new_block(rng_t* r, uint8_t v) {
 
 static void* worker(void* arg) {
   split_arg_t* ta = (split_arg_t*)arg;
-  rng_t r; rng_seed(&r, 4242 + (uint64_t)ta->id);
+  rng_t r;
+  rng_seed(&r, 4242 + (uint64_t)ta->id);
   void** slots = (void**)xmalloc(SLOTS * sizeof(void*));
   for (int i = 0; i < SLOTS; i++) slots[i] = new_block(&r, (uint8_t)i);
   uint64_t acc = 0;

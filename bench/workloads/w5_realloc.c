@@ -13,17 +13,24 @@
 
 #define NBUF 64
 
-typedef struct { uint8_t* p; size_t len, cap, target; int geometric; } buf_t;
+typedef struct {
+  uint8_t* p;
+  size_t len, cap, target;
+  int geometric;
+} buf_t;
 
 static void reset(buf_t* b, rng_t* r) {
-  b->p = NULL; b->len = 0; b->cap = 0;
+  b->p = NULL;
+  b->len = 0;
+  b->cap = 0;
   b->target = rng_log_uniform(r, 256, 256 * 1024);
   b->geometric = (rng_below(r, 4) == 0);
 }
 
 static void* worker(void* arg) {
   split_arg_t* ta = (split_arg_t*)arg;
-  rng_t r; rng_seed(&r, 555 + (uint64_t)ta->id);
+  rng_t r;
+  rng_seed(&r, 555 + (uint64_t)ta->id);
   buf_t bufs[NBUF];
   for (int i = 0; i < NBUF; i++) reset(&bufs[i], &r);
   uint64_t acc = 0;
@@ -34,13 +41,17 @@ static void* worker(void* arg) {
     if (need > b->cap) {
       size_t ncap = b->geometric ? (b->cap + b->cap / 2 > need ? b->cap + b->cap / 2 : need) : need;
       uint8_t* np = (uint8_t*)realloc(b->p, ncap);
-      if (!np) { fprintf(stderr, "realloc failed\n"); exit(3); }
-      b->p = np; b->cap = ncap;
+      if (!np) {
+        fprintf(stderr, "realloc failed\n");
+        exit(3);
+      }
+      b->p = np;
+      b->cap = ncap;
     }
     memset(b->p + b->len, (int)it, add);
     b->len = need;
     if (b->len >= b->target) {
-      uint8_t* np = (uint8_t*)realloc(b->p, b->len);   /* shrink to fit */
+      uint8_t* np = (uint8_t*)realloc(b->p, b->len); /* shrink to fit */
       if (np) b->p = np;
       acc += b->p[b->len / 2];
       free(b->p);

@@ -13,7 +13,6 @@
 
 #define LIVE 4
 
-
 static void write_block(uint8_t* p, size_t n, uint8_t v) {
   size_t dense = n < (1u << 20) ? n : (1u << 20);
   for (size_t i = 0; i < dense; i += 4096) p[i] = v;
@@ -23,13 +22,17 @@ static void write_block(uint8_t* p, size_t n, uint8_t v) {
 
 static void* worker(void* arg) {
   split_arg_t* ta = (split_arg_t*)arg;
-  rng_t r; rng_seed(&r, 9001 + (uint64_t)ta->id);
+  rng_t r;
+  rng_seed(&r, 9001 + (uint64_t)ta->id);
   uint8_t* live[LIVE] = {0};
   size_t len[LIVE] = {0};
   uint64_t acc = 0;
   for (long it = 0; it < ta->iters; it++) {
     int i = (int)rng_below(&r, LIVE);
-    if (live[i]) { acc += live[i][len[i] - 1]; free(live[i]); }
+    if (live[i]) {
+      acc += live[i][len[i] - 1];
+      free(live[i]);
+    }
     len[i] = rng_log_uniform(&r, 64 * 1024, 64 * 1024 * 1024);
     live[i] = (uint8_t*)xmalloc(len[i]);
     write_block(live[i], len[i], (uint8_t)it);

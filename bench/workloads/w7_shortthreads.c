@@ -13,11 +13,16 @@
 
 #define SMALL 64
 
-typedef struct { long seq; void* handoff[SMALL / 2]; uint64_t acc; } targ_t;
+typedef struct {
+  long seq;
+  void* handoff[SMALL / 2];
+  uint64_t acc;
+} targ_t;
 
 static void* worker(void* arg) {
   targ_t* ta = (targ_t*)arg;
-  rng_t r; rng_seed(&r, 31337 + (uint64_t)ta->seq);
+  rng_t r;
+  rng_seed(&r, 31337 + (uint64_t)ta->seq);
   void* objs[SMALL];
   uint64_t acc = 0;
   for (int i = 0; i < SMALL; i++) {
@@ -32,7 +37,10 @@ static void* worker(void* arg) {
   free(m);
   for (int i = 0; i < SMALL; i++) {
     if (i & 1) ta->handoff[i / 2] = objs[i];
-    else { acc += *(uint8_t*)objs[i]; free(objs[i]); }
+    else {
+      acc += *(uint8_t*)objs[i];
+      free(objs[i]);
+    }
   }
   ta->acc = acc;
   return NULL;
@@ -49,16 +57,23 @@ int main(int argc, char** argv) {
     int wave = 0;
     for (; wave < a.threads && seq < total; wave++, seq++) {
       ta[wave].seq = seq;
-      if (pthread_create(&th[wave], NULL, worker, &ta[wave]) != 0) { perror("pthread_create"); return 3; }
+      if (pthread_create(&th[wave], NULL, worker, &ta[wave]) != 0) {
+        perror("pthread_create");
+        return 3;
+      }
     }
     for (int i = 0; i < wave; i++) {
       pthread_join(th[i], NULL);
       acc += ta[i].acc;
-      for (int j = 0; j < SMALL / 2; j++) { acc += *(uint8_t*)ta[i].handoff[j]; free(ta[i].handoff[j]); }
+      for (int j = 0; j < SMALL / 2; j++) {
+        acc += *(uint8_t*)ta[i].handoff[j];
+        free(ta[i].handoff[j]);
+      }
     }
   }
   sink(acc);
   printf("shortthreads concurrency=%d threads=%ld acc=%llu\n", a.threads, total, (unsigned long long)acc);
-  free(th); free(ta);
+  free(th);
+  free(ta);
   return 0;
 }

@@ -21,7 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct { int id; size_t bytes; char pad[64]; } targ_t;
+typedef struct {
+  int id;
+  size_t bytes;
+  char pad[64];
+} targ_t;
 
 static pthread_barrier_t allocated, go, freed;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -37,7 +41,8 @@ static size_t pick_size(rng_t* r) {
 
 static void* worker(void* arg) {
   targ_t* ta = (targ_t*)arg;
-  rng_t r; rng_seed(&r, 808 + (uint64_t)ta->id);
+  rng_t r;
+  rng_seed(&r, 808 + (uint64_t)ta->id);
   size_t cap = 1 << 16, cnt = 0, total = 0;
   void** ptrs = (void**)xmalloc(cap * sizeof(void*));
   while (total < ta->bytes) {
@@ -55,10 +60,12 @@ static void* worker(void* arg) {
   /* shuffle, so frees come in an order unrelated to allocation order */
   for (size_t i = cnt - 1; i > 0; i--) {
     size_t j = (size_t)rng_below(&r, i + 1);
-    void* t = ptrs[i]; ptrs[i] = ptrs[j]; ptrs[j] = t;
+    void* t = ptrs[i];
+    ptrs[i] = ptrs[j];
+    ptrs[j] = t;
   }
   pthread_barrier_wait(&allocated);
-  pthread_barrier_wait(&go);   /* main samples the peak RSS in between */
+  pthread_barrier_wait(&go); /* main samples the peak RSS in between */
   for (size_t i = 0; i < cnt; i++) free(ptrs[i]);
   free(ptrs);
   pthread_barrier_wait(&freed);
@@ -89,8 +96,12 @@ static void sleep_until(const struct timespec* t0, long ms) {
   struct timespec t = *t0;
   t.tv_sec += ms / 1000;
   t.tv_nsec += (ms % 1000) * 1000000L;
-  if (t.tv_nsec >= 1000000000L) { t.tv_sec++; t.tv_nsec -= 1000000000L; }
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0) {}
+  if (t.tv_nsec >= 1000000000L) {
+    t.tv_sec++;
+    t.tv_nsec -= 1000000000L;
+  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0) {
+  }
 }
 
 int main(int argc, char** argv) {
@@ -102,10 +113,14 @@ int main(int argc, char** argv) {
   pthread_barrier_init(&go, NULL, (unsigned)a.threads + 1);
   pthread_barrier_init(&freed, NULL, (unsigned)a.threads + 1);
   for (int i = 0; i < a.threads; i++) {
-    ta[i].id = i; ta[i].bytes = total / (size_t)a.threads;
-    if (pthread_create(&th[i], NULL, worker, &ta[i]) != 0) { perror("pthread_create"); return 3; }
+    ta[i].id = i;
+    ta[i].bytes = total / (size_t)a.threads;
+    if (pthread_create(&th[i], NULL, worker, &ta[i]) != 0) {
+      perror("pthread_create");
+      return 3;
+    }
   }
-  static const long at_ms[4] = { 0, 100, 1000, 5000 };
+  static const long at_ms[4] = {0, 100, 1000, 5000};
   long samples[4];
   pthread_barrier_wait(&allocated);
   long before = rss_kb();
@@ -124,6 +139,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < a.threads; i++) pthread_join(th[i], NULL);
   printf("t_ms,rss_kb\n-1,%ld\n", before);
   for (int k = 0; k < 4; k++) printf("%ld,%ld\n", at_ms[k], samples[k]);
-  free(th); free(ta);
+  free(th);
+  free(ta);
   return 0;
 }

@@ -40,30 +40,30 @@ typedef enum mi_fault_error_e {
 } mi_fault_error_t;
 
 typedef struct mi_fault_policy_s {
-  mi_fault_kind_t kind;      /* which calls count and may fail */
-  long long nth;             /* fail the nth selected call (1-based); 0: none by position */
-  long long count;           /* ... and this many in a row from there (-1: every later call) */
-  double probability;        /* also fail each selected call with this probability */
-  unsigned long long seed;   /* seed for the probability draws: same seed, same failures */
+  mi_fault_kind_t kind;    /* which calls count and may fail */
+  long long nth;           /* fail the nth selected call (1-based); 0: none by position */
+  long long count;         /* ... and this many in a row from there (-1: every later call) */
+  double probability;      /* also fail each selected call with this probability */
+  unsigned long long seed; /* seed for the probability draws: same seed, same failures */
   mi_fault_error_t error;
-  bool misalign;             /* aligned reservations land one page off their aligned address */
+  bool misalign; /* aligned reservations land one page off their aligned address */
 } mi_fault_policy_t;
 
 /* Events on the paths that handle a failure, counted so tests can show each
    path taken. */
 typedef enum mi_fault_event_e {
-  mi_fault_event_oom_retry = 0,    /* a failed reserve retried after a back-off */
-  mi_fault_event_oom_fail_fast,    /* an OOM failure not retried: the budget was spent before */
-  mi_fault_event_aligned_trim,     /* aligned reservation fell back to over-reserve and trim */
-  mi_fault_event_large_fallback,   /* 2 MiB pages failed: normal pages used instead */
-  mi_fault_event_large_skipped,    /* 2 MiB pages not tried: the circuit breaker is open */
-  mi_fault_event_huge_fallback,    /* 1 GiB pages failed: large or normal pages used instead */
-  mi_fault_event_arena_fallback,   /* no arena memory: the OS was asked directly */
-  mi_fault_event_commit_failed,    /* commit failed: the allocation returned NULL or fell back */
-  mi_fault_event_decommit_failed,  /* decommit failed: the memory stays committed */
-  mi_fault_event_purge_failed,     /* purge failed: the memory stays committed */
-  mi_fault_event_protect_failed,   /* a guard page could not be set: reported, memory not used */
-  mi_fault_event_release_failed,   /* the OS refused to take address space back */
+  mi_fault_event_oom_retry = 0,   /* a failed reserve retried after a back-off */
+  mi_fault_event_oom_fail_fast,   /* an OOM failure not retried: the budget was spent before */
+  mi_fault_event_aligned_trim,    /* aligned reservation fell back to over-reserve and trim */
+  mi_fault_event_large_fallback,  /* 2 MiB pages failed: normal pages used instead */
+  mi_fault_event_large_skipped,   /* 2 MiB pages not tried: the circuit breaker is open */
+  mi_fault_event_huge_fallback,   /* 1 GiB pages failed: large or normal pages used instead */
+  mi_fault_event_arena_fallback,  /* no arena memory: the OS was asked directly */
+  mi_fault_event_commit_failed,   /* commit failed: the allocation returned NULL or fell back */
+  mi_fault_event_decommit_failed, /* decommit failed: the memory stays committed */
+  mi_fault_event_purge_failed,    /* purge failed: the memory stays committed */
+  mi_fault_event_protect_failed,  /* a guard page could not be set: reported, memory not used */
+  mi_fault_event_release_failed,  /* the OS refused to take address space back */
   mi_fault_event_count
 } mi_fault_event_t;
 
@@ -73,7 +73,7 @@ typedef struct mi_fault_counters_s {
   unsigned long long selected_calls;                /* calls of the policy's kind */
   unsigned long long selected_injected;
   unsigned long long events[mi_fault_event_count];
-  long long os_reserved;                            /* bytes mapped by the primitives and not released */
+  long long os_reserved; /* bytes mapped by the primitives and not released */
 } mi_fault_counters_t;
 
 mi_decl_export bool mi_fault_available(void);
@@ -88,7 +88,6 @@ mi_decl_export void mi_fault_reset(void);
 mi_decl_export void mi_fault_report(void);
 mi_decl_export const char* mi_fault_kind_name(mi_fault_kind_t kind);
 mi_decl_export const char* mi_fault_event_name(mi_fault_event_t event);
-
 
 /* ---- Schedule points (teardown protocol, docs/teardown-protocol.md) ------
 
@@ -107,7 +106,7 @@ typedef enum mi_sched_point_e {
   MI_SCHED_PAGE_COLLECT,         /* the page's holder is about to take its cross-thread list */
   MI_SCHED_ABANDON_BEGIN,        /* an exiting thread has folded its heaps, about to abandon its segments */
   MI_SCHED_ABANDON_PUSHED,       /* ... one segment is on the abandoned list (owner 0) */
-  MI_SCHED_RECLAIM_CLAIMED,      /* a claimer took a segment off the abandoned list and owns it, pages not yet collected */
+  MI_SCHED_RECLAIM_CLAIMED, /* a claimer took a segment off the abandoned list and owns it, pages not yet collected */
   MI_SCHED_HEAP_DELETE_ABSORBED, /* mi_heap_delete moved the heap's pages to the backing heap; slot not yet freed */
   MI_SCHED_HEAP_DESTROY_PAGE,    /* mi_heap_destroy is about to free one of the heap's pages */
   MI_SCHED_HEAP_FREED,           /* a deleted or destroyed heap's slot is back in the pool */

@@ -60,7 +60,7 @@ typedef struct mi_dhat_out_s {
   size_t len;
   char buf[16 * 1024];
 } mi_dhat_out_t;
-void _mi_dhat_out_str(mi_dhat_out_t* out, const char* s) mi_decl_hidden;   /* raw text */
+void _mi_dhat_out_str(mi_dhat_out_t* out, const char* s) mi_decl_hidden;    /* raw text */
 void _mi_dhat_out_quoted(mi_dhat_out_t* out, const char* s) mi_decl_hidden; /* a JSON string */
 void _mi_dhat_out_u64(mi_dhat_out_t* out, uint64_t v) mi_decl_hidden;
 void _mi_dhat_out_flush(mi_dhat_out_t* out) mi_decl_hidden;

@@ -30,12 +30,12 @@ typedef struct mi_dhat_site_s {
   uint64_t hash;
   size_t frame_first; /* in the frame pool */
   uint32_t frame_count;
-  bool dead;          /* merged into another site at dump time */
-  uint64_t tb, tbk;   /* total bytes and blocks */
-  uint64_t tl;        /* lifetimes of freed blocks */
+  bool dead;        /* merged into another site at dump time */
+  uint64_t tb, tbk; /* total bytes and blocks */
+  uint64_t tl;      /* lifetimes of freed blocks */
   uint64_t cur_b, cur_bk;
-  uint64_t mb, mbk;   /* at this site's own maximum */
-  uint64_t gb, gbk;   /* at the global peak numbered snap_epoch (see mi_dhat_site_touch) */
+  uint64_t mb, mbk; /* at this site's own maximum */
+  uint64_t gb, gbk; /* at the global peak numbered snap_epoch (see mi_dhat_site_touch) */
   uint64_t snap_epoch;
   uint64_t live_time; /* sum of the allocation times of live blocks */
 } mi_dhat_site_t;
@@ -43,7 +43,7 @@ typedef struct mi_dhat_site_s {
 typedef struct mi_dhat_state_s {
   mi_dhat_site_t* sites;
   size_t site_count, site_cap;
-  uint32_t* site_index;    /* hash of the stack -> site + 1 */
+  uint32_t* site_index; /* hash of the stack -> site + 1 */
   size_t site_index_cap;
   uintptr_t* frames;
   size_t frame_count, frame_cap;
@@ -57,8 +57,8 @@ typedef struct mi_dhat_state_s {
   uint64_t total_bk;
   uint64_t cur_b, cur_bk;
   uint64_t max_b, max_bk, tg;
-  uint64_t epoch;          /* numbers the global peaks */
-  uint32_t profile;        /* numbers the profiles (never 0): tells the site hints' */
+  uint64_t epoch;   /* numbers the global peaks */
+  uint32_t profile; /* numbers the profiles (never 0): tells the site hints' */
 } mi_dhat_state_t;
 
 static mi_lock_t mi_dhat_lock;
@@ -139,8 +139,7 @@ static uint32_t mi_dhat_site_of(const uintptr_t* frames, int n) {
   }
   if (mi_dhat.site_count >= UINT32_MAX - 1) return UINT32_MAX;
   if (!mi_dhat_grow((void**)&mi_dhat.sites, &mi_dhat.site_cap, sizeof(mi_dhat_site_t), mi_dhat.site_count + 1) ||
-      !mi_dhat_grow((void**)&mi_dhat.frames, &mi_dhat.frame_cap, sizeof(uintptr_t),
-                    mi_dhat.frame_count + (size_t)n)) {
+      !mi_dhat_grow((void**)&mi_dhat.frames, &mi_dhat.frame_cap, sizeof(uintptr_t), mi_dhat.frame_count + (size_t)n)) {
     return UINT32_MAX;
   }
   uint32_t idx = (uint32_t)mi_dhat.site_count++;
@@ -448,9 +447,9 @@ void _mi_dhat_after_fork_child(void) {
 
 /* A return address seen in the profile: its frame string and what it is. */
 typedef struct mi_dhat_addr_s {
-  uintptr_t addr;    /* 0: empty slot */
-  int64_t ftbl;      /* index in the frame table; -1 until a kept stack uses it */
-  size_t str;        /* offset of its frame string in the string pool */
+  uintptr_t addr; /* 0: empty slot */
+  int64_t ftbl;   /* index in the frame table; -1 until a kept stack uses it */
+  size_t str;     /* offset of its frame string in the string pool */
   mi_dhat_sym_t sym;
 } mi_dhat_addr_t;
 
@@ -463,9 +462,9 @@ typedef struct mi_dhat_dump_s {
   size_t addr_cap;
   char* strs;
   size_t strs_len, strs_cap;
-  uintptr_t* ftbl;       /* frame table order: ftbl[i] is an address (0: "[root]") */
+  uintptr_t* ftbl; /* frame table order: ftbl[i] is an address (0: "[root]") */
   size_t ftbl_count, ftbl_cap;
-  uint32_t* merge;       /* open addressing over trimmed stacks: site + 1 */
+  uint32_t* merge; /* open addressing over trimmed stacks: site + 1 */
   size_t merge_cap;
 } mi_dhat_dump_t;
 
@@ -608,8 +607,8 @@ static void mi_dhat_file_name(const char* path, char* buf, size_t size) {
   /* `path` may point into env after the if: its scope cannot shrink */
   /* cppcheck-suppress variableScope */
   char env[512];
-  if (path == NULL) path = (mi_prim_getenv("MIMALLOC_DHAT_FILE", env, sizeof(env)) && env[0] != 0 ? env
-                                                                                                  : "dhat-heap.json");
+  if (path == NULL)
+    path = (mi_prim_getenv("MIMALLOC_DHAT_FILE", env, sizeof(env)) && env[0] != 0 ? env : "dhat-heap.json");
   size_t len = 0;
   for (const char* s = path; *s != 0 && len + 1 < size; s++) {
     if (s[0] == '%' && s[1] == 'p') {
@@ -670,8 +669,7 @@ bool mi_dhat_dump(const char* path) {
     d.merge_cap = mi_dhat_pow2_at_least(2 * d.site_count + 2);
     d.addrs = (mi_dhat_addr_t*)_mi_dhat_os_alloc(d.addr_cap * sizeof(mi_dhat_addr_t));
     d.merge = (uint32_t*)_mi_dhat_os_alloc(d.merge_cap * sizeof(uint32_t));
-    ok = (d.addrs != NULL && d.merge != NULL &&
-          mi_dhat_grow((void**)&d.ftbl, &d.ftbl_cap, sizeof(uintptr_t), 1));
+    ok = (d.addrs != NULL && d.merge != NULL && mi_dhat_grow((void**)&d.ftbl, &d.ftbl_cap, sizeof(uintptr_t), 1));
   }
   if (ok) {
     d.ftbl[d.ftbl_count++] = 0; /* "[root]" */

@@ -129,7 +129,7 @@ static int mi_dhat_capture_backtrace(uintptr_t* frames, int max) {
 typedef struct mi_dhat_uentry_s {
   uintptr_t ret0, slot0;
   uint32_t n;
-  bool walked;                         /* from a whole frame-pointer walk: no slots */
+  bool walked; /* from a whole frame-pointer walk: no slots */
   mi_dhat_site_hint_t hint;
   uintptr_t ips[MI_DHAT_MAX_FRAMES];
   uintptr_t slots[MI_DHAT_MAX_FRAMES]; /* where each return address lies */

@@ -19,10 +19,10 @@
 #include <link.h>
 
 typedef struct mi_dhat_object_s {
-  uintptr_t bias;     /* load address minus link-time address */
-  const void* map;    /* the file, mapped (NULL: not readable) */
+  uintptr_t bias;  /* load address minus link-time address */
+  const void* map; /* the file, mapped (NULL: not readable) */
   size_t map_size;
-  const ElfW(Sym)* syms;
+  const ElfW(Sym) * syms;
   size_t sym_count;
   const char* strs;
   size_t strs_size;
@@ -179,9 +179,9 @@ static bool mi_dhat_has_prefix(const char* s, const char* prefix) {
 /* The allocation functions a stack may start inside of, by name: used when
    the allocator is linked into the program, where addresses cannot tell. */
 static bool mi_dhat_is_allocator_name(const char* name) {
-  static const char* const names[] = {"malloc", "calloc", "realloc", "free", "cfree", "reallocarray",
-                                      "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-                                      NULL};
+  static const char* const names[] = {"malloc",   "calloc",       "realloc",        "free",
+                                      "cfree",    "reallocarray", "posix_memalign", "aligned_alloc",
+                                      "memalign", "valloc",       "pvalloc",        NULL};
   if (mi_dhat_has_prefix(name, "mi_") || mi_dhat_has_prefix(name, "_mi_") || mi_dhat_has_prefix(name, "__libc_")) {
     return true;
   }

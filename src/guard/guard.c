@@ -34,7 +34,8 @@ void _mi_guard_fault_report(void* addr) {
   if (segment->kind == MI_SEGMENT_SINGLE) {
     const mi_page_t* page = &segment->pages[0];
     if (page->guard_offset != 0 && a >= s + page->guard_offset && a < s + page->guard_offset + psize) {
-      mi_guard_say(page->is_guarded ? "guarded heap buffer overflow detected" : "heap buffer overflow into a guard page detected",
+      mi_guard_say(page->is_guarded ? "guarded heap buffer overflow detected"
+                                    : "heap buffer overflow into a guard page detected",
                    addr, page->start, page->block_size);
     } else if (page->is_guarded && page->guarded_freed && a >= page->start - psize && a < s + page->guard_offset) {
       mi_guard_say("use-after-free detected in guarded block", addr, page->start, page->block_size);
@@ -153,7 +154,8 @@ static void mi_guard_release(mi_segment_t* evicted) {
     _mi_segment_single_release(evicted);
   } else {
     /* still fenced off: reusing it would fault, so it goes back to the OS */
-    _mi_error_message(ENOMEM, "unable to lift the guard of freed block %p; returning it to the OS\n", (void*)old->start);
+    _mi_error_message(ENOMEM, "unable to lift the guard of freed block %p; returning it to the OS\n",
+                      (void*)old->start);
     _mi_segment_single_discard(evicted); /* fault path */
   }
   atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);

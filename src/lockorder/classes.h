@@ -21,33 +21,31 @@
 #define MI_LOCKORDER_CLASSES_H
 
 /* X(id, name, rank, what it protects) */
-#define MI_LOCK_CLASSES(X)                                                                       \
-  X(THREADS, "threads", 1, "the list of live threads' data (fork child walks it)")              \
-  X(SEGMENT_ABANDONED, "segment-abandoned", 2, "segments of exited threads")                   \
-  X(SINGLE, "single", 3, "large and huge blocks of every heap")                                \
-  X(PURGE_RUN, "purge-run", 4, "one purge pass: pages claimed and being returned to the OS")   \
-  X(SEGMENT_CACHE, "segment-cache", 5, "free segments kept for reuse")                         \
-  X(PURGE, "purge", 6, "segments with memory waiting to be purged")                            \
-  X(META, "meta", 7, "slots for thread data and heaps")                                        \
-  X(ARENA, "arena", 8, "chunk maps of the reserved arenas")                                    \
+#define MI_LOCK_CLASSES(X) \
+  X(THREADS, "threads", 1, "the list of live threads' data (fork child walks it)") \
+  X(SEGMENT_ABANDONED, "segment-abandoned", 2, "segments of exited threads") \
+  X(SINGLE, "single", 3, "large and huge blocks of every heap") \
+  X(PURGE_RUN, "purge-run", 4, "one purge pass: pages claimed and being returned to the OS") \
+  X(SEGMENT_CACHE, "segment-cache", 5, "free segments kept for reuse") \
+  X(PURGE, "purge", 6, "segments with memory waiting to be purged") \
+  X(META, "meta", 7, "slots for thread data and heaps") \
+  X(ARENA, "arena", 8, "chunk maps of the reserved arenas") \
   X(DHAT, "dhat", 9, "the heap profiler's sites and counts")
 
 /* Classes that only the lock-order tests use (tests/lockorder); never part
    of the documented order nor taken by the fork handlers. */
-#define MI_LOCK_TEST_CLASSES(X)                       \
-  X(TEST_OUTER, "test-outer", 100, "tests only")      \
-  X(TEST_INNER, "test-inner", 101, "tests only")      \
+#define MI_LOCK_TEST_CLASSES(X) \
+  X(TEST_OUTER, "test-outer", 100, "tests only") \
+  X(TEST_INNER, "test-inner", 101, "tests only") \
   X(TEST_X, "test-x", 110, "tests only (same rank)") \
   X(TEST_Y, "test-y", 110, "tests only (same rank)") \
   X(TEST_Z, "test-z", 110, "tests only (same rank)")
 
 #define MI_LOCK_CLASS_ENUM(id, name, rank, what) MI_LOCK_##id,
 typedef enum mi_lock_class_e {
-  MI_LOCK_CLASSES(MI_LOCK_CLASS_ENUM)
-  MI_LOCK_GLOBAL_COUNT, /* classes above have one global lock each */
-  MI_LOCK_TEST_BEFORE_ = MI_LOCK_GLOBAL_COUNT - 1, /* the test classes follow the global ones */
-  MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_ENUM)
-  MI_LOCK_CLASS_COUNT
+  MI_LOCK_CLASSES(MI_LOCK_CLASS_ENUM) MI_LOCK_GLOBAL_COUNT, /* classes above have one global lock each */
+  MI_LOCK_TEST_BEFORE_ = MI_LOCK_GLOBAL_COUNT - 1,          /* the test classes follow the global ones */
+  MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_ENUM) MI_LOCK_CLASS_COUNT
 } mi_lock_class_t;
 #undef MI_LOCK_CLASS_ENUM
 

@@ -156,7 +156,7 @@ static bool mi_report_begin(mi_msg_t* m, int row, mi_lock_class_t c) {
   }
   m->len = 0;
   mi_msg_str(m, mi_lockorder_mode() == MI_LOCKORDER_WARN ? "mimalloc: warning: lock-order violation: "
-                                                          : "mimalloc: error: lock-order violation: ");
+                                                         : "mimalloc: error: lock-order violation: ");
   return true;
 }
 
@@ -224,8 +224,7 @@ static void mi_report_order(const mi_held_t* h, mi_lock_class_t c, const char* f
 }
 
 /* The new edge h -> c closes the cycle c -> path[1] -> ... -> h -> c. */
-static void mi_report_cycle(const mi_held_t* h, mi_lock_class_t c, const char* file, int line, const int* path,
-                            int n) {
+static void mi_report_cycle(const mi_held_t* h, mi_lock_class_t c, const char* file, int line, const int* path, int n) {
   mi_lock_class_t hc = h->lock->lock_class;
   mi_msg_t m;
   if (!mi_report_begin(&m, (int)hc, c)) return;

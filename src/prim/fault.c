@@ -124,8 +124,8 @@ void mi_fault_reset(void) {
 static const char* const mi_fault_kind_names[mi_fault_kind_count] = {
     "any", "reserve", "commit", "decommit", "purge", "protect", "release", "huge", "large"};
 static const char* const mi_fault_event_names[mi_fault_event_count] = {
-    "oom_retry",         "oom_fail_fast",   "aligned_trim",    "large_fallback",  "large_skipped",   "huge_fallback",
-    "arena_fallback",    "commit_failed",   "decommit_failed", "purge_failed",    "protect_failed",  "release_failed"};
+    "oom_retry",      "oom_fail_fast", "aligned_trim",    "large_fallback", "large_skipped",  "huge_fallback",
+    "arena_fallback", "commit_failed", "decommit_failed", "purge_failed",   "protect_failed", "release_failed"};
 
 const char* mi_fault_kind_name(mi_fault_kind_t kind) {
   return ((unsigned)kind < mi_fault_kind_count ? mi_fault_kind_names[kind] : "?");
@@ -191,7 +191,8 @@ void _mi_fault_init_from_env(void) {
   if (mi_prim_getenv("MIMALLOC_FAULT_KIND", buf, sizeof(buf))) {
     int k = 0;
     while (k < mi_fault_kind_count && strcmp(buf, mi_fault_kind_names[k]) != 0) k++;
-    if (k == mi_fault_kind_count) _mi_warning_message("environment option MIMALLOC_FAULT_KIND has an invalid value: %s\n", buf);
+    if (k == mi_fault_kind_count)
+      _mi_warning_message("environment option MIMALLOC_FAULT_KIND has an invalid value: %s\n", buf);
     else policy.kind = (mi_fault_kind_t)k;
   }
   if (mi_prim_getenv("MIMALLOC_FAULT_ERROR", buf, sizeof(buf))) {
@@ -275,9 +276,9 @@ const char* mi_fault_event_name(mi_fault_event_t event) {
 #endif
 
 static const char* const mi_sched_point_names[MI_SCHED_POINT_COUNT] = {
-    "free_remote_read", "free_remote_pushed", "page_collect",     "abandon_begin",  "abandon_pushed",
-    "reclaim_claimed",  "heap_delete_absorbed", "heap_destroy_page", "heap_freed",   "page_claim_slot",
-    "purge_claimed",    "purge_settled",      "segment_unlink"};
+    "free_remote_read", "free_remote_pushed",   "page_collect",      "abandon_begin", "abandon_pushed",
+    "reclaim_claimed",  "heap_delete_absorbed", "heap_destroy_page", "heap_freed",    "page_claim_slot",
+    "purge_claimed",    "purge_settled",        "segment_unlink"};
 
 const char* mi_sched_point_name(mi_sched_point_t point) {
   return ((unsigned)point < MI_SCHED_POINT_COUNT ? mi_sched_point_names[point] : "?");

@@ -19,12 +19,12 @@
 #include <stdint.h>
 
 typedef struct mi_prim_config_s {
-  size_t page_size;        /* OS page size */
-  size_t alloc_granularity;/* granularity of reservations */
-  size_t large_page_size;  /* 2 MiB pages where available, else 0 */
-  bool has_overcommit;     /* the OS lends address space that is committed on touch */
+  size_t page_size;         /* OS page size */
+  size_t alloc_granularity; /* granularity of reservations */
+  size_t large_page_size;   /* 2 MiB pages where available, else 0 */
+  bool has_overcommit;      /* the OS lends address space that is committed on touch */
   bool has_madv_free;
-  bool has_partial_free;   /* a part of a reservation can be given back (POSIX munmap; not
+  bool has_partial_free; /* a part of a reservation can be given back (POSIX munmap; not
                               Windows, where MEM_RELEASE takes a whole reservation) */
 } mi_prim_config_t;
 

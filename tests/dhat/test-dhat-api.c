@@ -41,10 +41,19 @@ static void* churn(void* arg) {
     x = x * 1103515245u + 12345u;
     int k = (int)((x >> 8) % 32);
     switch ((x >> 16) % 4) {
-      case 0: mi_free(mine[k]); mine[k] = mi_malloc((x >> 4) % 300); break;
+      case 0:
+        mi_free(mine[k]);
+        mine[k] = mi_malloc((x >> 4) % 300);
+        break;
       case 1: mine[k] = mi_realloc(mine[k], (x >> 3) % 5000 + 1); break;
-      case 2: mi_free(atomic_exchange(&shared[(x >> 12) % SHARED], mine[k])); mine[k] = NULL; break;
-      default: mi_free(mine[k]); mine[k] = mi_calloc(2, (x >> 5) % 64); break;
+      case 2:
+        mi_free(atomic_exchange(&shared[(x >> 12) % SHARED], mine[k]));
+        mine[k] = NULL;
+        break;
+      default:
+        mi_free(mine[k]);
+        mine[k] = mi_calloc(2, (x >> 5) % 64);
+        break;
     }
   }
   for (int k = 0; k < 32; k++) mi_free(mine[k]);
@@ -70,7 +79,7 @@ int main(int argc, char** argv) {
   keep[6] = mi_strdup("hello, profiler");
   mi_heap_t* heap = mi_heap_new();
   keep[7] = mi_heap_malloc(heap, 1000);
-  mi_heap_destroy(heap); /* its blocks go without frees: the profiler must cope */
+  mi_heap_destroy(heap);     /* its blocks go without frees: the profiler must cope */
   keep[7] = mi_malloc(1000); /* likely at an address the destroyed heap had */
   void* x = mi_malloc(4096);
   pthread_t t;

@@ -87,7 +87,7 @@ static uint64_t next_rand(uint64_t* state) {
 
 static size_t pick_size(uint64_t* rng) {
   uint64_t r = next_rand(rng) % 100;
-  if (r < 55) return 1 + next_rand(rng) % 1024;               /* small */
+  if (r < 55) return 1 + next_rand(rng) % 1024;                /* small */
   if (r < 85) return 8 * 1024 + next_rand(rng) % (120 * 1024); /* medium */
   if (r < 98) return 256 * 1024 + next_rand(rng) % (3 << 20);  /* large */
   return (size_t)33 << 20;                                     /* huge */
@@ -283,8 +283,7 @@ int main(int argc, char** argv) {
       only_nth = atoll(argv[++i]);
       only_count = atoll(argv[++i]);
       only = true;
-    }
-    else if (strcmp(argv[i], "--arena") == 0) use_arena = true;
+    } else if (strcmp(argv[i], "--arena") == 0) use_arena = true;
     else if (strcmp(argv[i], "--expect-failure") == 0) expect_failure = true;
     else if (strcmp(argv[i], "--kind") == 0 && i + 1 < argc) {
       const char* name = argv[++i];
@@ -296,7 +295,8 @@ int main(int argc, char** argv) {
       }
       sweep_kind = (mi_fault_kind_t)k;
     } else {
-      fprintf(stderr, "usage: fault-sweep [--threads 1|2] [--arena] [--kind NAME] [--expect-failure] [--only N COUNT]\n");
+      fprintf(stderr,
+              "usage: fault-sweep [--threads 1|2] [--arena] [--kind NAME] [--expect-failure] [--only N COUNT]\n");
       return 2;
     }
   }

@@ -35,12 +35,12 @@
 static const char* self_path;
 
 /* Inside a child: a failed check prints and exits 1. */
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
+#define CHECK(cond) \
+  do { \
+    if (!(cond)) { \
       fprintf(stderr, "test-fault: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      child_exit(1);                                                                     \
-    }                                                                               \
+      child_exit(1); \
+    } \
   } while (0)
 
 static void child_options(void) {
@@ -169,8 +169,8 @@ static int run_env(const char* nth, const char* count, const char* kind, char* e
   snprintf(v_nth, sizeof(v_nth), "MIMALLOC_FAULT_NTH=%s", nth);
   snprintf(v_count, sizeof(v_count), "MIMALLOC_FAULT_COUNT=%s", count);
   snprintf(v_kind, sizeof(v_kind), "MIMALLOC_FAULT_KIND=%s", kind);
-  const char* env[] = {v_nth, v_count, v_kind, "MIMALLOC_FAULT_REPORT=1", "MIMALLOC_RETRY_ON_OOM=0",
-                       "MIMALLOC_SEGMENT_CACHE=0", NULL};
+  const char* env[] = {
+      v_nth, v_count, v_kind, "MIMALLOC_FAULT_REPORT=1", "MIMALLOC_RETRY_ON_OOM=0", "MIMALLOC_SEGMENT_CACHE=0", NULL};
   return mi_spawn_self("--env-child", env, false, true, err, err_size, 120000);
 }
 #else
@@ -293,7 +293,7 @@ static void retry_transient_body(void) {
   set_policy(mi_fault_reserve, 1, 3, mi_fault_error_oom);
   errno = 1234;
   void* p = mi_malloc(LARGE_SIZE);
-  CHECK(p != NULL);    /* three failures, hidden by the fallback and the retries */
+  CHECK(p != NULL);     /* three failures, hidden by the fallback and the retries */
   CHECK(errno == 1234); /* and no trace in errno */
   mi_fault_counters_t k = counters();
   CHECK(k.selected_injected == 3);
@@ -805,34 +805,34 @@ int main(int argc, char** argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_nth_and_count),
-      cmocka_unit_test(test_probability_reproducible),
-      cmocka_unit_test(test_environment_all_fail),
-      cmocka_unit_test(test_environment_kind),
-      cmocka_unit_test(test_environment_startup_failures),
-      cmocka_unit_test(test_heap_new_fails),
-      cmocka_unit_test(test_retry_transient),
-      cmocka_unit_test(test_retry_persistent),
-      cmocka_unit_test(test_retry_not_for_other_errors),
-      cmocka_unit_test(test_retry_meets_other_error),
-      cmocka_unit_test(test_large_pages_circuit_breaker),
-      cmocka_unit_test(test_aligned_trim),
-      cmocka_unit_test(test_misaligned_trim_release_fails),
-      cmocka_unit_test(test_arena_table_full),
-      cmocka_unit_test(test_huge_pages_fallback),
-      cmocka_unit_test(test_arena_fallback),
-      cmocka_unit_test(test_arena_reservation_fails),
-      cmocka_unit_test(test_commit_failure),
-      cmocka_unit_test(test_decommit_failure),
-      cmocka_unit_test(test_purge_failure),
-      cmocka_unit_test(test_release_failure),
+    cmocka_unit_test(test_nth_and_count),
+    cmocka_unit_test(test_probability_reproducible),
+    cmocka_unit_test(test_environment_all_fail),
+    cmocka_unit_test(test_environment_kind),
+    cmocka_unit_test(test_environment_startup_failures),
+    cmocka_unit_test(test_heap_new_fails),
+    cmocka_unit_test(test_retry_transient),
+    cmocka_unit_test(test_retry_persistent),
+    cmocka_unit_test(test_retry_not_for_other_errors),
+    cmocka_unit_test(test_retry_meets_other_error),
+    cmocka_unit_test(test_large_pages_circuit_breaker),
+    cmocka_unit_test(test_aligned_trim),
+    cmocka_unit_test(test_misaligned_trim_release_fails),
+    cmocka_unit_test(test_arena_table_full),
+    cmocka_unit_test(test_huge_pages_fallback),
+    cmocka_unit_test(test_arena_fallback),
+    cmocka_unit_test(test_arena_reservation_fails),
+    cmocka_unit_test(test_commit_failure),
+    cmocka_unit_test(test_decommit_failure),
+    cmocka_unit_test(test_purge_failure),
+    cmocka_unit_test(test_release_failure),
 #if MI_SECURE
-      cmocka_unit_test(test_protect_failure_reported),
+    cmocka_unit_test(test_protect_failure_reported),
 #if MI_GUARDED
-      cmocka_unit_test(test_guard_free_protect_fails),
-      cmocka_unit_test(test_guard_unprotect_fails),
+    cmocka_unit_test(test_guard_free_protect_fails),
+    cmocka_unit_test(test_guard_unprotect_fails),
 #endif
-      cmocka_unit_test(test_cache_guard_lift_fails),
+    cmocka_unit_test(test_cache_guard_lift_fails),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,10 +29,10 @@
 #include "mimalloc.h"
 
 #define MAX_WORKERS 8
-#define SLOTS 256                /* blocks handed between threads (and to children) */
-#define CHILD_WATCHDOG_S 20      /* a child that takes longer is hung */
-#define WAIT_DEADLINE_MS 30000   /* the parent's deadline for a child */
-#define PROGRESS_DEADLINE_S 60   /* the parent's own watchdog */
+#define SLOTS 256              /* blocks handed between threads (and to children) */
+#define CHILD_WATCHDOG_S 20    /* a child that takes longer is hung */
+#define WAIT_DEADLINE_MS 30000 /* the parent's deadline for a child */
+#define PROGRESS_DEADLINE_S 60 /* the parent's own watchdog */
 
 enum { V_PLAIN, V_FORK, V_THREADS, V_EXEC, V_COUNT };
 static const char* const variant_names[V_COUNT] = {"plain", "fork-again", "threads", "exec"};
@@ -45,9 +45,15 @@ static _Atomic(uintptr_t) slots[SLOTS];
    hand-off with its own atfork handlers (registered after the allocator's,
    so its prepare runs first and the worker holding it can still free). */
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static void slots_prepare(void) { pthread_mutex_lock(&slots_lock); }
-static void slots_parent(void) { pthread_mutex_unlock(&slots_lock); }
-static void slots_child(void) { pthread_mutex_init(&slots_lock, NULL); }
+static void slots_prepare(void) {
+  pthread_mutex_lock(&slots_lock);
+}
+static void slots_parent(void) {
+  pthread_mutex_unlock(&slots_lock);
+}
+static void slots_child(void) {
+  pthread_mutex_init(&slots_lock, NULL);
+}
 static atomic_bool stop;
 static atomic_long worker_ops;
 static atomic_long worker_failures;
@@ -152,7 +158,7 @@ static void* worker(void* arg) {
       local[k] = p;
     }
     if (it % 4096 == 100) mi_collect(it % 16384 == 100); /* purge passes, adoption of abandoned segments */
-    if (it % 2048 == 1000) { /* heaps come and go (meta slots) */
+    if (it % 2048 == 1000) {                             /* heaps come and go (meta slots) */
       if (heap != NULL) mi_heap_delete(heap);
       heap = mi_heap_new();
     }
@@ -304,45 +310,44 @@ static void child_main(int variant, long n) {
   }
   mi_free(kept);
   switch (variant) {
-  case V_FORK: {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) child_fail("nested fork failed");
-    if (pid == 0) {
-      alarm(CHILD_WATCHDOG_S);
-      child_churn((uint64_t)n * 31u + 5);
-      exit(0);
+    case V_FORK: {
+      fflush(NULL);
+      pid_t pid = fork();
+      if (pid < 0) child_fail("nested fork failed");
+      if (pid == 0) {
+        alarm(CHILD_WATCHDOG_S);
+        child_churn((uint64_t)n * 31u + 5);
+        exit(0);
+      }
+      child_churn((uint64_t)n * 17u + 3);
+      int status = wait_deadline(pid, WAIT_DEADLINE_MS);
+      if (status == -1) child_fail("grandchild hung");
+      if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) child_fail("grandchild failed");
+      break;
     }
-    child_churn((uint64_t)n * 17u + 3);
-    int status = wait_deadline(pid, WAIT_DEADLINE_MS);
-    if (status == -1) child_fail("grandchild hung");
-    if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) child_fail("grandchild failed");
-    break;
-  }
-  case V_THREADS: {
-    pthread_t t[3];
-    child_thread_arg_t args[3];
-    for (int i = 0; i < 3; i++) {
-      args[i].n = n;
-      args[i].index = i;
-      if (pthread_create(&t[i], NULL, child_thread, &args[i]) != 0) child_fail("pthread_create failed");
+    case V_THREADS: {
+      pthread_t t[3];
+      child_thread_arg_t args[3];
+      for (int i = 0; i < 3; i++) {
+        args[i].n = n;
+        args[i].index = i;
+        if (pthread_create(&t[i], NULL, child_thread, &args[i]) != 0) child_fail("pthread_create failed");
+      }
+      for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+      for (size_t j = 0; j < 32; j++) {
+        void* p = (void*)atomic_exchange(&child_slots[j], 0);
+        if (p != NULL && !verify(p)) child_fail("cross-thread block corrupted in child");
+        mi_free(p);
+      }
+      break;
     }
-    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
-    for (size_t j = 0; j < 32; j++) {
-      void* p = (void*)atomic_exchange(&child_slots[j], 0);
-      if (p != NULL && !verify(p)) child_fail("cross-thread block corrupted in child");
-      mi_free(p);
+    case V_EXEC: {
+      char* argv[] = {(char*)"fork-storm", (char*)"--exec-child", NULL};
+      execv(self_path, argv);
+      child_fail("exec failed");
+      break;
     }
-    break;
-  }
-  case V_EXEC: {
-    char* argv[] = {(char*)"fork-storm", (char*)"--exec-child", NULL};
-    execv(self_path, argv);
-    child_fail("exec failed");
-    break;
-  }
-  default:
-    break;
+    default: break;
   }
   exit(0);
 }
@@ -440,8 +445,9 @@ int main(int argc, char** argv) {
   double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   printf("fork-storm: forks %ld (", forks);
   for (int v = 0; v < V_COUNT; v++) printf("%s%s %ld", v ? ", " : "", variant_names[v], per_variant[v]);
-  printf("), children ok %ld, deadlocks %ld, failures %ld; %d workers, %ld worker allocations, "
-         "%ld worker check failures; %.1f s\n",
-         ok, deadlocks, failures, nworkers, atomic_load(&worker_ops), atomic_load(&worker_failures), secs);
+  printf(
+      "), children ok %ld, deadlocks %ld, failures %ld; %d workers, %ld worker allocations, "
+      "%ld worker check failures; %.1f s\n",
+      ok, deadlocks, failures, nworkers, atomic_load(&worker_ops), atomic_load(&worker_failures), secs);
   return (ok == forks && deadlocks == 0 && failures == 0 && atomic_load(&worker_failures) == 0 ? 0 : 1);
 }

@@ -39,20 +39,34 @@
    so the expected reports can name them ---------------------------------- */
 static mi_lock_t lock_outer, lock_inner, lock_x, lock_y, lock_z;
 
-static const int line_take_outer = __LINE__ + 1;
-static void take_outer(void) { _mi_lock_acquire(&lock_outer); }
-static const int line_take_inner = __LINE__ + 1;
-static void take_inner(void) { _mi_lock_acquire(&lock_inner); }
-static void release_inner(void) { _mi_lock_release(&lock_inner); }
-static const int line_release_outer = __LINE__ + 1;
-static void release_outer(void) { _mi_lock_release(&lock_outer); }
+static const int line_take_outer = __LINE__ + 2;
+static void take_outer(void) {
+  _mi_lock_acquire(&lock_outer);
+}
+static const int line_take_inner = __LINE__ + 2;
+static void take_inner(void) {
+  _mi_lock_acquire(&lock_inner);
+}
+static void release_inner(void) {
+  _mi_lock_release(&lock_inner);
+}
+static const int line_release_outer = __LINE__ + 2;
+static void release_outer(void) {
+  _mi_lock_release(&lock_outer);
+}
 
-static const int line_take_x = __LINE__ + 1;
-static void take_x(void) { _mi_lock_acquire(&lock_x); }
-static const int line_take_y = __LINE__ + 1;
-static void take_y(void) { _mi_lock_acquire(&lock_y); }
-static const int line_take_z = __LINE__ + 1;
-static void take_z(void) { _mi_lock_acquire(&lock_z); }
+static const int line_take_x = __LINE__ + 2;
+static void take_x(void) {
+  _mi_lock_acquire(&lock_x);
+}
+static const int line_take_y = __LINE__ + 2;
+static void take_y(void) {
+  _mi_lock_acquire(&lock_y);
+}
+static const int line_take_z = __LINE__ + 2;
+static void take_z(void) {
+  _mi_lock_acquire(&lock_z);
+}
 
 static void init_test_locks(void) {
   _mi_lock_init(&lock_outer, MI_LOCK_TEST_OUTER);
@@ -161,10 +175,30 @@ static void* cycle_thread(void* arg) {
   which %= 10;
   mi_lock_t* first = NULL;
   mi_lock_t* second = NULL;
-  if (which == 0) { take_x(); take_y(); first = &lock_x; second = &lock_y; } /* x -> y */
-  if (which == 1) { take_y(); take_z(); first = &lock_y; second = &lock_z; } /* y -> z */
-  if (which == 2 && misuse) { take_z(); take_x(); first = &lock_z; second = &lock_x; } /* z -> x closes the cycle */
-  if (which == 2 && !misuse) { take_x(); take_z(); first = &lock_x; second = &lock_z; } /* x -> z agrees */
+  if (which == 0) {
+    take_x();
+    take_y();
+    first = &lock_x;
+    second = &lock_y;
+  } /* x -> y */
+  if (which == 1) {
+    take_y();
+    take_z();
+    first = &lock_y;
+    second = &lock_z;
+  } /* y -> z */
+  if (which == 2 && misuse) {
+    take_z();
+    take_x();
+    first = &lock_z;
+    second = &lock_x;
+  } /* z -> x closes the cycle */
+  if (which == 2 && !misuse) {
+    take_x();
+    take_z();
+    first = &lock_x;
+    second = &lock_z;
+  } /* x -> z agrees */
   _mi_lock_release(second);
   _mi_lock_release(first);
   return NULL;
@@ -207,7 +241,8 @@ static void case_recursive(bool misuse) {
 static void expect_report(mi_case_fn fn, const char* const* needles) {
   char err[8192];
   int status = run_child(fn, false, err, sizeof(err));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) print_error("control failed: status %d, stderr: %s\n", status, err);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    print_error("control failed: status %d, stderr: %s\n", status, err);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   assert_null(strstr(err, "lock-order violation"));
   status = run_child(fn, true, err, sizeof(err));
@@ -234,8 +269,7 @@ static void test_wrong_order(void** state) {
   const char* needles[] = {
       "mimalloc: error: lock-order violation: taking 'test-outer' (rank 100) while holding 'test-inner' (rank 101)\n",
       site(0, "mimalloc:   held:   'test-inner' acquired at " SRC ":%d\n", line_take_inner),
-      site(1, "mimalloc:   taking: 'test-outer' at " SRC ":%d\n", line_take_outer),
-      NULL};
+      site(1, "mimalloc:   taking: 'test-outer' at " SRC ":%d\n", line_take_outer), NULL};
   expect_report(&case_wrong_order, needles);
 }
 
@@ -256,10 +290,11 @@ static void test_three_class_cycle(void** state) {
 
 static void test_release_not_held(void** state) {
   (void)state;
-  const char* needles[] = {
-      site(0, "mimalloc: error: lock-order violation: releasing 'test-outer' at " SRC ":%d, which this thread does not hold\n",
-           line_release_outer),
-      site(1, "mimalloc:   held:   'test-inner' acquired at " SRC ":%d\n", line_take_inner), NULL};
+  const char* needles[] = {site(0,
+                                "mimalloc: error: lock-order violation: releasing 'test-outer' at " SRC
+                                ":%d, which this thread does not hold\n",
+                                line_release_outer),
+                           site(1, "mimalloc:   held:   'test-inner' acquired at " SRC ":%d\n", line_take_inner), NULL};
   expect_report(&case_release_not_held, needles);
 }
 
@@ -301,8 +336,9 @@ static void test_warn_mode(void** state) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) print_error("warn: status %d, stderr: %s\n", status, err);
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
-  assert_int_equal(count_of(err, "mimalloc: warning: lock-order violation: taking 'test-outer' (rank 100) while "
-                                 "holding 'test-inner' (rank 101)"),
+  assert_int_equal(count_of(err,
+                            "mimalloc: warning: lock-order violation: taking 'test-outer' (rank 100) while "
+                            "holding 'test-inner' (rank 101)"),
                    1);
   assert_int_equal(count_of(err, "mimalloc: warning: lock-order violation: releasing 'test-outer'"), 1);
   assert_int_equal(count_of(err, "lock-order violation"), 2);
@@ -318,8 +354,8 @@ static void case_try_and_out_of_order(bool misuse) {
   if (!_mi_lock_try_acquire(&lock_outer)) _exit(5);
   /* ... and of a held lock it just fails */
   if (_mi_lock_try_acquire(&lock_outer)) _exit(6);
-  take_x();          /* checked against both: inner -> x, outer -> x */
-  release_inner();   /* out of order */
+  take_x();        /* checked against both: inner -> x, outer -> x */
+  release_inner(); /* out of order */
   release_outer();
   _mi_lock_release(&lock_x);
   if (_mi_lockorder_violations() != 0) _exit(7);
@@ -371,15 +407,15 @@ int main(void) {
   mi_child_save_signals();
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_table_matches_doc),
+    cmocka_unit_test(test_table_matches_doc),
 #if MI_LOCKORDER
-      cmocka_unit_test(test_wrong_order),
-      cmocka_unit_test(test_three_class_cycle),
-      cmocka_unit_test(test_release_not_held),
-      cmocka_unit_test(test_recursive),
-      cmocka_unit_test(test_warn_mode),
-      cmocka_unit_test(test_try_and_out_of_order),
-      cmocka_unit_test(test_fork_handlers_checked),
+    cmocka_unit_test(test_wrong_order),
+    cmocka_unit_test(test_three_class_cycle),
+    cmocka_unit_test(test_release_not_held),
+    cmocka_unit_test(test_recursive),
+    cmocka_unit_test(test_warn_mode),
+    cmocka_unit_test(test_try_and_out_of_order),
+    cmocka_unit_test(test_fork_handlers_checked),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,13 +33,13 @@
 
 /* ---- Checks (inside the child: print and exit 1) --------------------------- */
 
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
+#define CHECK(cond) \
+  do { \
+    if (!(cond)) { \
       fprintf(stderr, "test-teardown: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      fflush(stderr);                                                                      \
-      _exit(1);                                                                            \
-    }                                                                                      \
+      fflush(stderr); \
+      _exit(1); \
+    } \
   } while (0)
 
 /* ---- Gates: a thread in a role, reaching a point, posts one semaphore and
@@ -189,7 +189,8 @@ static void check_baseline(void) {
   baseline_t now = snapshot();
   if (now.pages != base.pages || now.segments != base.segments || now.abandoned != base.abandoned ||
       now.large != base.large) {
-    fprintf(stderr, "test-teardown: accounting off: pages %lld/%lld segments %lld/%lld abandoned %lld/%lld large %lld/%lld\n",
+    fprintf(stderr,
+            "test-teardown: accounting off: pages %lld/%lld segments %lld/%lld abandoned %lld/%lld large %lld/%lld\n",
             (long long)now.pages, (long long)base.pages, (long long)now.segments, (long long)base.segments,
             (long long)now.abandoned, (long long)base.abandoned, (long long)now.large, (long long)base.large);
     _exit(1);
@@ -216,9 +217,9 @@ static void* owner_alloc_then_wait_exit(void* arg) { /* role 1: allocate, hand o
   (void)arg;
   my_role = 1;
   for (size_t i = 0; i < N; i++) blocks[i] = tagged_alloc(NULL, i);
-  gate_post(7);      /* the blocks are there */
+  gate_post(7);       /* the blocks are there */
   sem_wait_or_die(0); /* the freer has read the list head */
-  return NULL;       /* thread exit: abandon */
+  return NULL;        /* thread exit: abandon */
 }
 
 static void* freer_all(void* arg) { /* role 2: free every block from another thread */
@@ -586,7 +587,7 @@ static _Atomic(uintptr_t) next_tag = 1;
 
 static size_t stress_size(uint64_t r) {
   switch (r % 32) {
-    case 0: return 20000 + (size_t)(r >> 8) % 60000; /* medium */
+    case 0: return 20000 + (size_t)(r >> 8) % 60000;    /* medium */
     case 1: return ((r >> 8) % 8 == 0 ? 300000 : 3000); /* now and then a large block */
     default: return 16 + (size_t)(r >> 8) % 1000;
   }
@@ -743,7 +744,9 @@ int main(int argc, char** argv) {
   if (WIFSIGNALED(status)) printf("test-teardown: %s: child died with signal %d\n", c->name, WTERMSIG(status));
   else if (!ok) printf("test-teardown: %s: child failed (exit %d)\n", c->name, WEXITSTATUS(status));
   if (expect_failure) {
-    printf("test-teardown: %s: %s\n", c->name, ok ? "passed, but a failure was expected: the planted bug went unseen" : "failed as expected (positive control)");
+    printf("test-teardown: %s: %s\n", c->name,
+           ok ? "passed, but a failure was expected: the planted bug went unseen"
+              : "failed as expected (positive control)");
     return ok ? 1 : 0;
   }
   printf("test-teardown: %s: %s\n", c->name, ok ? "ok" : "FAILED");

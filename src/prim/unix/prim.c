@@ -84,8 +84,8 @@ static void* mi_prim_aligned_hint(size_t size, size_t try_alignment) {
   uintptr_t hint = atomic_fetch_add_explicit(&prim_aligned_hint, size, memory_order_relaxed);
   if (hint == 0 || hint > MI_HINT_MAX) {
     uintptr_t expected = hint + size;
-    atomic_compare_exchange_strong_explicit(&prim_aligned_hint, &expected, MI_HINT_BASE + size,
-                                            memory_order_relaxed, memory_order_relaxed);
+    atomic_compare_exchange_strong_explicit(&prim_aligned_hint, &expected, MI_HINT_BASE + size, memory_order_relaxed,
+                                            memory_order_relaxed);
     hint = MI_HINT_BASE;
   }
   return (void*)((hint + try_alignment - 1) & ~(try_alignment - 1));
@@ -145,7 +145,8 @@ int mi_prim_commit(void* addr, size_t size, bool* is_zero) {
 
 int mi_prim_decommit(void* addr, size_t size) {
   /* replacing the mapping drops its pages and its commit charge at once */
-  void* p = mi_prim_mmap(mi_fault_decommit, addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+  void* p =
+      mi_prim_mmap(mi_fault_decommit, addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
   if (p == MAP_FAILED) {
     return mi_prim_errno(); /* fault path */
   }
@@ -198,7 +199,8 @@ int mi_prim_alloc_large_os_pages(size_t size, size_t try_alignment, void** addr)
 #if defined(MAP_HUGETLB) && defined(MAP_HUGE_SHIFT)
   /* explicit 2 MiB pages: pinned, and only there if the administrator set some aside */
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (21 << MAP_HUGE_SHIFT); /* reserved: see above */
-  void* p = mi_prim_mmap(mi_fault_large, mi_prim_aligned_hint(size, try_alignment), size, PROT_READ | PROT_WRITE, flags);
+  void* p =
+      mi_prim_mmap(mi_fault_large, mi_prim_aligned_hint(size, try_alignment), size, PROT_READ | PROT_WRITE, flags);
   if (p == MAP_FAILED) {
     return mi_prim_errno(); /* fault path */
   }

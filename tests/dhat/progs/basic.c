@@ -12,16 +12,28 @@
 
 static void* volatile sink[64];
 
-NOINLINE static void* make_node(size_t n) { return malloc(n); }
-NOINLINE static void* make_zeroed(size_t count, size_t n) { return calloc(count, n); }
-NOINLINE static void* grow(void* p, size_t n) { return realloc(p, n); }
+NOINLINE static void* make_node(size_t n) {
+  return malloc(n);
+}
+NOINLINE static void* make_zeroed(size_t count, size_t n) {
+  return calloc(count, n);
+}
+NOINLINE static void* grow(void* p, size_t n) {
+  return realloc(p, n);
+}
 NOINLINE static void* make_aligned(size_t align, size_t n) {
   void* p = NULL;
   return (posix_memalign(&p, align, n) == 0 ? p : NULL);
 }
-NOINLINE static void* make_c11_aligned(size_t align, size_t n) { return aligned_alloc(align, n); }
-NOINLINE static void* make_memalign(size_t align, size_t n) { return memalign(align, n); }
-NOINLINE static void* make_empty(void) { return malloc(0); }
+NOINLINE static void* make_c11_aligned(size_t align, size_t n) {
+  return aligned_alloc(align, n);
+}
+NOINLINE static void* make_memalign(size_t align, size_t n) {
+  return memalign(align, n);
+}
+NOINLINE static void* make_empty(void) {
+  return malloc(0);
+}
 NOINLINE static void leak_some(void) {
   for (int i = 0; i < 5; i++) sink[40 + i] = malloc(24 + (size_t)i);
 }

@@ -7,11 +7,21 @@
 
 static void* volatile keep[256];
 
-NOINLINE static void* site_a(size_t n) { return malloc(n); }
-NOINLINE static void* site_b(size_t n) { return malloc(n); }
-NOINLINE static void* site_c(size_t n) { return calloc(1, n); }
-NOINLINE static void* site_d(void* p, size_t n) { return realloc(p, n); }
-NOINLINE static void level2(int i) { keep[i] = site_b((size_t)(i * 3 + 1)); }
+NOINLINE static void* site_a(size_t n) {
+  return malloc(n);
+}
+NOINLINE static void* site_b(size_t n) {
+  return malloc(n);
+}
+NOINLINE static void* site_c(size_t n) {
+  return calloc(1, n);
+}
+NOINLINE static void* site_d(void* p, size_t n) {
+  return realloc(p, n);
+}
+NOINLINE static void level2(int i) {
+  keep[i] = site_b((size_t)(i * 3 + 1));
+}
 NOINLINE static void level1(int i) {
   level2(i);
   keep[128 + i] = site_a((size_t)(i + 1));
