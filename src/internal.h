@@ -577,6 +577,15 @@ static inline size_t _mi_bin(size_t size) {
   return 9 + (b - 7) * 8 + ((s >> (b - 3)) & 7);
 }
 
+/* The thread's generator (secure builds: page keys, the quarantine slot, the
+   carving shuffle), seeded on first use from the process key and the thread. */
+#if MI_SECURE
+static inline uintptr_t _mi_tld_random(mi_tld_t* tld) {
+  if (mi_unlikely(tld->rng == 0)) tld->rng = (_mi_process_key ^ (tld->thread_id * 0x9E3779B97F4A7C15ULL)) | 1;
+  return _mi_random_next(&tld->rng);
+}
+#endif
+
 static inline mi_heap_t* mi_get_default_heap(void) {
   return _mi_heap_default;
 }

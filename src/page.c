@@ -101,10 +101,10 @@ static void mi_page_extend(mi_page_t* page) {
      not neighbours in allocation order */
   uint16_t order[4096 / 16];
   for (size_t i = 0; i < want; i++) order[i] = (uint16_t)i;
-  uintptr_t* rng = &page->heap->tld->rng;
+  mi_tld_t* tld = page->heap->tld;
   for (size_t i = want - 1; i > 0; i--) {
     /* j uniform enough in [0, i]: the high half of a 32x32-bit product, no division */
-    size_t j = (size_t)(((_mi_random_next(rng) >> 32) * (uint64_t)(i + 1)) >> 32);
+    size_t j = (size_t)(((_mi_tld_random(tld) >> 32) * (uint64_t)(i + 1)) >> 32);
     uint16_t t = order[i];
     order[i] = order[j];
     order[j] = t;

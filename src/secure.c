@@ -46,17 +46,6 @@ static mi_decl_noreturn void mi_secure_fatal_op(mi_secure_op_t op, const char* w
 
 /* ---- Keys and the per-thread random state ---------------------------------- */
 
-/* xorshift64*, inline: one per free for the quarantine slot */
-static inline uintptr_t mi_secure_tld_random(mi_tld_t* tld) {
-  uint64_t x = tld->rng;
-  if (mi_unlikely(x == 0)) x = (_mi_process_key ^ (tld->thread_id * 0x9E3779B97F4A7C15ULL)) | 1;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  tld->rng = x;
-  return (uintptr_t)(x * 0x2545F4914F6CDD1DULL);
-}
-
 static inline uintptr_t mi_trailer_key(void) {
   return _mi_process_key * 0xBF58476D1CE4E5B9ULL;
 }
@@ -153,8 +142,8 @@ static inline uint64_t mi_trailer_encode(uintptr_t tag, size_t user_end) {
 /* ---- Pages ---------------------------------------------------------------- */
 
 void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty) {
-  page->keys[0] = mi_secure_tld_random(heap->tld);
-  page->keys[1] = mi_secure_tld_random(heap->tld);
+  page->keys[0] = _mi_tld_random(heap->tld);
+  page->keys[1] = _mi_tld_random(heap->tld);
   for (size_t i = 0; i < MI_SMALL_PAGE_SIZE / 16 / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }
@@ -500,7 +489,7 @@ void _mi_secure_free(void* p) {
   /* delayed, randomised reuse: the block takes a random slot and the block
      that was there becomes reusable */
   mi_tld_t* tld = heap->tld;
-  size_t slot = mi_secure_tld_random(tld) % MI_SECURE_QUARANTINE;
+  size_t slot = _mi_tld_random(tld) % MI_SECURE_QUARANTINE;
   mi_block_t* evicted = tld->quarantine[slot];
   tld->quarantine[slot] = block;
   if (evicted != NULL) mi_quarantine_release(evicted);
