@@ -226,9 +226,9 @@ static bool mi_ptr_is_in_page(const mi_page_t* page, const void* p) {
 
 /* The page that holds `p`, if `p` is inside one of our segments and a page in use. */
 static mi_page_t* mi_checked_page_of(const void* p) {
-  if (p == NULL || !_mi_segment_map_contains(p)) return NULL;
-  mi_segment_t* segment = _mi_ptr_segment(p);
-  if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) return NULL;
+  if (p == NULL) return NULL;
+  mi_segment_t* segment = _mi_segment_containing(p);
+  if (segment == NULL || segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) return NULL;
   if ((uintptr_t)p - (uintptr_t)segment >= segment->segment_size) return NULL;
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) return NULL;

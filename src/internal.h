@@ -315,7 +315,8 @@ void _mi_os_free_meta(void* p, size_t size) mi_decl_hidden;
 size_t _mi_os_page_size(void) mi_decl_hidden;
 
 /* segment-map.c */
-bool _mi_segment_map_set(const mi_segment_t* segment, bool present) mi_decl_hidden;
+bool _mi_segment_map_set(const mi_segment_t* segment, size_t size, bool present) mi_decl_hidden;
+mi_segment_t* _mi_segment_containing(const void* p) mi_decl_hidden;
 /* Is p inside a chunk that starts one of our segments? It never touches p:
    free validates a pointer with it before reading anything near it. */
 #define MI_ADDRESS_BITS 48

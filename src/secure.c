@@ -348,13 +348,19 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
 static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
                                               size_t* size_out) {
   bool is_free = (op == MI_OP_FREE);
-  if (!_mi_segment_map_contains(p)) {
-    if (mi_was_unmapped(p)) {
-      mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p, 0);
+  mi_segment_t* segment;
+  if (mi_likely(_mi_segment_map_contains(p))) {
+    segment = _mi_ptr_segment(p);
+  } else {
+    /* past the first 4 MiB of a large or huge block, or not ours at all */
+    segment = _mi_segment_containing(p);
+    if (segment == NULL) {
+      if (mi_was_unmapped(p)) {
+        mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p, 0);
+      }
+      mi_secure_fatal_op(op, NULL, p, 0);
     }
-    mi_secure_fatal_op(op, NULL, p, 0);
   }
-  mi_segment_t* segment = _mi_ptr_segment(p);
   if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key) ||
       (size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
     mi_secure_fatal_op(op, NULL, p, 0);

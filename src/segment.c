@@ -87,8 +87,8 @@ static bool mi_segment_protect_guards(mi_segment_t* segment) {
 static void mi_segment_unmap(mi_segment_t* segment) {
   _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
   _mi_stat_decrease(&_mi_stats.segments, 1);
-  _mi_segment_map_set(segment, false);
   size_t size = segment->segment_size;
+  _mi_segment_map_set(segment, size, false);
 #if MI_SECURE
   _mi_secure_segment_unmapped(segment, size); /* a later free into it is a double free */
 #endif
@@ -126,7 +126,7 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
     segment = (mi_segment_t*)_mi_os_alloc_aligned(segment_size, MI_SEGMENT_SIZE, true, allow_large, &is_pinned);
   }
   if (segment == NULL) return NULL;
-  if (!_mi_segment_map_set(segment, true)) {
+  if (!_mi_segment_map_set(segment, segment_size, true)) {
     if (!_mi_arena_free(segment, segment_size)) _mi_os_free(segment, segment_size); /* fault path */
     return NULL;
   }

@@ -537,6 +537,12 @@ static void test_misc(void** state) {
   assert_false(mi_is_in_heap_region(&stack_var));
   assert_false(mi_is_in_heap_region(&global_var));
   mi_free(p);
+  /* a huge block spans several 4 MiB chunks: its far end is ours too */
+  char* huge = (char*)mi_malloc(20 * 1024 * 1024);
+  assert_non_null(huge);
+  assert_true(mi_is_in_heap_region(huge + 19 * 1024 * 1024));
+  assert_true(mi_heap_contains_block(mi_heap_get_default(), huge + 19 * 1024 * 1024));
+  mi_free(huge);
   bool redirected = mi_is_redirected();
   (void)redirected;
   assert_true(mi_version() >= 100);

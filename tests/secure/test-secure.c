@@ -128,6 +128,13 @@ static void case_free_mmap(bool misuse) {
   void* p = mi_malloc(8);
   mi_free(misuse ? m : p);
 }
+/* the pointer lies in a later 4 MiB chunk than the block's segment start
+   (found by the fuzz harness: was reported as a pointer not ours) */
+static void case_free_huge_interior(bool misuse) {
+  char* p = (char*)mi_malloc(12 * 1024 * 1024);
+  sink = p;
+  mi_free(misuse ? p + 10 * 1024 * 1024 + 7 : p);
+}
 static void case_free_aligned_interior(bool misuse) {
   char* p = (char*)mi_malloc_aligned(100, 256);
   sink = p;
@@ -306,6 +313,7 @@ SECURE_TEST(free_stack, SIGABRT, "invalid free detected of pointer")
 SECURE_TEST(free_global, SIGABRT, "invalid free detected of pointer")
 SECURE_TEST(free_mmap, SIGABRT, "invalid free detected of pointer")
 SECURE_TEST(free_aligned_interior, SIGABRT, "invalid free detected of interior pointer")
+SECURE_TEST(free_huge_interior, SIGABRT, "invalid free detected of interior pointer")
 SECURE_TEST(overflow_1_small, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(overflow_1_exact_class, SIGABRT, "heap buffer overflow detected in block")
 SECURE_TEST(overflow_nul, SIGABRT, "heap buffer overflow detected in block")
@@ -395,6 +403,7 @@ int main(void) {
       cmocka_unit_test(test_free_global),
       cmocka_unit_test(test_free_mmap),
       cmocka_unit_test(test_free_aligned_interior),
+      cmocka_unit_test(test_free_huge_interior),
       cmocka_unit_test(test_overflow_1_small),
       cmocka_unit_test(test_overflow_1_exact_class),
       cmocka_unit_test(test_overflow_nul),
