@@ -70,9 +70,10 @@ static inline bool mi_tag_matches(const void* p) {
 /* ---- Block geometry ------------------------------------------------------- */
 
 /* Offsets within a page are below 2^22 and block sizes at most 2^17, so
-   multiplying by ceil(2^40 / size) and shifting is an exact division. */
+   multiplying by ceil(2^40 / size) and shifting is an exact division. A
+   single-block segment's page has a factor of 0: its block, possibly beyond
+   4 GiB, has index 0 without a branch here. */
 static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
-  if (page->reserved == 1) return 0; /* single block, possibly beyond 4 GiB */
   uint64_t offset = (uint64_t)((const uint8_t*)p - page->start);
   return (size_t)((offset * page->block_size_inv) >> 40);
 }
@@ -202,13 +203,19 @@ typedef uint64_t mi_v16_t __attribute__((vector_size(16), may_alias));
 #endif
 
 /* Still all zero since it was freed, but for word 0, which held the
-   free-list link? */
+   free-list link? Four vectors per step: the loop's own instructions would
+   otherwise cost as much as the loads. */
 static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size) {
   const uint8_t* b = (const uint8_t*)block;
   uint64_t acc = ((const uint64_t*)b)[1];
 #if defined(__GNUC__)
   mi_v16_t v = {0, 0};
-  for (size_t i = 16; i < block_size; i += 16) v |= *(const mi_v16_t*)(b + i);
+  size_t i = 16;
+  for (size_t head = 16 + (block_size - 16) % 64; i < head; i += 16) v |= *(const mi_v16_t*)(b + i);
+  for (; i < block_size; i += 64) {
+    v |= (*(const mi_v16_t*)(b + i) | *(const mi_v16_t*)(b + i + 16)) |
+         (*(const mi_v16_t*)(b + i + 32) | *(const mi_v16_t*)(b + i + 48));
+  }
   acc |= v[0] | v[1];
 #else
   for (size_t i = 2; i < block_size / 8; i++) acc |= ((const uint64_t*)b)[i];
@@ -223,8 +230,13 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
   if (block_size <= 512) {
     uint8_t* b = (uint8_t*)block;
     const mi_v16_t zero = {0, 0};
-    for (size_t i = 0; i < block_size; i += 16) {
+    size_t i = 0;
+    for (size_t head = block_size % 64; i < head; i += 16) *(mi_v16_t*)(b + i) = zero;
+    for (; i < block_size; i += 64) {
       *(mi_v16_t*)(b + i) = zero;
+      *(mi_v16_t*)(b + i + 16) = zero;
+      *(mi_v16_t*)(b + i + 32) = zero;
+      *(mi_v16_t*)(b + i + 48) = zero;
       __asm__ volatile("" ::: "memory"); /* keeps the compiler from making this loop a memset call */
     }
     return;
@@ -346,7 +358,7 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
 /* The block of a pointer handed out by this allocator and not freed since;
    anything else aborts with a report. `*size_out` gets the requested size. */
 static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
-                                              size_t* size_out) {
+                                              size_t* size_out, size_t* idx_out) {
   bool is_free = (op == MI_OP_FREE);
   mi_segment_t* segment;
   if (mi_likely(_mi_segment_map_contains(p))) {
@@ -396,6 +408,7 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
 #if MI_GUARDED
   if (page->is_guarded) {
     if (page_out != NULL) *page_out = page;
+    if (idx_out != NULL) *idx_out = idx;
     size_t offset = (size_t)(b - (uint8_t*)block);
     if (size_out != NULL) *size_out = (page->guarded_size > offset ? page->guarded_size - offset : 0);
     return block;
@@ -404,12 +417,12 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
   uint64_t raw = *mi_trailer_of(page, block);
   uint64_t t = raw ^ mi_trailer_key();
   size_t user_end = (size_t)(t >> 32);
-  if (mi_freed_by_other_thread(page, block)) {
-    mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
-                       page->block_size);
-  }
   uintptr_t tag = mi_tag_of(block);
-  if (raw != mi_trailer_encode(tag, user_end) || user_end > page->block_size - MI_SECURE_TRAILER) {
+  if (mi_unlikely(raw != mi_trailer_encode(tag, user_end) || user_end > page->block_size - MI_SECURE_TRAILER)) {
+    if (mi_freed_by_other_thread(page, block)) {
+      mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
+                         page->block_size);
+    }
     _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
   }
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
@@ -418,12 +431,13 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
     _mi_secure_fatal("heap buffer overflow detected in block", p, user_end - (size_t)(b - (uint8_t*)block));
   }
   if (page_out != NULL) *page_out = page;
+  if (idx_out != NULL) *idx_out = idx;
   if (size_out != NULL) *size_out = user_end - (size_t)(b - (uint8_t*)block);
   return block;
 }
 
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
-  return mi_validate(p, op, page_out, size_out);
+  return mi_validate(p, op, page_out, size_out, NULL);
 }
 
 /* The owner collects a block another thread freed: its bit must still be set. */
@@ -464,7 +478,8 @@ void _mi_secure_free(void* p) {
   if (p == NULL) return;
   mi_page_t* page;
   size_t size;
-  mi_block_t* block = mi_validate(p, MI_OP_FREE, &page, &size); /* inline: free is the hot caller */
+  size_t idx;
+  mi_block_t* block = mi_validate(p, MI_OP_FREE, &page, &size, &idx); /* inline: free is the hot caller */
   mi_segment_t* segment = _mi_page_segment(page);
   bool zero_on_free = (_mi_option_get_fast(mi_option_zero_on_free) != 0);
   if (segment->kind == MI_SEGMENT_SINGLE) {
@@ -485,7 +500,7 @@ void _mi_secure_free(void* p) {
     _mi_free_remote(page, block);
     return;
   }
-  mi_bit_set(page, mi_block_index(page, block), false);
+  mi_bit_set(page, idx, false);
   if (zero_on_free) mi_block_zero(block, page->block_size);
   mi_heap_t* heap = mi_get_default_heap();
   if (page->block_size > MI_SMALL_BLOCK_MAX || !mi_heap_is_initialized(heap)) {

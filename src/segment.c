@@ -563,6 +563,9 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
 #endif
   page->start = (uint8_t*)segment + block_at;
   page->block_size = block_end - block_at;
+#if MI_SECURE
+  page->block_size_inv = 0; /* its one block has index 0 whatever the offset */
+#endif
   page->reserved = 1;
   page->capacity = 1;
   page->used = 1;
