@@ -357,8 +357,8 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
 
 /* The block of a pointer handed out by this allocator and not freed since;
    anything else aborts with a report. `*size_out` gets the requested size. */
-static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
-                                              size_t* size_out, size_t* idx_out) {
+static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out,
+                                              size_t* idx_out) {
   bool is_free = (op == MI_OP_FREE);
   mi_segment_t* segment;
   if (mi_likely(_mi_segment_map_contains(p))) {
