@@ -85,4 +85,11 @@ __attribute__((unused)) static void expect(mi_case_fn fn, int sig, const char* m
   }
 }
 
+/* One test per case: `case_NAME` must die of `sig` with `message`. */
+#define MI_CHILD_TEST(name, sig, message) \
+  static void test_##name(void** state) { \
+    (void)state; \
+    expect(&case_##name, sig, message); \
+  }
+
 #endif

@@ -94,19 +94,13 @@ static void case_size_range(bool misuse) {
   mi_free(big);
 }
 
-#define GUARD_TEST(name, sig, msg) \
-  static void test_##name(void** state) { \
-    (void)state; \
-    expect(&case_##name, sig, msg); \
-  }
-
-GUARD_TEST(overflow_precise, SIGSEGV, "guarded heap buffer overflow detected at")
-GUARD_TEST(overflow_16, SIGSEGV, "guarded heap buffer overflow detected at")
-GUARD_TEST(uaf_read, SIGSEGV, "use-after-free detected in guarded block at")
-GUARD_TEST(uaf_write, SIGSEGV, "use-after-free detected in guarded block at")
-GUARD_TEST(overflow_large, SIGSEGV, "guarded heap buffer overflow detected at")
-GUARD_TEST(rate_zero, SIGABRT, "heap buffer overflow detected in block")
-GUARD_TEST(size_range, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(overflow_precise, SIGSEGV, "guarded heap buffer overflow detected at")
+MI_CHILD_TEST(overflow_16, SIGSEGV, "guarded heap buffer overflow detected at")
+MI_CHILD_TEST(uaf_read, SIGSEGV, "use-after-free detected in guarded block at")
+MI_CHILD_TEST(uaf_write, SIGSEGV, "use-after-free detected in guarded block at")
+MI_CHILD_TEST(overflow_large, SIGSEGV, "guarded heap buffer overflow detected at")
+MI_CHILD_TEST(rate_zero, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(size_range, SIGABRT, "heap buffer overflow detected in block")
 
 /* 1 in N on average, reproducibly with a seed */
 static int count_guarded(long rate, long seed) {
