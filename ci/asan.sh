@@ -13,22 +13,20 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 dir=${1:-$root/out/asan}
 rm -rf "$dir" && mkdir -p "$dir"
+status=0
+. ci/lib.sh
 
 # Debug: the allocator's assertions and the lock-order checker run too.
 # MI_FAULT=ON for the schedule points of the teardown tests (the fault
 # tests themselves are left out below).
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CC=clang cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
-  -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" >"$dir.configure.log" 2>&1 &&
-  cmake --build "$dir" -j2 >"$dir.build.log" 2>&1 ||
-  { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; exit 1; }
+ci_build "$dir" clang Debug -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" || exit 1
 
 # halt_on_error: the first report fails the test. Leak checking is off: the
 # allocator's segments are plain mappings LeakSanitizer does not scan, so
 # libc blocks referenced only from mi_malloc blocks would look leaked.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=0:allow_user_poisoning=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-status=0
 # test-memory-return is left out: it gates on RSS, and ASan's shadow memory
 # (an eighth of every poisoned range) is resident too. test-fault is left
 # out: it counts exact mmap outcomes, which ASan's own mappings perturb
@@ -49,9 +47,7 @@ rm -rf "$sdir" && mkdir -p "$sdir"
 if ! command -v clang-19 >/dev/null 2>&1; then
   echo "asan: fork-storm: clang-19 is not installed (ci/install-deps.sh installs it)"
   status=1
-elif CC=clang-19 cmake -S "$root" -B "$sdir" -DCMAKE_BUILD_TYPE=Debug -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
-  -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" >"$sdir.configure.log" 2>&1 &&
-  cmake --build "$sdir" -j2 --target fork-storm >"$sdir.build.log" 2>&1; then
+elif ci_build "$sdir" clang-19 Debug -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" -- fork-storm; then
   if "$sdir/tests/fork-storm" "$storm_forks" >"$sdir/fork-storm.log" 2>&1; then
     echo "asan: fork-storm (clang-19): $(grep -o 'forks [0-9]*.*failures [0-9]*' "$sdir/fork-storm.log")"
   else
@@ -60,33 +56,19 @@ elif CC=clang-19 cmake -S "$root" -B "$sdir" -DCMAKE_BUILD_TYPE=Debug -DMI_BUILD
     status=1
   fi
 else
-  tail -50 "$sdir.configure.log" "$sdir.build.log" 2>/dev/null
   status=1
 fi
 
 # positive controls: each planted bug must be reported, anchored on ASan's
 # report header and on the planting function in the stack
 plant() { # plant MODE FUNCTION
-  local mode=$1 fn=$2 log="$dir/plant-$1.log"
-  "$dir/tests/plant" "$mode" >"$log" 2>&1
-  local rc=$?
-  if [ "$rc" -ne 0 ] && grep -Eq '^==[0-9]+==ERROR: AddressSanitizer: use-after-poison' "$log" &&
-    grep -Eq "^ +#[0-9]+ .* in $fn " "$log"; then
-    echo "asan: positive control $mode: reported (exit $rc)"
-  else
-    echo "asan: positive control $mode: NOT reported (exit $rc)"
-    cat "$log"
-    status=1
-  fi
+  "$dir/tests/plant" "$1" >"$dir/plant-$1.log" 2>&1
+  ci_expect_report asan "$1" $? "$dir/plant-$1.log" \
+    '^==[0-9]+==ERROR: AddressSanitizer: use-after-poison' "^ +#[0-9]+ .* in $2 "
 }
 plant use-after-free plant_use_after_free
 plant heap-overflow plant_heap_overflow
 plant never-allocated plant_never_allocated
-if "$dir/tests/plant" control >"$dir/plant-control.log" 2>&1; then
-  echo "asan: control (in-bounds accesses, mi_usable_size, realloc): clean"
-else
-  echo "asan: control reported an error"
-  cat "$dir/plant-control.log"
-  status=1
-fi
+"$dir/tests/plant" control >"$dir/plant-control.log" 2>&1
+ci_expect_clean asan "in-bounds accesses, mi_usable_size, realloc" $? "$dir/plant-control.log"
 exit $status

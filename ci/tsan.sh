@@ -13,17 +13,16 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 dir=${1:-$root/out/tsan}
 rm -rf "$dir" && mkdir -p "$dir"
+status=0
+. ci/lib.sh
 
 # MI_FAULT=ON: the schedule points the teardown tests force interleavings at
 flags="-fsanitize=thread -fno-omit-frame-pointer"
-CC=clang cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
-  -DMI_TSAN_PLANT=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" >"$dir.configure.log" 2>&1 &&
-  cmake --build "$dir" -j2 --target test-stress test-threads test-teardown tsan-plant >"$dir.build.log" 2>&1 ||
-  { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; exit 1; }
+ci_build "$dir" clang Release -DMI_TSAN_PLANT=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" \
+  -- test-stress test-threads test-teardown tsan-plant || exit 1
 
 # halt_on_error: the first report fails the test (exit code 66)
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-status=0
 (cd "$dir" && ctest --output-on-failure -LE fork -R '^(test-stress|test-threads)$') || status=1
 # the same with the heap profiler on (MIMALLOC_DHAT): a block's record is
 # written by the allocating thread and read and cleared by the freeing one
@@ -38,19 +37,7 @@ ls "$dir"/dhat-*.json >/dev/null 2>&1 || { echo "tsan: the profiled runs wrote n
 # positive control: the planted race must be reported, anchored on TSan's
 # report header; the control (the writers joined in turn) must run clean
 "$dir/tests/tsan-plant" race >"$dir/plant-race.log" 2>&1
-rc=$?
-if [ "$rc" -ne 0 ] && grep -Eq '^WARNING: ThreadSanitizer: data race' "$dir/plant-race.log"; then
-  echo "tsan: positive control race: reported (exit $rc)"
-else
-  echo "tsan: positive control race: NOT reported (exit $rc)"
-  cat "$dir/plant-race.log"
-  status=1
-fi
-if "$dir/tests/tsan-plant" control >"$dir/plant-control.log" 2>&1; then
-  echo "tsan: control (writers joined in turn): clean"
-else
-  echo "tsan: control reported an error"
-  cat "$dir/plant-control.log"
-  status=1
-fi
+ci_expect_report tsan race $? "$dir/plant-race.log" '^WARNING: ThreadSanitizer: data race'
+"$dir/tests/tsan-plant" control >"$dir/plant-control.log" 2>&1
+ci_expect_clean tsan "writers joined in turn" $? "$dir/plant-control.log"
 exit $status

@@ -12,19 +12,18 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 dir=${1:-$root/out/valgrind}
 rm -rf "$dir" && mkdir -p "$dir"
+status=0
+. ci/lib.sh
 
 # Release with debug info (-g: file and line in the reports); the fault
 # hooks and the profiler stay out, they have jobs of their own
-CC=gcc cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
-  -DMI_TRACK_VALGRIND=ON -DMI_FAULT=OFF -DMI_DHAT=OFF >"$dir.configure.log" 2>&1 &&
-  cmake --build "$dir" -j2 --target test-api test-heap plant fork-storm >"$dir.build.log" 2>&1 ||
-  { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; exit 1; }
+ci_build "$dir" gcc RelWithDebInfo -DMI_TRACK_VALGRIND=ON -DMI_FAULT=OFF -DMI_DHAT=OFF \
+  -- test-api test-heap plant fork-storm || exit 1
 
 vg=(valgrind --tool=memcheck --error-exitcode=1 --leak-check=no --track-origins=no -q)
 # the tests: also no definitely or possibly lost block (memcheck's default
 # --errors-for-leak-kinds), each of which counts as an error
 vgleak=(valgrind --tool=memcheck --error-exitcode=1 --leak-check=full --track-origins=no -q)
-status=0
 for t in test-api test-heap; do
   if "${vgleak[@]}" --log-file="$dir/$t.memcheck.log" "$dir/tests/$t" >"$dir/$t.log" 2>&1; then
     echo "valgrind: $t: clean"
@@ -52,17 +51,9 @@ fi
 # positive controls: each planted bug must be reported, anchored on
 # memcheck's report line and the planting function in its stack
 plant() { # plant MODE FUNCTION
-  local mode=$1 fn=$2 log="$dir/plant-$1.memcheck.log"
-  "${vg[@]}" --log-file="$log" "$dir/tests/plant" "$mode" >/dev/null 2>&1
-  local rc=$?
-  if [ "$rc" -ne 0 ] && grep -Eq '^==[0-9]+== Invalid read of size [0-9]+' "$log" &&
-    grep -Eq "^==[0-9]+== +at 0x[0-9A-F]+: $fn " "$log"; then
-    echo "valgrind: positive control $mode: reported (exit $rc)"
-  else
-    echo "valgrind: positive control $mode: NOT reported (exit $rc)"
-    cat "$log"
-    status=1
-  fi
+  local log="$dir/plant-$1.memcheck.log"
+  "${vg[@]}" --log-file="$log" "$dir/tests/plant" "$1" >/dev/null 2>&1
+  ci_expect_report valgrind "$1" $? "$log" '^==[0-9]+== Invalid read of size [0-9]+' "^==[0-9]+== +at 0x[0-9A-F]+: $2 "
 }
 plant use-after-free plant_use_after_free
 plant heap-overflow plant_heap_overflow
@@ -72,20 +63,9 @@ plant never-allocated plant_never_allocated
 # (the allocator's registration of the block is what makes it seen)
 log="$dir/plant-leak.memcheck.log"
 "${vgleak[@]}" --log-file="$log" "$dir/tests/plant" leak >/dev/null 2>&1
-rc=$?
-if [ "$rc" -ne 0 ] && grep -Eq '^==[0-9]+== [0-9,]+ bytes in [0-9,]+ blocks are definitely lost in loss record' "$log" &&
-  grep -Eq '^==[0-9]+== +by 0x[0-9A-F]+: plant_leak_block ' "$log"; then
-  echo "valgrind: positive control leak: reported (exit $rc)"
-else
-  echo "valgrind: positive control leak: NOT reported (exit $rc)"
-  cat "$log"
-  status=1
-fi
-if "${vgleak[@]}" --log-file="$dir/plant-control.memcheck.log" "$dir/tests/plant" control >/dev/null 2>&1; then
-  echo "valgrind: control (in-bounds accesses, mi_usable_size, realloc): clean"
-else
-  echo "valgrind: control reported an error"
-  cat "$dir/plant-control.memcheck.log"
-  status=1
-fi
+ci_expect_report valgrind leak $? "$log" \
+  '^==[0-9]+== [0-9,]+ bytes in [0-9,]+ blocks are definitely lost in loss record' '^==[0-9]+== +by 0x[0-9A-F]+: plant_leak_block '
+log="$dir/plant-control.memcheck.log"
+"${vgleak[@]}" --log-file="$log" "$dir/tests/plant" control >/dev/null 2>&1
+ci_expect_clean valgrind "in-bounds accesses, mi_usable_size, realloc" $? "$log"
 exit $status

@@ -123,6 +123,10 @@ def main():
         for seed, data in seeds.items():
             with open(os.path.join(d, seed), "wb") as f:
                 f.write(data)
+        # crashing inputs saved by a campaign, kept as they were found
+        found = os.path.join(here, "found", name)
+        for seed in sorted(os.listdir(found)) if os.path.isdir(found) else []:
+            shutil.copyfile(os.path.join(found, seed), os.path.join(d, seed))
     write_dict(os.path.join(here, "alloc.dict"))
 
 

@@ -373,15 +373,27 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
       mi_secure_fatal_op(op, NULL, p, 0);
     }
   }
-  if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key) ||
-      (size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
+  if (mi_unlikely(segment->cookie != ((uintptr_t)segment ^ _mi_process_key))) {
+    /* still ours (in the map) but its header reads as zero: a cached segment
+       the cache has purged, which holds no live block */
+    if (segment->cookie == 0) {
+      mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p, 0);
+    }
+    mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  if ((size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
     mi_secure_fatal_op(op, NULL, p, 0);
   }
   mi_page_t* page = _mi_segment_page_of(segment, p);
-  if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
-    mi_secure_fatal_op(op, is_free ? "double free detected of block" : NULL, p, page->block_size);
-  }
   const uint8_t* b = (const uint8_t*)p;
+  if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
+    /* a page no longer in use keeps the geometry of its last use: a pointer
+       into its blocks was freed with them, one elsewhere (the segment
+       header, a guard page) never was a block */
+    bool in_blocks = (b >= page->start && b < page->start + (size_t)page->capacity * page->block_size);
+    mi_secure_fatal_op(op, is_free && in_blocks ? "double free detected of block" : NULL, p,
+                       in_blocks ? page->block_size : 0);
+  }
   if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) {
     mi_secure_fatal_op(op, NULL, p, 0);
   }
