@@ -486,19 +486,6 @@ void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) {
   }
 }
 
-/* Zero a freed large block before its segment is cached for reuse. Its whole
-   pages go back to the OS, which hands them back zeroed when touched again: a
-   memset would fault in every page of a block the program used sparsely.
-   Only the part of a page it shares with the segment header is cleared by
-   hand, and all of it if the OS refuses. */
-static void mi_single_block_discard(const mi_page_t* page) {
-  uint8_t* start = page->start;
-  uint8_t* end = start + page->block_size;
-  uint8_t* whole = (uint8_t*)_mi_align_up((uintptr_t)start, _mi_os_page_size());
-  if (whole >= end || !_mi_os_purge(whole, (size_t)(end - whole))) whole = end;
-  memset(start, 0, (size_t)(whole - start));
-}
-
 void _mi_secure_free(void* p) {
   if (p == NULL) return;
   mi_page_t* page;
@@ -515,8 +502,9 @@ void _mi_secure_free(void* p) {
       return;
     }
 #endif
-    if (zero_on_free && segment->segment_size <= MI_LARGE_SEGMENT_MAX) mi_single_block_discard(page);
-    _mi_segment_single_free(segment); /* a huge block's segment is unmapped: nothing to zero */
+    /* large blocks are not zeroed here: their memory goes back to the OS
+       after the purge delay (docs/secure-mode.md) */
+    _mi_segment_single_free(segment);
     return;
   }
   if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) != _mi_thread_id()) {

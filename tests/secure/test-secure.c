@@ -395,30 +395,6 @@ static void test_zalloc_one_block_page(void** state) {
   }
 }
 
-/* A freed large block's contents are gone before its segment is reused: the
-   next block carved from the cached segment reads as zero. The control with
-   zero_on_free off sees the old bytes again, which shows the second block
-   did reuse the first one's memory. Sizes between one and two segment
-   chunks, so both blocks come from one cached segment. */
-static size_t large_reuse_leftovers(long zero_on_free) {
-  mi_option_set(mi_option_zero_on_free, zero_on_free);
-  size_t size = 3 * 1024 * 1024;
-  uint8_t* p = (uint8_t*)mi_malloc(size);
-  memset(p, 0xAB, size);
-  mi_free(p);
-  uint8_t* q = (uint8_t*)mi_malloc(size - 4096);
-  size_t leftovers = 0;
-  for (size_t i = 0; i < size - 4096; i++) leftovers += (q[i] == 0xAB);
-  mi_free(q);
-  mi_option_set(mi_option_zero_on_free, 1);
-  return leftovers;
-}
-static void test_large_block_zeroed_on_free(void** state) {
-  (void)state;
-  assert_true(large_reuse_leftovers(0) > 1024 * 1024); /* control: reused, not zeroed */
-  assert_int_equal(large_reuse_leftovers(1), 0);
-}
-
 int main(void) {
   mi_child_save_signals();
   /* A sampled guard-page block has no canary: a small overflow into its
@@ -428,7 +404,6 @@ int main(void) {
      own tests (tests/guard). */
   mi_option_set(mi_option_guarded_sample_rate, 0);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_large_block_zeroed_on_free),
       cmocka_unit_test(test_double_free_small),
       cmocka_unit_test(test_double_free_large),
       cmocka_unit_test(test_double_free_huge),
