@@ -43,7 +43,8 @@ mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* 
   mi_block_t* block = (mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED) ? _mi_page_block_start(page, p) : (mi_block_t*)p;
   /* before the block goes on a list: from then on it may be handed out again */
   mi_track_free(block, page->block_size);
-  if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id()) {
+  uintptr_t owner = atomic_load_explicit(&segment->thread_id, memory_order_relaxed);
+  if (owner == _mi_thread_id() || _mi_free_claims(segment, owner)) {
     _mi_free_local_release(page, block);
   } else {
     _mi_free_remote(page, block);
