@@ -539,6 +539,7 @@ bool _mi_segment_claim_on_free(mi_segment_t* segment) {
   if (mi_owner_state_of(now) == mi_owner_state_of(word)) word = now;
 #endif
   if (!mi_owner_cas(segment, word, MI_OWNER_CLAIMED)) return false;
+  mi_sched_point(MI_SCHED_FREE_CLAIMED); /* listed but CLAIMED: claimers under the lock pass it by */
   mi_tld_t* tld = heap->tld;
   _mi_lock_acquire(&mi_abandoned_lock);
   mi_abandoned_unlink_locked(segment); /* ABANDONED meant listed, and only the claimer unlinks a CLAIMED one */

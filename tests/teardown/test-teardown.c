@@ -651,6 +651,54 @@ static void case_claim_vs_reabandon(void) {
   check_baseline();
 }
 
+/* claim on free vs a claim under the lock: the freeing thread wins its CAS
+   (CLAIMED) and is held before it takes the lock to unlink the segment;
+   meanwhile another thread's mi_collect(true) walks the abandoned list,
+   finds the segment CLAIMED and passes it by. Then the freer unlinks and
+   adopts it and frees every block locally. One owner, one claim. */
+static _Atomic(int) freer_owned;
+
+static void* claiming_freer(void* arg) { /* role 2 */
+  (void)arg;
+  my_role = 2;
+  mi_thread_init();
+  sem_wait_or_die(7);
+  tagged_free(blocks[0], 0); /* FREE_CLAIMED: posts 0, waits for 1 */
+  atomic_store(&freer_owned, atomic_load(&_mi_ptr_segment(blocks[1])->thread_id) == _mi_thread_id());
+  for (size_t i = 1; i < N; i++) tagged_free(blocks[i], i); /* local now */
+  return NULL;
+}
+
+static void* collect_then_exit(void* arg) { /* role 3 */
+  (void)arg;
+  my_role = 3;
+  mi_thread_init();
+  mi_collect(true); /* must pass the CLAIMED segment by */
+  return NULL;
+}
+
+static void case_free_claim_vs_collect(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 1);
+  rule(MI_SCHED_FREE_CLAIMED, 2, 0, 1);
+  rule(MI_SCHED_RECLAIM_CLAIMED, 2, -1, -1); /* the freer adopts it */
+  pthread_t f = spawn(&claiming_freer, NULL);
+  join(spawn(&alloc_then_exit, NULL));
+  CHECK(snapshot().abandoned == base.abandoned + 1);
+  gate_post(7);
+  sem_wait_or_die(0); /* the freer's CAS won; the segment is still listed */
+  CHECK((owner_word(blocks[0]) & MI_OWNER_STATE_MASK) == MI_OWNER_CLAIMED);
+  join(spawn(&collect_then_exit, NULL));
+  CHECK(snapshot().reclaimed == base.reclaimed);     /* passed by: no second claim */
+  CHECK(snapshot().abandoned == base.abandoned + 1); /* and left listed for its claimer */
+  CHECK(atomic_load(&_mi_ptr_segment(blocks[0])->thread_id) == 0);
+  gate_post(1);
+  join(f);
+  rules_all_fired();
+  CHECK(atomic_load(&freer_owned));
+  CHECK(snapshot().reclaimed == base.reclaimed + 1 && snapshot().abandoned == base.abandoned);
+  check_baseline();
+}
+
 /* ---- Randomized stress: every schedule point may yield or sleep ----------- */
 
 #define STRESS_WORKERS 4
@@ -779,6 +827,7 @@ static const case_t cases[] = {
     {"free-vs-purge", &case_free_vs_purge},
     {"free-vs-purge-refused", &case_free_vs_purge_refused},
     {"claim-vs-reabandon", &case_claim_vs_reabandon},
+    {"free-claim-vs-collect", &case_free_claim_vs_collect},
     {"stress", &case_stress},
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(cases[0]))
