@@ -2,7 +2,8 @@
 # Check the Promela model of the teardown protocol (docs/teardown-protocol.pml)
 # with spin: both parts must show no violation (assertions, invalid end
 # states), and the planted bugs (-DPLANT: the purge race; -DPLANT_CLAIM:
-# an unlocked claim) must be found.
+# an unlocked claim; -DPLANT_TAG: a claim-on-free CAS that compares the
+# owner state and not the generation) must be found.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$root/out/ci/teardown-model}
@@ -22,10 +23,19 @@ check() { # check NAME EXPECTED_ERRORS [spin -D flags...]
     grep -E 'assertion violated|invalid end state|pan:' "$name.pan.log" | head -5
     return 1
   fi
+  # a planted bug must be found by the assertion it breaks, not another one
+  if [ -n "${want:-}" ] && ! grep -q "assertion violated ($want)" "$name.pan.log"; then
+    echo "teardown-model: $name: expected the violation of ($want), got:"
+    grep -E 'assertion violated|invalid end state' "$name.pan.log" | head -3
+    return 1
+  fi
+  [ -n "${want:-}" ] && echo "teardown-model: $name: $(grep -m1 'assertion violated' "$name.pan.log")"
+  return 0
 }
 ok=0
 check ownership 0 || ok=1
 check purge 0 -DPURGE || ok=1
 check purge-planted 1 -DPURGE -DPLANT || ok=1
 check claim-planted 1 -DPLANT_CLAIM || ok=1
+want='abandonments==seen' check tag-planted 1 -DPLANT_TAG || ok=1
 exit $ok

@@ -71,18 +71,24 @@ step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_T
   -DMI_FAULT_PLANT_UNCHECKED=ON
 # the teardown protocol (docs/teardown-protocol.md): the forced interleavings
 # (Debug builds have the schedule points; the secure one too: quarantine,
-# guarded blocks, zeroing), the spin check of the model, and the positive
-# control (the purge race planted back must fail its case)
+# guarded blocks, zeroing; each case also with reclaim on free), the spin
+# check of the model, and the positive controls (the purge race planted back
+# must fail its case; a claim-on-free CAS that ignores the generation must
+# let claim-vs-reabandon's stale claim succeed, exit 3)
+teardown_plant() { # teardown_plant NAME CMAKE_SWITCH
+  local dir=$out/$1
+  { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug "-D$2=ON" \
+      >"$dir.configure.log" 2>&1 && cmake --build "$dir" -j2 --target test-teardown >"$dir.build.log" 2>&1 &&
+      run_ctest "$dir" -L '^teardown-plant$'; } || { tail -20 "$dir.configure.log" "$dir.build.log" 2>/dev/null; return 1; }
+}
 teardown() {
   local ok=0
   run_ctest "$out/gcc-debug" -L '^teardown$' || ok=1
   run_ctest "$out/clang-debug" -L '^teardown$' || ok=1
   run_ctest "$out/clang-secure-debug" -L '^teardown$' || ok=1
   bash ci/teardown-model.sh "$out/teardown-model" || ok=1
-  local dir=$out/teardown-plant
-  { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug -DMI_TEARDOWN_PLANT_PURGE_RACE=ON \
-      >"$dir.configure.log" 2>&1 && cmake --build "$dir" -j2 --target test-teardown >"$dir.build.log" 2>&1 &&
-      run_ctest "$dir" -L '^teardown-plant$'; } || { tail -20 "$dir.configure.log" "$dir.build.log" 2>/dev/null; ok=1; }
+  teardown_plant teardown-plant MI_TEARDOWN_PLANT_PURGE_RACE || ok=1
+  teardown_plant teardown-plant-tag MI_TEARDOWN_PLANT_SKIP_TAG || ok=1
   return $ok
 }
 step "teardown" teardown

@@ -2,11 +2,15 @@
    says how each variable and step maps to the code). Two independent parts,
    run together:
 
-   1. Ownership: one page of one segment, two blocks; the owner thread
-      exits (abandon), a freer frees both blocks from another thread (the
-      xthread_free push: read head, CAS), two claimers adopt from the
-      abandoned list, the purge thread's cleanup releases abandoned segments
-      that are empty.
+   1. Ownership: one page of one segment, two blocks, and the segment's
+      owner word (state, generation). The owner thread exits (abandon); a
+      freer frees both blocks from another thread, and with reclaim on free
+      claims the segment by a CAS on the owner word as it read it when the
+      segment is abandoned, else pushes onto the page's xthread_free (read
+      head, CAS); a claimer adopts from the abandoned list under its lock
+      and exits again (abandoning the segment once more if blocks are still
+      out); the purge thread's cleanup holds abandoned segments claimed
+      while it collects them and releases those that are empty.
    2. Purge: a segment with two page slots moving through IN_USE,
       FREE_DIRTY, PURGING, FREE_CLEAN; its owner frees both pages (the last
       one releases the segment); the purger claims dirty pages and returns
@@ -15,32 +19,64 @@
    Check (ci/teardown-model.sh):
      spin -a teardown-protocol.pml && gcc -O2 -o pan pan.c && ./pan -a          (part 1)
      spin -DPURGE -a teardown-protocol.pml && gcc -O2 -o pan pan.c && ./pan -a  (part 2)
-   With -DPURGE -DPLANT the purger lets go of a refused page before re-listing its
-   segment (MI_TEARDOWN_PLANT_PURGE_RACE), and with -DPLANT_CLAIM claimers
-   take segments off the abandoned list without its lock: spin must report
-   a violation for each. */
+   Planted bugs, each of which spin must report: -DPURGE -DPLANT, the purger
+   lets go of a refused page before re-listing its segment
+   (MI_TEARDOWN_PLANT_PURGE_RACE); -DPLANT_CLAIM, the claimer takes the
+   segment off the abandoned list without its lock; -DPLANT_TAG, the claim
+   on free compares the owner state and not the generation
+   (MI_TEARDOWN_PLANT_SKIP_TAG). */
 
 /* ---------------- 1. Ownership, abandon, claim, cross-thread free ---------- */
 
-#define NONE 0      /* segment thread_id 0: abandoned (on the list) */
+#define NONE 0      /* segment thread_id 0: abandoned, or claimed and not yet owned */
 #define T_OWNER 1   /* the original owner thread */
-#define C1 2        /* claimers */
-#define C2 3
+#define C1 2        /* the claimer that adopts from the list */
+#define F 3         /* the freer (it may claim on free) */
+#define CLEANUP 4   /* the purge thread's cleanup, holding a segment claimed */
 #define GONE 9      /* released: cached or unmapped */
 #define NB 2        /* blocks, ids 1..NB; 0 is the null pointer */
 
+/* owner states (mi_owner_state_t) */
+#define RELEASED 0
+#define OWNED 1
+#define ABANDONED 2
+#define CLAIMED 3
+
 byte thread_id = T_OWNER;   /* segment->thread_id */
+byte ostate = OWNED;        /* segment->owner: state ... */
+byte ogen = 1;              /* ... and generation */
+byte gen_ctr = 1;           /* mi_owner_generation (process-wide) */
+byte abandonments = 0;      /* times the segment was pushed on the abandoned list */
 byte used = NB;             /* page->used: handed out and not collected back */
 byte head = 0;              /* page->xthread_free: top block id */
 byte nxt[NB + 1];           /* block->next */
-byte collected[NB + 1];     /* times each block came back to the owner's free list */
+byte collected[NB + 1];     /* times each block came back to a holder's free list */
 bool on_list = false;       /* on the abandoned list (under abandoned_lock) */
 bool abandoned_lock = false;
-byte holder = T_OWNER;      /* who believes it owns the segment */
+byte holder = T_OWNER;      /* who believes it holds the segment */
 byte done = 0;
 
 inline lock() { atomic { !abandoned_lock -> abandoned_lock = true } }
 inline unlock() { abandoned_lock = false }
+
+/* mi_owner_cas: from the observed (os, og) to state `to` with a new
+   generation; `ok` says whether it happened */
+inline owner_cas(os, og, to, ok) {
+  atomic {
+    if
+    :: ostate == os && ogen == og -> gen_ctr++; ostate = to; ogen = gen_ctr; ok = true
+    :: else -> ok = false
+    fi
+  }
+}
+
+/* mi_owner_move: a transition only the holder makes (its CAS cannot fail) */
+inline owner_move(from, to) {
+  atomic {
+    assert(ostate == from);
+    gen_ctr++; ostate = to; ogen = gen_ctr
+  }
+}
 
 /* _mi_page_collect: take the whole list with one exchange, walk it */
 inline collect() {
@@ -58,101 +94,180 @@ inline collect() {
   od
 }
 
-/* mi_segment_release: only with no block outstanding */
-inline release() {
+/* mi_segment_release: only with no block outstanding, by the holder */
+inline release(me) {
+  assert(holder == me);
   assert(used == 0 && head == 0);
   assert(collected[1] == 1 && collected[2] == 1);
-  thread_id = GONE;
-  holder = GONE
+  assert(!on_list);
+  atomic { thread_id = GONE; holder = GONE; gen_ctr++; ostate = RELEASED; ogen = gen_ctr }
+}
+
+/* a holder's thread exits (_mi_segments_abandon): release the segment if
+   its blocks are all back, else abandon it: thread_id 0, then list it and
+   move the word OWNED -> ABANDONED in one critical section */
+inline exit_thread(me) {
+  collect();
+  if
+  :: used == 0 -> release(me)
+  :: else ->
+     thread_id = NONE;
+     holder = NONE;
+     lock(); on_list = true; atomic { owner_move(OWNED, ABANDONED); abandonments++ }; unlock()
+  fi
+}
+
+/* mi_tld_segment_add after a claim, under the lock (the claim unlinked it) */
+inline adopt(me) {
+  assert(holder == NONE);          /* exclusive: nobody else holds it */
+  holder = me;
+  thread_id = me;
+  owner_move(CLAIMED, OWNED)
 }
 
 proctype Owner() {
   byte b;
-  /* _mi_heap_free_all_of_thread: collect, then _mi_segments_abandon */
-  collect();
-  if
-  :: used == 0 -> release()
-  :: else ->
-     thread_id = NONE;          /* atomic_store thread_id 0 */
-     holder = NONE;
-     lock(); on_list = true; unlock()  /* mi_abandoned_push */
-  fi;
+  exit_thread(T_OWNER);
   done++
 }
 
-/* _mi_free_remote for block `blk`: the freer never owns the segment, so it
-   reads an owner that is not itself and pushes (read head, CAS). */
+/* mi_free of block 1, then block 2, from a thread that did not allocate
+   them: with reclaim on free, a segment of no thread (thread_id 0) whose
+   owner word reads ABANDONED is claimed by one CAS from that reading
+   (_mi_segment_claim_on_free), then unlinked and adopted, and the block
+   freed locally; otherwise the block is pushed (_mi_free_remote). A thread
+   that claimed exits at the end, like any holder. */
 proctype Freer() {
   byte blk = 1;
-  byte h;
+  byte h, b, os, og, seen;
+  bool ok;
   do
   :: blk <= NB ->
-     assert(thread_id != GONE);   /* its block is live: the page cannot be gone */
-     h = head;                    /* MI_SCHED_FREE_REMOTE_READ */
-     atomic {
-       if
-       :: head == h ->            /* CAS succeeds: block->next = h is the current head */
-          assert(thread_id != GONE);
-          nxt[blk] = h;
-          head = blk;
-          blk++
-       :: else -> skip            /* CAS fails: read again */
-       fi
-     }
+     assert(thread_id != GONE);   /* its block is live: the segment cannot be gone */
+     if
+     :: thread_id == F ->         /* it claimed earlier: a local free */
+        assert(holder == F);
+        collected[blk]++; assert(collected[blk] == 1); used--;
+        blk++
+     :: thread_id != F ->
+        ok = false;
+        if
+        :: thread_id == NONE ->
+           atomic { os = ostate; og = ogen; seen = abandonments };
+           if
+           :: os == ABANDONED ->  /* MI_SCHED_FREE_CLAIM_READ */
+#ifdef PLANT_TAG
+              /* planted: the CAS compares the state only */
+              atomic {
+                if
+                :: ostate == os -> gen_ctr++; ostate = CLAIMED; ogen = gen_ctr; ok = true
+                :: else -> ok = false
+                fi
+              }
+#else
+              owner_cas(os, og, CLAIMED, ok)
+#endif
+           :: else -> skip
+           fi
+        :: else -> skip
+        fi;
+        if
+        :: ok ->
+           /* no ABA: the claim took the abandonment it read, not a later one */
+           assert(abandonments == seen);
+           lock(); assert(on_list); on_list = false; adopt(F); unlock();
+           collect();             /* mi_segment_adopt */
+           collected[blk]++; assert(collected[blk] == 1); used--;
+           blk++
+        :: else ->
+           h = head;              /* MI_SCHED_FREE_REMOTE_READ */
+           atomic {
+             if
+             :: head == h ->      /* CAS succeeds: block->next = h is the current head */
+                assert(thread_id != GONE);
+                nxt[blk] = h;
+                head = blk;
+                blk++
+             :: else -> skip      /* CAS fails: read again */
+             fi
+           }
+        fi
+     fi
   :: else -> break
   od;
+  if
+  :: thread_id == F -> exit_thread(F)
+  :: else -> skip
+  fi;
   done++
 }
 
-/* _mi_segments_reclaim: pop under the lock, become owner, collect; keep it
-   (collecting now and then) until its blocks are back, then free the page,
-   which releases the segment. */
+/* _mi_segments_reclaim (mi_abandoned_claim): under the lock, CAS an
+   ABANDONED listed segment to CLAIMED (skip it if the CAS fails), unlink,
+   adopt; then collect (mi_segment_adopt), and exit: release if its blocks
+   are back, else abandon it again. */
 proctype Claimer(byte me) {
-  byte b;
-  bool mine = false;
+  byte b, os, og;
+  bool ok = false;
 #ifdef PLANT_CLAIM
-  /* planted: test and take without the lock (two claimers can both win) */
+  /* planted: test and take without the lock and without the CAS (another
+     claimer can take it too) */
   if
-  :: on_list -> mine = true
+  :: on_list && ostate == ABANDONED -> on_list = false; ok = true
   :: else -> skip
   fi;
-  on_list = false;
+  if
+  :: ok -> atomic { assert(holder == NONE); gen_ctr++; ostate = CLAIMED; ogen = gen_ctr };
+           lock(); adopt(me); unlock()
+  :: else -> skip
+  fi;
 #else
   lock();
   if
-  :: on_list -> on_list = false; mine = true
+  :: on_list ->
+     atomic { os = ostate; og = ogen };
+     if
+     :: os == ABANDONED -> owner_cas(os, og, CLAIMED, ok)
+     :: else -> skip
+     fi;
+     if
+     :: ok -> on_list = false; adopt(me)
+     :: else -> skip
+     fi
   :: else -> skip
   fi;
   unlock();
 #endif
   if
-  :: mine ->
-     assert(holder == NONE);       /* exclusive: nobody else owns it */
-     holder = me;
-     thread_id = me;               /* mi_tld_segment_add */
-     do
-     :: collect();
-        if
-        :: used == 0 -> release(); break
-        :: else -> skip
-        fi
-     od
+  :: ok -> collect(); exit_thread(me)
   :: else -> skip
   fi;
   done++
 }
 
-/* _mi_segments_abandoned_cleanup (purge thread): under the lock, collect
-   and release the segment if it is empty; never adopts it. */
+/* _mi_segments_abandoned_cleanup (purge thread): under the lock, hold the
+   segment CLAIMED while collecting it; release it if it is empty, else make
+   it ABANDONED again. Never adopts it. */
 proctype Cleanup() {
-  byte b;
+  byte b, os, og;
+  bool ok = false;
   lock();
   if
   :: on_list ->
-     assert(holder == NONE);
-     collect();
+     atomic { os = ostate; og = ogen };
      if
-     :: used == 0 -> on_list = false; release()
+     :: os == ABANDONED -> owner_cas(os, og, CLAIMED, ok)
+     :: else -> skip
+     fi;
+     if
+     :: ok ->
+        assert(holder == NONE);
+        holder = CLEANUP;
+        collect();
+        if
+        :: used == 0 -> on_list = false; release(CLEANUP)
+        :: else -> holder = NONE; owner_move(CLAIMED, ABANDONED)
+        fi
      :: else -> skip
      fi
   :: else -> skip
@@ -161,11 +276,14 @@ proctype Cleanup() {
   done++
 }
 
-/* At the end no free is lost: every block came back, or it waits on the
-   list of a page that still exists (its next holder collects it). */
+/* At the end no free is lost and no segment is stuck: every block came
+   back, or it waits on the list of a page that still exists, and a segment
+   that was not released is abandoned and listed (every thread that held it
+   has exited), never left claimed. */
 proctype Final() {
   byte b;
-  (done == 5) ->
+  (done == 4) ->
+  assert(ostate == RELEASED || (ostate == ABANDONED && on_list && holder == NONE));
   b = 1;
   do
   :: b <= NB ->
@@ -288,7 +406,6 @@ init {
     run Owner();
     run Freer();
     run Claimer(C1);
-    run Claimer(C2);
     run Cleanup();
     run Final()
   }

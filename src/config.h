@@ -15,6 +15,9 @@
    |                 |        | teardown protocol's schedule points                 |
    | MI_TEARDOWN_PLANT_PURGE_RACE | 0/1 | test only: the purge-refusal race put |
    |                 |        | back (positive control of tests/teardown)           |
+   | MI_TEARDOWN_PLANT_SKIP_TAG | 0/1 | test only: the claim-on-free CAS    |
+   |                 |        | compares the owner state, not the generation      |
+   |                 |        | (positive control of tests/teardown)              |
    | MI_WIN_PLANT_THREAD_LEAK | 0/1 | test only (Windows): the thread-exit   |
    |                 |        | hook never runs (positive control of              |
    |                 |        | tests/win/test-thread-exit)                         |
@@ -48,6 +51,9 @@
 #endif
 #ifndef MI_TEARDOWN_PLANT_PURGE_RACE
 #define MI_TEARDOWN_PLANT_PURGE_RACE 0
+#endif
+#ifndef MI_TEARDOWN_PLANT_SKIP_TAG
+#define MI_TEARDOWN_PLANT_SKIP_TAG 0
 #endif
 #ifndef MI_WIN_PLANT_THREAD_LEAK
 #define MI_WIN_PLANT_THREAD_LEAK 0

@@ -72,6 +72,7 @@ static void mi_threads_unlink_locked(mi_tld_t* tld) {
 static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (tld->thread_id != _mi_thread_id()) return;
+  tld->exiting = true; /* a segment claimed on free from here on would stay with a dead thread */
   _mi_heap_free_all_of_thread(tld);
 #if MI_DHAT
   _mi_dhat_thread_done();
@@ -161,6 +162,7 @@ static void mi_fork_child(void) {
     tld = next;
   }
   _mi_lock_release(&mi_threads_lock);
+  _mi_segments_abandoned_fork_child();
   _mi_purge_fork_child_end();
 #if MI_DHAT
   _mi_dhat_after_fork_child();

@@ -79,8 +79,24 @@ typedef enum mi_segment_kind_e {
    id (ids are addresses of a thread-local, never odd). */
 #define MI_THREAD_ID_ORPHAN ((uintptr_t)1)
 
+/* The owner word of a small or medium segment (docs/teardown-protocol.md):
+   the owner state in the low bits, and above it a generation that every
+   transition replaces with a new value from one process-wide counter, so no
+   (state, generation) value is ever written twice. Every owner transition is
+   a CAS from the value its maker observed: a stale observation fails. */
+typedef enum mi_owner_state_e {
+  MI_OWNER_RELEASED = 0,  /* new, cached or unmapped; single-block segments always */
+  MI_OWNER_OWNED = 1,     /* a live thread's (its id in thread_id) */
+  MI_OWNER_ABANDONED = 2, /* on the abandoned list, no holder */
+  MI_OWNER_CLAIMED = 3,   /* taken by one claimer, not yet its owner (or the cleanup holds it) */
+  MI_OWNER_ORPHAN = 4     /* fork child: its thread is not in the child */
+} mi_owner_state_t;
+#define MI_OWNER_STATE_BITS 3
+#define MI_OWNER_STATE_MASK ((uint64_t)((1 << MI_OWNER_STATE_BITS) - 1))
+
 typedef struct mi_segment_s {
   _Atomic(uintptr_t) thread_id; /* owner; 0 when abandoned, cached or single-block; MI_THREAD_ID_ORPHAN */
+  _Atomic(uint64_t) owner;      /* owner word: state | generation << MI_OWNER_STATE_BITS */
   uintptr_t cookie;             /* segment ^ process key: recognises our headers */
   size_t segment_size;          /* bytes mapped */
   uint8_t kind;
@@ -154,6 +170,7 @@ struct mi_tld_s {
   mi_tld_t* thread_next;          /* list of live threads (init.c, under the threads lock) */
   mi_tld_t* thread_prev;
   bool recurse;
+  bool exiting; /* in its exit hook: claims no abandoned segment on free */
 #if MI_SECURE
   uintptr_t rng;
   mi_block_t* quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
@@ -346,6 +363,16 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hi
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
 void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
+bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
+
+/* A free into a small or medium segment of no thread (`owner` 0): with
+   mi_option_abandoned_reclaim_on_free, try to claim it if it is abandoned;
+   true if this thread owns it now and frees locally. */
+static inline bool _mi_free_claims(mi_segment_t* segment, uintptr_t owner) {
+  return (owner == 0 && _mi_option_get_fast(mi_option_abandoned_reclaim_on_free) != 0 &&
+          _mi_segment_claim_on_free(segment));
+}
 void _mi_segment_cache_purge(bool force) mi_decl_hidden;
 int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
 void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;

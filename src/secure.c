@@ -507,7 +507,8 @@ void _mi_secure_free(void* p) {
     _mi_segment_single_free(segment);
     return;
   }
-  if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) != _mi_thread_id()) {
+  uintptr_t owner = atomic_load_explicit(&segment->thread_id, memory_order_relaxed);
+  if (owner != _mi_thread_id() && !_mi_free_claims(segment, owner)) {
     if (zero_on_free) mi_block_zero(block, page->block_size);
     _mi_free_remote(page, block);
     return;

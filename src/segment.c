@@ -37,6 +37,43 @@ size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** 
   return area;
 }
 
+/* ---- The owner word ----------------------------------------------------------- */
+
+/* Generations come from one counter for the whole process, not from the
+   segment: a segment unmapped and mapped again at the same address (the
+   header gone) must not start over at a generation a thread may still hold
+   from the old one. 61 bits do not wrap in the life of a process. */
+static _Atomic(uint64_t) mi_owner_generation;
+
+static uint64_t mi_owner_word(mi_owner_state_t state) {
+  uint64_t gen = atomic_fetch_add_explicit(&mi_owner_generation, 1, memory_order_relaxed) + 1;
+  return (gen << MI_OWNER_STATE_BITS) | (uint64_t)state;
+}
+
+static mi_owner_state_t mi_owner_state_of(uint64_t word) {
+  return (mi_owner_state_t)(word & MI_OWNER_STATE_MASK);
+}
+
+/* The one step every owner transition takes: from the word as observed to
+   `state` with a new generation. Fails if any transition happened since the
+   observation, even one that came back to the same state. */
+static bool mi_owner_cas(mi_segment_t* segment, uint64_t observed, mi_owner_state_t state) {
+  return atomic_compare_exchange_strong_explicit(&segment->owner, &observed, mi_owner_word(state), memory_order_acq_rel,
+                                                 memory_order_acquire);
+}
+
+/* A transition only the current holder may make (owner, claimer, or the
+   cleanup under the abandoned lock): nobody else can move the word from
+   `from`, so the CAS cannot fail unless the protocol is broken. */
+static void mi_owner_move(mi_segment_t* segment, mi_owner_state_t from, mi_owner_state_t to) {
+  uint64_t word = atomic_load_explicit(&segment->owner, memory_order_relaxed);
+  mi_assert_internal(mi_owner_state_of(word) == from);
+  (void)from;
+  bool ok = mi_owner_cas(segment, word, to);
+  mi_assert_internal(ok);
+  (void)ok;
+}
+
 /* ---- Segment set-up and release ------------------------------------------ */
 
 static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind, size_t segment_size) {
@@ -53,6 +90,7 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
   }
   segment->used_pages = 0;
   segment->in_purge_list = 0;
+  atomic_store_explicit(&segment->owner, mi_owner_word(MI_OWNER_RELEASED), memory_order_relaxed);
   segment->next = segment->prev = NULL;
   segment->free_next = segment->free_prev = NULL;
   segment->purge_next = segment->purge_prev = NULL;
@@ -154,6 +192,14 @@ int64_t _mi_segment_committed(const mi_segment_t* segment) {
    standard one and the cache has room, else to the OS. */
 static void mi_segment_release(mi_segment_t* segment) {
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+  if (segment->kind != MI_SEGMENT_SINGLE) {
+    /* by its owner, or by the cleanup holding it claimed */
+    uint64_t word = atomic_load_explicit(&segment->owner, memory_order_relaxed);
+    mi_assert_internal(mi_owner_state_of(word) == MI_OWNER_OWNED || mi_owner_state_of(word) == MI_OWNER_CLAIMED);
+    bool ok = mi_owner_cas(segment, word, MI_OWNER_RELEASED);
+    mi_assert_internal(ok);
+    (void)ok;
+  }
   segment->tld = NULL;
   /* pinned segments skip the cache: its purge would fail on them, and their
      memory is better back in its arena */
@@ -183,7 +229,14 @@ static bool mi_tld_free_list_contains(mi_tld_t* tld, mi_segment_t* segment) {
   return (segment->free_prev != NULL || tld->free_segments[segment->kind] == segment);
 }
 
+/* New or cached (RELEASED), or just claimed (CLAIMED): the taker is its only
+   holder either way. */
 static void mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) {
+  uint64_t word = atomic_load_explicit(&segment->owner, memory_order_relaxed);
+  mi_assert_internal(mi_owner_state_of(word) == MI_OWNER_RELEASED || mi_owner_state_of(word) == MI_OWNER_CLAIMED);
+  bool ok = mi_owner_cas(segment, word, MI_OWNER_OWNED);
+  mi_assert_internal(ok);
+  (void)ok;
   segment->tld = tld;
   segment->prev = NULL;
   segment->next = tld->segments;
@@ -313,6 +366,8 @@ void _mi_segment_page_free(mi_page_t* page) {
 
 /* ---- Abandoning and reclaiming ------------------------------------------------ */
 
+/* The segment becomes ABANDONED in the critical section that lists it, so
+   whoever wins a claim finds it on the list to take it off. */
 static void mi_abandoned_push(mi_segment_t* segment) {
   _mi_lock_acquire(&mi_abandoned_lock);
   segment->prev = NULL;
@@ -320,23 +375,43 @@ static void mi_abandoned_push(mi_segment_t* segment) {
   if (mi_abandoned_first != NULL) mi_abandoned_first->prev = segment;
   mi_abandoned_first = segment;
   atomic_fetch_add_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
+  mi_owner_move(segment, MI_OWNER_OWNED, MI_OWNER_ABANDONED);
   _mi_lock_release(&mi_abandoned_lock);
   _mi_stat_increase(&_mi_stats.abandoned, 1);
 }
 
-/* Taking a segment off the list under the lock makes the taker its only owner. */
-static mi_segment_t* mi_abandoned_pop(void) {
+/* Under mi_abandoned_lock: any listed segment, in O(1) (a claim on free
+   takes its own segment from wherever it is on the list). */
+static void mi_abandoned_unlink_locked(mi_segment_t* segment) {
+  if (segment->prev != NULL) segment->prev->next = segment->next;
+  else mi_abandoned_first = segment->next;
+  if (segment->next != NULL) segment->next->prev = segment->prev;
+  segment->next = segment->prev = NULL;
+  atomic_fetch_sub_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
+}
+
+/* Claim one abandoned segment for `tld`: the first on the list whose owner
+   word this thread moves ABANDONED -> CLAIMED. A segment whose CAS fails was
+   claimed by a freeing thread that has not yet taken the lock to unlink it:
+   it is skipped, and its claimer unlinks it. Off the list and onto the
+   claimer's in one critical section, so a fork finds it on one of the two. */
+static mi_segment_t* mi_abandoned_claim(mi_tld_t* tld) {
   if (atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) == 0) return NULL;
   _mi_lock_acquire(&mi_abandoned_lock);
   mi_segment_t* segment = mi_abandoned_first;
-  if (segment != NULL) {
-    mi_abandoned_first = segment->next;
-    if (mi_abandoned_first != NULL) mi_abandoned_first->prev = NULL;
-    segment->next = segment->prev = NULL;
-    atomic_fetch_sub_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
+  for (; segment != NULL; segment = segment->next) {
+    uint64_t word = atomic_load_explicit(&segment->owner, memory_order_acquire);
+    if (mi_owner_state_of(word) == MI_OWNER_ABANDONED && mi_owner_cas(segment, word, MI_OWNER_CLAIMED)) {
+      mi_abandoned_unlink_locked(segment);
+      mi_tld_segment_add(tld, segment);
+      break;
+    }
   }
   _mi_lock_release(&mi_abandoned_lock);
-  if (segment != NULL) _mi_stat_decrease(&_mi_stats.abandoned, 1);
+  if (segment != NULL) {
+    _mi_stat_decrease(&_mi_stats.abandoned, 1);
+    atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);
+  }
   return segment;
 }
 
@@ -384,6 +459,7 @@ void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
     if (!_mi_segment_map_contains(segment) || segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) break;
     mi_segment_t* next = segment->next;
     atomic_store_explicit(&segment->thread_id, MI_THREAD_ID_ORPHAN, memory_order_relaxed);
+    atomic_store_explicit(&segment->owner, mi_owner_word(MI_OWNER_ORPHAN), memory_order_relaxed);
     segment->tld = NULL;
     /* its heaps' slots are freed and may come back as a new thread's heap,
        which must not take these pages for its own (mi_heap_contains_block) */
@@ -396,45 +472,95 @@ void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
   tld->free_segments[0] = tld->free_segments[1] = NULL;
 }
 
-/* Adopt up to `max` abandoned segments into `heap` (all with `force`). A
-   segment goes on the thread's list as soon as it is off the abandoned one,
-   so at any moment it is on one of the two: a fork child, which abandons
-   the lists of the threads it does not have, never loses it. */
+/* A claimed segment, now on `heap`'s thread's list: collect its pages' frees,
+   free the pages that are empty, give the rest to `heap`. True if that
+   released the segment (all its pages were empty). */
+static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment) {
+  mi_sched_point(MI_SCHED_RECLAIM_CLAIMED);
+  bool released = false;
+  for (size_t i = 0; !released && i < segment->page_count; i++) { /* test `released` first: the segment may be gone */
+    mi_page_t* page = &segment->pages[i];
+    if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+    _mi_page_collect(page);
+    if (page->used > 0) continue;
+    released = (segment->used_pages == 1); /* freeing the last page releases the segment */
+    _mi_segment_page_free(page);
+  }
+  if (released) return true;
+  for (size_t i = 0; i < segment->page_count; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+    page->heap = heap;
+    heap->page_count++;
+    if (page->free == NULL && page->capacity >= page->reserved) {
+      mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
+      _mi_page_queue_push(heap, &heap->pages[MI_BIN_FULL], page);
+    } else {
+      _mi_page_queue_push(heap, &heap->pages[page->bin], page);
+    }
+  }
+  return false;
+}
+
+/* Adopt up to `max` abandoned segments into `heap` (all with `force`). */
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
   bool reclaimed = false;
   size_t count = 0;
   size_t limit = (force ? SIZE_MAX : max);
   mi_segment_t* segment;
-  while (count < limit && (segment = mi_abandoned_pop()) != NULL) {
+  while (count < limit && (segment = mi_abandoned_claim(heap->tld)) != NULL) {
     count++;
-    atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);
-    mi_tld_segment_add(heap->tld, segment);
     reclaimed = true;
-    mi_sched_point(MI_SCHED_RECLAIM_CLAIMED);
-    bool released = false;
-    for (size_t i = 0; !released && i < segment->page_count; i++) { /* test `released` first: the segment may be gone */
-      mi_page_t* page = &segment->pages[i];
-      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
-      _mi_page_collect(page);
-      if (page->used > 0) continue;
-      released = (segment->used_pages == 1); /* freeing the last page releases the segment */
-      _mi_segment_page_free(page);
-    }
-    if (released) continue;
-    for (size_t i = 0; i < segment->page_count; i++) {
-      mi_page_t* page = &segment->pages[i];
-      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
-      page->heap = heap;
-      heap->page_count++;
-      if (page->free == NULL && page->capacity >= page->reserved) {
-        mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
-        _mi_page_queue_push(heap, &heap->pages[MI_BIN_FULL], page);
-      } else {
-        _mi_page_queue_push(heap, &heap->pages[page->bin], page);
-      }
-    }
+    mi_segment_adopt(heap, segment);
   }
   return reclaimed;
+}
+
+/* Reclaim on free (mi_option_abandoned_reclaim_on_free): the calling thread
+   is freeing a block into `segment`, which belongs to no thread. If the
+   segment is abandoned, claim it without the lock by one CAS from the owner
+   word as read; then take it off the abandoned list and adopt it. True: the
+   caller owns the segment now and frees its block locally. False: not
+   abandoned, or the claim lost (someone else moved the word since it was
+   read): the caller pushes the block as any cross-thread free. The block
+   being freed is counted in its page, so the segment stays mapped and
+   cannot be released before the CAS; the generation is what makes a CAS on
+   an observation that has since gone stale fail, whatever the state came
+   back to. */
+bool _mi_segment_claim_on_free(mi_segment_t* segment) {
+  mi_heap_t* heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap) || heap->tld->exiting) return false;
+  uint64_t word = atomic_load_explicit(&segment->owner, memory_order_acquire);
+  if (mi_owner_state_of(word) != MI_OWNER_ABANDONED) return false;
+  mi_sched_point(MI_SCHED_FREE_CLAIM_READ);
+#if MI_TEARDOWN_PLANT_SKIP_TAG
+  /* test only: compare the state alone, as if the word had no generation */
+  uint64_t now = atomic_load_explicit(&segment->owner, memory_order_acquire);
+  if (mi_owner_state_of(now) == mi_owner_state_of(word)) word = now;
+#endif
+  if (!mi_owner_cas(segment, word, MI_OWNER_CLAIMED)) return false;
+  mi_sched_point(MI_SCHED_FREE_CLAIMED); /* listed but CLAIMED: claimers under the lock pass it by */
+  mi_tld_t* tld = heap->tld;
+  _mi_lock_acquire(&mi_abandoned_lock);
+  mi_abandoned_unlink_locked(segment); /* ABANDONED meant listed, and only the claimer unlinks a CLAIMED one */
+  mi_tld_segment_add(tld, segment);
+  _mi_lock_release(&mi_abandoned_lock);
+  _mi_stat_decrease(&_mi_stats.abandoned, 1);
+  atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);
+  mi_segment_adopt(tld->heap_backing, segment); /* never releases it: the caller's block keeps a page in use */
+  return true;
+}
+
+/* Fork child: a segment CLAIMED on the abandoned list was claimed on free by
+   a thread the child does not have, between its CAS and its unlink; nothing
+   of it was touched yet, so it goes back to ABANDONED for others to claim. */
+void _mi_segments_abandoned_fork_child(void) {
+  _mi_lock_acquire(&mi_abandoned_lock);
+  for (mi_segment_t* segment = mi_abandoned_first; segment != NULL; segment = segment->next) {
+    uint64_t word = atomic_load_explicit(&segment->owner, memory_order_relaxed);
+    if (mi_owner_state_of(word) == MI_OWNER_CLAIMED) mi_owner_cas(segment, word, MI_OWNER_ABANDONED);
+  }
+  _mi_lock_release(&mi_abandoned_lock);
 }
 
 /* For the purge thread: release abandoned segments whose blocks have all been
@@ -448,6 +574,13 @@ void _mi_segments_abandoned_cleanup(void) {
   mi_segment_t* segment = mi_abandoned_first;
   while (segment != NULL) {
     mi_segment_t* next = segment->next;
+    /* the walk holds each segment CLAIMED, so a claim on free cannot take it
+       meanwhile (and one that read it before fails on the generation) */
+    uint64_t word = atomic_load_explicit(&segment->owner, memory_order_acquire);
+    if (mi_owner_state_of(word) != MI_OWNER_ABANDONED || !mi_owner_cas(segment, word, MI_OWNER_CLAIMED)) {
+      segment = next; /* claimed on free: its claimer unlinks it */
+      continue;
+    }
     for (size_t i = 0; i < segment->page_count; i++) {
       mi_page_t* page = &segment->pages[i];
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
@@ -455,14 +588,12 @@ void _mi_segments_abandoned_cleanup(void) {
       if (page->used == 0) _mi_segment_page_free(page); /* its memory is purged in time */
     }
     if (segment->used_pages == 0) {
-      if (segment->prev != NULL) segment->prev->next = segment->next;
-      else mi_abandoned_first = segment->next;
-      if (segment->next != NULL) segment->next->prev = segment->prev;
-      segment->next = segment->prev = NULL;
-      atomic_fetch_sub_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
+      mi_abandoned_unlink_locked(segment);
       released++;
       _mi_purge_unlink_segment(segment);
       mi_segment_release(segment);
+    } else {
+      mi_owner_move(segment, MI_OWNER_CLAIMED, MI_OWNER_ABANDONED);
     }
     segment = next;
   }

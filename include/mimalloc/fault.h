@@ -114,6 +114,8 @@ typedef enum mi_sched_point_e {
   MI_SCHED_PURGE_CLAIMED,        /* the purger holds pages PURGING (purge lock released), memory not yet returned */
   MI_SCHED_PURGE_SETTLED,        /* the purger has left one page FREE_CLEAN or (refused) FREE_DIRTY */
   MI_SCHED_SEGMENT_UNLINK,       /* a segment with no page in use is about to leave the purge list, then be released */
+  MI_SCHED_FREE_CLAIM_READ, /* a free (reclaim on free) read its segment's owner word ABANDONED, before its claim CAS */
+  MI_SCHED_FREE_CLAIMED,    /* ... its CAS won (CLAIMED); the segment is still listed, not yet unlinked */
   MI_SCHED_POINT_COUNT
 } mi_sched_point_t;
 

@@ -12,7 +12,7 @@
    while live (blocks carry a tag that is checked when they are freed, and
    the live blocks of a case are checked pairwise distinct).
 
-   Usage: test-teardown CASE [--expect-failure]   (test-teardown --list) */
+   Usage: test-teardown CASE [--expect-failure [EXIT]]   (test-teardown --list) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -568,6 +568,137 @@ static void case_free_vs_purge_refused(void) {
   mi_collect(true); /* the purge list must hold no released segment */
 }
 
+/* claim on free vs claim and re-abandon (mi_option_abandoned_reclaim_on_free):
+   a thread freeing into an abandoned segment reads its owner word
+   (ABANDONED, g) and is held before its claim CAS; meanwhile another thread
+   claims the segment under the lock, adopts it and exits, which abandons it
+   again: (ABANDONED, g'). The held claim must fail on the generation: its
+   block goes on the page's list as a cross-thread free, and the segment,
+   abandoned once more, has been claimed once per abandonment. A CAS that
+   compared the state alone (MI_TEARDOWN_PLANT_SKIP_TAG) succeeds here: the
+   child then exits with STALE_CLAIM_EXIT. Then the main thread's own free
+   claims the segment on a fresh reading, and frees the rest locally. */
+#define STALE_CLAIM_EXIT 3
+static _Atomic(int) stale_claimed;
+static _Atomic(uintptr_t) reclaimer_id;
+
+static void* reclaim_freer(void* arg) { /* role 2 */
+  (void)arg;
+  my_role = 2;
+  mi_thread_init(); /* only an initialised thread claims on free */
+  sem_wait_or_die(7);
+  tagged_free(blocks[0], 0); /* FREE_CLAIM_READ: posts 0, waits for 1 */
+  atomic_store(&stale_claimed, atomic_load(&_mi_ptr_segment(blocks[0])->thread_id) == _mi_thread_id());
+  return NULL; /* if it did claim, its exit abandons the segment again */
+}
+
+static void* claim_then_exit(void* arg) { /* role 3: claim under the lock, adopt, exit */
+  (void)arg;
+  my_role = 3;
+  mi_thread_init();
+  mi_collect(true);
+  atomic_store(&reclaimer_id, atomic_load(&_mi_ptr_segment(blocks[0])->thread_id));
+  CHECK(atomic_load(&reclaimer_id) == _mi_thread_id());
+  return NULL;
+}
+
+static void* alloc_then_exit(void* arg) { /* role 1 */
+  (void)arg;
+  my_role = 1;
+  for (size_t i = 0; i < N; i++) blocks[i] = tagged_alloc(NULL, i);
+  return NULL;
+}
+
+static uint64_t owner_word(const void* p) {
+  return atomic_load(&_mi_ptr_segment(p)->owner);
+}
+
+static void case_claim_vs_reabandon(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 1);
+  rule(MI_SCHED_FREE_CLAIM_READ, 2, 0, 1);
+  rule(MI_SCHED_FREE_REMOTE_PUSHED, 2, -1, -1); /* the claim lost: the block went on the list */
+  rule(MI_SCHED_RECLAIM_CLAIMED, 3, -1, -1);
+  pthread_t f = spawn(&reclaim_freer, NULL);
+  join(spawn(&alloc_then_exit, NULL));
+  mi_segment_t* segment = _mi_ptr_segment(blocks[0]);
+  CHECK(snapshot().abandoned == base.abandoned + 1);
+  uint64_t seen = owner_word(blocks[0]);
+  CHECK((seen & MI_OWNER_STATE_MASK) == MI_OWNER_ABANDONED);
+  gate_post(7);
+  sem_wait_or_die(0); /* the freer holds (ABANDONED, g) */
+  join(spawn(&claim_then_exit, NULL));
+  uint64_t now = owner_word(blocks[0]);
+  CHECK((now & MI_OWNER_STATE_MASK) == MI_OWNER_ABANDONED && now != seen); /* abandoned again, a later generation */
+  CHECK(snapshot().abandoned == base.abandoned + 1 && snapshot().reclaimed == base.reclaimed + 1);
+  gate_post(1); /* now the held claim's CAS */
+  join(f);
+  if (atomic_load(&stale_claimed)) {
+    fprintf(stderr,
+            "test-teardown: a claim on a stale observation succeeded: owner word read 0x%llx, "
+            "0x%llx when the CAS ran; segment %p claimed twice for one abandonment\n",
+            (unsigned long long)seen, (unsigned long long)now, (void*)segment);
+    fflush(stderr);
+    _exit(STALE_CLAIM_EXIT);
+  }
+  rules_all_fired();
+  CHECK(snapshot().reclaimed == base.reclaimed + 1);                            /* one claim per abandonment */
+  CHECK(atomic_load(&segment->thread_id) == 0 && owner_word(blocks[0]) == now); /* the lost claim changed nothing */
+  tagged_free(blocks[1], 1); /* a fresh reading: this thread claims it */
+  CHECK(atomic_load(&segment->thread_id) == _mi_thread_id());
+  CHECK((owner_word(blocks[0]) & MI_OWNER_STATE_MASK) == MI_OWNER_OWNED);
+  CHECK(snapshot().reclaimed == base.reclaimed + 2 && snapshot().abandoned == base.abandoned);
+  for (size_t i = 2; i < N; i++) tagged_free(blocks[i], i);
+  check_baseline();
+}
+
+/* claim on free vs a claim under the lock: the freeing thread wins its CAS
+   (CLAIMED) and is held before it takes the lock to unlink the segment;
+   meanwhile another thread's mi_collect(true) walks the abandoned list,
+   finds the segment CLAIMED and passes it by. Then the freer unlinks and
+   adopts it and frees every block locally. One owner, one claim. */
+static _Atomic(int) freer_owned;
+
+static void* claiming_freer(void* arg) { /* role 2 */
+  (void)arg;
+  my_role = 2;
+  mi_thread_init();
+  sem_wait_or_die(7);
+  tagged_free(blocks[0], 0); /* FREE_CLAIMED: posts 0, waits for 1 */
+  atomic_store(&freer_owned, atomic_load(&_mi_ptr_segment(blocks[1])->thread_id) == _mi_thread_id());
+  for (size_t i = 1; i < N; i++) tagged_free(blocks[i], i); /* local now */
+  return NULL;
+}
+
+static void* collect_then_exit(void* arg) { /* role 3 */
+  (void)arg;
+  my_role = 3;
+  mi_thread_init();
+  mi_collect(true); /* must pass the CLAIMED segment by */
+  return NULL;
+}
+
+static void case_free_claim_vs_collect(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 1);
+  rule(MI_SCHED_FREE_CLAIMED, 2, 0, 1);
+  rule(MI_SCHED_RECLAIM_CLAIMED, 2, -1, -1); /* the freer adopts it */
+  pthread_t f = spawn(&claiming_freer, NULL);
+  join(spawn(&alloc_then_exit, NULL));
+  CHECK(snapshot().abandoned == base.abandoned + 1);
+  gate_post(7);
+  sem_wait_or_die(0); /* the freer's CAS won; the segment is still listed */
+  CHECK((owner_word(blocks[0]) & MI_OWNER_STATE_MASK) == MI_OWNER_CLAIMED);
+  join(spawn(&collect_then_exit, NULL));
+  CHECK(snapshot().reclaimed == base.reclaimed);     /* passed by: no second claim */
+  CHECK(snapshot().abandoned == base.abandoned + 1); /* and left listed for its claimer */
+  CHECK(atomic_load(&_mi_ptr_segment(blocks[0])->thread_id) == 0);
+  gate_post(1);
+  join(f);
+  rules_all_fired();
+  CHECK(atomic_load(&freer_owned));
+  CHECK(snapshot().reclaimed == base.reclaimed + 1 && snapshot().abandoned == base.abandoned);
+  check_baseline();
+}
+
 /* ---- Randomized stress: every schedule point may yield or sleep ----------- */
 
 #define STRESS_WORKERS 4
@@ -672,6 +803,10 @@ static void case_stress(void) {
   xchg_count = 0;
   CHECK(mi_sched_hits(MI_SCHED_FREE_REMOTE_READ) > 0 && mi_sched_hits(MI_SCHED_ABANDON_PUSHED) > 0 &&
         mi_sched_hits(MI_SCHED_RECLAIM_CLAIMED) > 0 && mi_sched_hits(MI_SCHED_PURGE_CLAIMED) > 0);
+  if (mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) {
+    fprintf(stderr, "test-teardown: stress: %llu claims on free tried\n", mi_sched_hits(MI_SCHED_FREE_CLAIM_READ));
+    CHECK(mi_sched_hits(MI_SCHED_FREE_CLAIM_READ) > 0);
+  }
   check_baseline();
 }
 
@@ -691,6 +826,8 @@ static const case_t cases[] = {
     {"heap-aba", &case_heap_aba},
     {"free-vs-purge", &case_free_vs_purge},
     {"free-vs-purge-refused", &case_free_vs_purge_refused},
+    {"claim-vs-reabandon", &case_claim_vs_reabandon},
+    {"free-claim-vs-collect", &case_free_claim_vs_collect},
     {"stress", &case_stress},
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(cases[0]))
@@ -717,6 +854,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   bool expect_failure = (argc >= 3 && strcmp(argv[2], "--expect-failure") == 0);
+  int expect_exit = (expect_failure && argc >= 4 ? atoi(argv[3]) : 0); /* 0: any failure */
   const case_t* c = NULL;
   for (size_t i = 0; i < CASE_COUNT; i++) {
     if (strcmp(argv[1], cases[i].name) == 0) c = &cases[i];
@@ -744,10 +882,14 @@ int main(int argc, char** argv) {
   if (WIFSIGNALED(status)) printf("test-teardown: %s: child died with signal %d\n", c->name, WTERMSIG(status));
   else if (!ok) printf("test-teardown: %s: child failed (exit %d)\n", c->name, WEXITSTATUS(status));
   if (expect_failure) {
+    /* with an exit code given, only that failure counts: another one would
+       not show that the planted bug was seen */
+    bool seen = !ok && (expect_exit == 0 || (WIFEXITED(status) && WEXITSTATUS(status) == expect_exit));
     printf("test-teardown: %s: %s\n", c->name,
-           ok ? "passed, but a failure was expected: the planted bug went unseen"
-              : "failed as expected (positive control)");
-    return ok ? 1 : 0;
+           ok     ? "passed, but a failure was expected: the planted bug went unseen"
+           : seen ? "failed as expected (positive control)"
+                  : "failed, but not in the way expected (positive control)");
+    return seen ? 0 : 1;
   }
   printf("test-teardown: %s: %s\n", c->name, ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
