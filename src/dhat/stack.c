@@ -266,14 +266,19 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
 
 /* The walk trusts a frame only if it lies above the previous one, inside the
    thread's stack, and (past the first) returns into code. It is complete when
-   it reaches `main`, the outermost frame (a zero frame pointer) or the frame
-   limit. The first frame is always right: the allocator keeps frame pointers,
-   so its outermost frame holds the return address into the program. A
-   program built without frame pointers breaks the chain after that; in the
-   automatic mode such a walk is redone by the unwinder. (Where a register
-   happens to hold a stack address and the slot above it an address in code,
-   the walk can take a wrong frame for a right one; MIMALLOC_DHAT_BACKTRACE=1
-   rules that out.) */
+   it reaches `main` or the frame limit. The first frame is always right: the
+   allocator keeps frame pointers, so its outermost frame holds the return
+   address into the program. A program built without frame pointers breaks
+   the chain after that; in the automatic mode such a walk is redone by the
+   unwinder. A zero frame pointer is such a break too, not the end of the
+   stack: code without frame pointers uses the register for anything, and 0
+   is a common value, so taking it for the outermost frame would cut the
+   stack to the caller alone, and merge sites that differ further out. (The
+   real outermost frames, a thread's start routine, go to the unwinder, which
+   gives the frames above it as Valgrind does; the stack cache keeps that
+   cheap.) Where a register happens to hold a stack address and the slot
+   above it an address in code, the walk can take a wrong frame for a right
+   one; MIMALLOC_DHAT_BACKTRACE=1 rules that out. */
 __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) {
   *hint = NULL;
   if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
@@ -309,11 +314,7 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
         break;
       }
     }
-    if (next == 0) {
-      complete = true;
-      break;
-    }
-    if (next <= fp) break;
+    if (next <= fp) break; /* zero included: see above */
     fp = next;
   }
   if (n == max) complete = true;
