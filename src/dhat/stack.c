@@ -293,26 +293,33 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
   uintptr_t lo = mi_dhat_stack_lo;
   uintptr_t hi = mi_dhat_stack_hi;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  /* The allocator's own frames, a handful per call, all with frame pointers:
+     their chain is sound, so it is followed with only the bounds check. */
+  const uintptr_t code_lo = mi_dhat_code_lo;
+  const uintptr_t code_hi = mi_dhat_code_hi;
+  while (fp >= lo && fp <= hi - 2 * sizeof(uintptr_t)) {
+    const uintptr_t* frame = (const uintptr_t*)fp;
+    if (frame[1] < code_lo || frame[1] >= code_hi) break;
+    if (frame[0] <= fp) {
+      fp = 0; /* (cannot happen) */
+      break;
+    }
+    fp = frame[0];
+  }
   uintptr_t slot0 = 0;
   int n = 0;
-  bool leading = true;
   bool complete = false;
   while (n < max) {
     if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
     const uintptr_t* frame = (const uintptr_t*)fp;
     uintptr_t next = frame[0];
     uintptr_t ret = frame[1];
-    if (leading && _mi_dhat_addr_in_allocator(ret)) {
-      /* still inside the allocator */
-    } else {
-      if (n > 0 && !mi_dhat_in_code(ret)) break;
-      if (n == 0) slot0 = fp + sizeof(uintptr_t);
-      leading = false;
-      frames[n++] = ret;
-      if (mi_dhat_is_main(ret)) {
-        complete = true;
-        break;
-      }
+    if (n > 0 && !mi_dhat_in_code(ret)) break;
+    if (n == 0) slot0 = fp + sizeof(uintptr_t);
+    frames[n++] = ret;
+    if (mi_dhat_is_main(ret)) {
+      complete = true;
+      break;
     }
     if (next <= fp) break; /* zero included: see above */
     fp = next;
