@@ -37,6 +37,10 @@ struct mi_dhat_lines_s {
   void* map; /* the separate debug file (NULL: the sections lie in the object's) */
   size_t map_size;
   mi_dhat_sect_t line, line_str, str;
+  /* the string sections are inflated when a file name is first read from
+     them: most of .debug_str is the names of other debug entries */
+  const void* dmap;
+  const ElfW(Shdr) * line_str_sh, *str_sh;
   mi_dhat_seq_t* seqs;
   size_t seq_count, seq_cap;
 };
@@ -277,21 +281,41 @@ typedef struct mi_dhat_unit_s {
   const uint8_t* end;
 } mi_dhat_unit_t;
 
-/* DWARF 5 entry formats: skip a value of `form`, or read a string of it.
-   False for a form that has no place in a line table header. */
-static bool mi_dhat_form(const mi_dhat_lines_t* L, const mi_dhat_unit_t* u, mi_dhat_cur_t* c, uint64_t form,
+/* A string section, inflated on first use (`*sh` NULL: read or absent). */
+static const mi_dhat_sect_t* mi_dhat_strs(mi_dhat_lines_t* L, mi_dhat_sect_t* sect, const ElfW(Shdr) * *sh) {
+  if (*sh != NULL && !mi_dhat_sect_read(L->dmap, *sh, sect)) memset(sect, 0, sizeof(*sect));
+  *sh = NULL;
+  return sect;
+}
+
+/* DWARF 5 entry formats: skip a value of `form`, or read a string of it
+   (with `str` NULL, only skip). False for a form that has no place in a line
+   table header. */
+static bool mi_dhat_form(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, mi_dhat_cur_t* c, uint64_t form,
                          const char** str) {
+  if (str == NULL && (form == 0x1f || form == 0x0e)) {
+    mi_dhat_skip(c, u->offset_size); /* line_strp, strp */
+    return true;
+  }
   switch (form) {
-    case 0x08: *str = mi_dhat_cstr(c); return true;                                                /* string */
-    case 0x1f: *str = mi_dhat_str_at(&L->line_str, mi_dhat_fixed(c, u->offset_size)); return true; /* line_strp */
-    case 0x0e: *str = mi_dhat_str_at(&L->str, mi_dhat_fixed(c, u->offset_size)); return true;      /* strp */
-    case 0x0b: (void)mi_dhat_fixed(c, 1); return true;                                             /* data1 */
-    case 0x05: (void)mi_dhat_fixed(c, 2); return true;                                             /* data2 */
-    case 0x06: (void)mi_dhat_fixed(c, 4); return true;                                             /* data4 */
-    case 0x07: (void)mi_dhat_fixed(c, 8); return true;                                             /* data8 */
-    case 0x1e: mi_dhat_skip(c, 16); return true;                                                   /* data16 */
-    case 0x0f: (void)mi_dhat_uleb(c); return true;                                                 /* udata */
-    case 0x09: mi_dhat_skip(c, mi_dhat_uleb(c)); return true;                                      /* block */
+    case 0x08: {
+      const char* s = mi_dhat_cstr(c);
+      if (str != NULL) *str = s;
+      return true;
+    } /* string */
+    case 0x1f:
+      *str = mi_dhat_str_at(mi_dhat_strs(L, &L->line_str, &L->line_str_sh), mi_dhat_fixed(c, u->offset_size));
+      return true; /* line_strp */
+    case 0x0e:
+      *str = mi_dhat_str_at(mi_dhat_strs(L, &L->str, &L->str_sh), mi_dhat_fixed(c, u->offset_size));
+      return true;                                            /* strp */
+    case 0x0b: (void)mi_dhat_fixed(c, 1); return true;        /* data1 */
+    case 0x05: (void)mi_dhat_fixed(c, 2); return true;        /* data2 */
+    case 0x06: (void)mi_dhat_fixed(c, 4); return true;        /* data4 */
+    case 0x07: (void)mi_dhat_fixed(c, 8); return true;        /* data8 */
+    case 0x1e: mi_dhat_skip(c, 16); return true;              /* data16 */
+    case 0x0f: (void)mi_dhat_uleb(c); return true;            /* udata */
+    case 0x09: mi_dhat_skip(c, mi_dhat_uleb(c)); return true; /* block */
     default: return false;
   }
 }
@@ -331,7 +355,7 @@ static bool mi_dhat_unit_parse(const mi_dhat_sect_t* line, size_t off, mi_dhat_u
 }
 
 /* The name of file `index` of a unit (NULL if there is none). */
-static const char* mi_dhat_unit_file(const mi_dhat_lines_t* L, const mi_dhat_unit_t* u, uint64_t index) {
+static const char* mi_dhat_unit_file(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, uint64_t index) {
   mi_dhat_cur_t c = {u->tables, u->program, false};
   if (u->version < 5) {
     while (!c.bad && c.p < c.end && *c.p != 0) (void)mi_dhat_cstr(&c); /* directories */
@@ -366,7 +390,7 @@ static const char* mi_dhat_unit_file(const mi_dhat_lines_t* L, const mi_dhat_uni
 
 /* Whether every file entry of a unit can be read (checked once, when the
    object is indexed, so that a lookup never meets a form it cannot skip). */
-static bool mi_dhat_unit_files_ok(const mi_dhat_lines_t* L, const mi_dhat_unit_t* u) {
+static bool mi_dhat_unit_files_ok(mi_dhat_lines_t* L, const mi_dhat_unit_t* u) {
   if (u->version < 5) return true;
   mi_dhat_cur_t c = {u->tables, u->program, false};
   for (int table = 0; table < 2 && !c.bad; table++) {
@@ -377,8 +401,7 @@ static bool mi_dhat_unit_files_ok(const mi_dhat_lines_t* L, const mi_dhat_unit_t
     uint64_t count = mi_dhat_uleb(&c);
     for (uint64_t i = 0; i < count && !c.bad; i++) {
       for (uint64_t f = 0; f < nformats; f++) {
-        const char* s = NULL;
-        if (!mi_dhat_form(L, u, &c, formats[2 * f + 1], &s)) return false;
+        if (!mi_dhat_form(L, u, &c, formats[2 * f + 1], NULL)) return false;
       }
     }
   }
@@ -521,11 +544,10 @@ mi_dhat_lines_t* _mi_dhat_lines_open(const void* map, size_t size, const char* p
     dsize = L->map_size;
   }
   const ElfW(Shdr)* line = mi_dhat_elf_section(dmap, dsize, ".debug_line");
-  const ElfW(Shdr)* line_str = mi_dhat_elf_section(dmap, dsize, ".debug_line_str");
-  const ElfW(Shdr)* str = mi_dhat_elf_section(dmap, dsize, ".debug_str");
-  bool ok = (line != NULL && mi_dhat_sect_read(dmap, line, &L->line)) &&
-            (line_str == NULL || mi_dhat_sect_read(dmap, line_str, &L->line_str)) &&
-            (str == NULL || mi_dhat_sect_read(dmap, str, &L->str));
+  L->dmap = dmap;
+  L->line_str_sh = mi_dhat_elf_section(dmap, dsize, ".debug_line_str");
+  L->str_sh = mi_dhat_elf_section(dmap, dsize, ".debug_str");
+  bool ok = (line != NULL && mi_dhat_sect_read(dmap, line, &L->line));
   for (size_t off = 0; ok && off < L->line.size;) {
     mi_dhat_unit_t u;
     size_t next = 0;
