@@ -370,7 +370,7 @@ static const char* mi_dhat_unit_file(mi_dhat_lines_t* L, const mi_dhat_unit_t* u
     return NULL;
   }
   for (int table = 0; table < 2; table++) {
-    uint64_t formats[2 * 16];
+    uint64_t formats[2 * 16] = {0};
     uint64_t nformats = mi_dhat_fixed(&c, 1);
     if (nformats > 16) return NULL;
     for (uint64_t f = 0; f < 2 * nformats; f++) formats[f] = mi_dhat_uleb(&c);
@@ -394,7 +394,7 @@ static bool mi_dhat_unit_files_ok(mi_dhat_lines_t* L, const mi_dhat_unit_t* u) {
   if (u->version < 5) return true;
   mi_dhat_cur_t c = {u->tables, u->program, false};
   for (int table = 0; table < 2 && !c.bad; table++) {
-    uint64_t formats[2 * 16];
+    uint64_t formats[2 * 16] = {0};
     uint64_t nformats = mi_dhat_fixed(&c, 1);
     if (nformats > 16) return false;
     for (uint64_t f = 0; f < 2 * nformats; f++) formats[f] = mi_dhat_uleb(&c);

@@ -300,10 +300,7 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
   while (fp >= lo && fp <= hi - 2 * sizeof(uintptr_t)) {
     const uintptr_t* frame = (const uintptr_t*)fp;
     if (frame[1] < code_lo || frame[1] >= code_hi) break;
-    if (frame[0] <= fp) {
-      fp = 0; /* (cannot happen) */
-      break;
-    }
+    if (frame[0] <= fp) return mi_dhat_capture_unwind(frames, max, 0, 0, hint); /* (cannot happen) */
     fp = frame[0];
   }
   uintptr_t slot0 = 0;
