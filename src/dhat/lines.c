@@ -5,8 +5,9 @@
    that means inflating every compressed debug section of the C library,
    about 0.07 s at each dump, for the few frames that lie in it. This reader
    inflates .debug_line and the string sections its file names point into,
-   indexes the line programs' address ranges once per object, and runs one
-   program per address asked for.
+   indexes the line programs' address ranges once per object, and keeps the
+   rows of the last program it ran: the dump asks in address order, so each
+   program is run once for all the addresses in it.
 
    Where the line table is not one this reads (an unknown form or version,
    compression other than zlib, no zlib), the caller falls back to libdw for
@@ -33,6 +34,14 @@ typedef struct mi_dhat_seq_s {
   size_t unit;
 } mi_dhat_seq_t;
 
+/* A row of a decoded line program. */
+typedef struct mi_dhat_row_s {
+  uint64_t addr;
+  uint64_t file;
+  int64_t line;
+  bool end_seq;
+} mi_dhat_row_t;
+
 struct mi_dhat_lines_s {
   void* map; /* the separate debug file (NULL: the sections lie in the object's) */
   size_t map_size;
@@ -43,6 +52,12 @@ struct mi_dhat_lines_s {
   const ElfW(Shdr) * line_str_sh, *str_sh;
   mi_dhat_seq_t* seqs;
   size_t seq_count, seq_cap;
+  /* The rows of the last unit looked up: the dump asks for addresses in
+     increasing order, so the addresses of one unit come one after the
+     other, and its program is run once for all of them. */
+  mi_dhat_row_t* rows;
+  size_t row_count, row_cap;
+  size_t rows_unit; /* its offset + 1; 0: none */
 };
 
 /* ---- zlib, loaded on first need (libdw needs it too, so it is there) ------------ */
@@ -408,15 +423,13 @@ static bool mi_dhat_unit_files_ok(mi_dhat_lines_t* L, const mi_dhat_unit_t* u) {
   return !c.bad;
 }
 
-/* Runs a unit's line program. Indexing (`pc` 0): each sequence's range is
-   added to L. Looking up: the row that covers `pc`, the last row at or below
-   it in the sequence that holds it (as libdw picks it). */
-static bool mi_dhat_unit_run(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, size_t unit_off, uint64_t pc, uint64_t* file,
-                             int64_t* line) {
+/* Runs a unit's line program: indexing (`decode` false), each sequence's
+   range is added to L; decoding, its rows are kept in L->rows. */
+static bool mi_dhat_unit_run(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, size_t unit_off, bool decode) {
   mi_dhat_cur_t c = {u->program, u->end, false};
-  uint64_t addr = 0, f = 1, seq_lo = 0, cand_file = 0;
-  int64_t ln = 1, cand_line = 0;
-  bool cand = false, in_seq = false;
+  uint64_t addr = 0, f = 1, seq_lo = 0;
+  int64_t ln = 1;
+  bool in_seq = false;
   while (c.p < c.end && !c.bad) {
     uint8_t op = *c.p++;
     bool row = false, end_seq = false;
@@ -450,25 +463,16 @@ static bool mi_dhat_unit_run(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, size_t
       }
     }
     if (!row) continue;
-    if (pc == 0) {
-      if (!in_seq) seq_lo = addr;
-      in_seq = true;
-      if (end_seq) {
-        in_seq = false;
-        if (addr > seq_lo) {
-          if (!_mi_dhat_grow((void**)&L->seqs, &L->seq_cap, sizeof(mi_dhat_seq_t), L->seq_count + 1)) return false;
-          L->seqs[L->seq_count++] = (mi_dhat_seq_t){seq_lo, addr, unit_off};
-        }
-      }
+    if (decode) {
+      if (!_mi_dhat_grow((void**)&L->rows, &L->row_cap, sizeof(mi_dhat_row_t), L->row_count + 1)) return false;
+      L->rows[L->row_count++] = (mi_dhat_row_t){addr, f, ln, end_seq};
     } else {
-      if (addr > pc && cand) {
-        *file = cand_file;
-        *line = cand_line;
-        return true;
+      if (!in_seq) seq_lo = addr;
+      in_seq = !end_seq;
+      if (end_seq && addr > seq_lo) {
+        if (!_mi_dhat_grow((void**)&L->seqs, &L->seq_cap, sizeof(mi_dhat_seq_t), L->seq_count + 1)) return false;
+        L->seqs[L->seq_count++] = (mi_dhat_seq_t){seq_lo, addr, unit_off};
       }
-      cand = (!end_seq && addr <= pc);
-      cand_file = f;
-      cand_line = ln;
     }
     if (end_seq) {
       addr = 0;
@@ -476,7 +480,27 @@ static bool mi_dhat_unit_run(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, size_t
       ln = 1;
     }
   }
-  return (pc == 0 && !c.bad);
+  return !c.bad;
+}
+
+/* The row covering `pc` in the decoded unit: in the sequence that holds it,
+   the last row at or below it (as libdw picks it). */
+static const mi_dhat_row_t* mi_dhat_rows_find(const mi_dhat_lines_t* L, uint64_t pc) {
+  size_t first = 0;
+  for (size_t k = 0; k < L->row_count; k++) {
+    if (!L->rows[k].end_seq) continue;
+    if (L->rows[first].addr <= pc && pc < L->rows[k].addr) {
+      size_t lo = first, hi = k; /* the first row above pc: rows climb within a sequence */
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (L->rows[mid].addr <= pc) lo = mid + 1;
+        else hi = mid;
+      }
+      return &L->rows[lo - 1];
+    }
+    first = k + 1;
+  }
+  return NULL;
 }
 
 /* ---- The interface ---------------------------------------------------------------- */
@@ -487,6 +511,7 @@ void _mi_dhat_lines_close(mi_dhat_lines_t* L) {
   mi_dhat_sect_free(&L->line_str);
   mi_dhat_sect_free(&L->str);
   _mi_dhat_os_free(L->seqs, L->seq_cap * sizeof(mi_dhat_seq_t));
+  _mi_dhat_os_free(L->rows, L->row_cap * sizeof(mi_dhat_row_t));
   if (L->map != NULL) mi_prim_file_unmap(L->map, L->map_size);
   _mi_dhat_os_free(L, sizeof(*L));
 }
@@ -552,7 +577,7 @@ mi_dhat_lines_t* _mi_dhat_lines_open(const void* map, size_t size, const char* p
     mi_dhat_unit_t u;
     size_t next = 0;
     ok = mi_dhat_unit_parse(&L->line, off, &u, &next) && mi_dhat_unit_files_ok(L, &u) &&
-         mi_dhat_unit_run(L, &u, off, 0, NULL, NULL);
+         mi_dhat_unit_run(L, &u, off, false);
     off = next;
   }
   if (!ok) {
@@ -578,12 +603,17 @@ bool _mi_dhat_lines_find(mi_dhat_lines_t* L, uintptr_t addr, const char** file, 
     if (addr >= s->hi) continue;
     mi_dhat_unit_t u;
     size_t next;
-    uint64_t f = 0;
-    int64_t ln = 0;
-    if (!mi_dhat_unit_parse(&L->line, s->unit, &u, &next) || !mi_dhat_unit_run(L, &u, s->unit, addr, &f, &ln)) {
-      continue;
+    if (!mi_dhat_unit_parse(&L->line, s->unit, &u, &next)) continue;
+    if (L->rows_unit != s->unit + 1) {
+      L->row_count = 0;
+      L->rows_unit = 0;
+      if (!mi_dhat_unit_run(L, &u, s->unit, true)) continue;
+      L->rows_unit = s->unit + 1;
     }
-    const char* name = mi_dhat_unit_file(L, &u, f);
+    const mi_dhat_row_t* r = mi_dhat_rows_find(L, addr);
+    if (r == NULL) continue;
+    const char* name = mi_dhat_unit_file(L, &u, r->file);
+    int64_t ln = r->line;
     if (name == NULL || ln <= 0 || ln > INT32_MAX) return false;
     const char* slash = strrchr(name, '/');
     *file = (slash != NULL ? slash + 1 : name);

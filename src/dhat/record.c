@@ -628,6 +628,30 @@ static void mi_dhat_file_name(const char* path, char* buf, size_t size) {
   buf[len] = 0;
 }
 
+static void mi_dhat_sift_down(uintptr_t* a, size_t i, size_t n) {
+  for (;;) {
+    size_t j = 2 * i + 1;
+    if (j >= n) return;
+    if (j + 1 < n && a[j + 1] > a[j]) j++;
+    if (a[j] <= a[i]) return;
+    uintptr_t t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+    i = j;
+  }
+}
+
+/* Sorts addresses (heap sort: no allocation, no recursion). */
+static void mi_dhat_sort_addrs(uintptr_t* a, size_t n) {
+  for (size_t k = n / 2; k-- > 0;) mi_dhat_sift_down(a, k, n);
+  for (size_t end = n; end-- > 1;) {
+    uintptr_t t = a[0];
+    a[0] = a[end];
+    a[end] = t;
+    mi_dhat_sift_down(a, 0, end);
+  }
+}
+
 static size_t mi_dhat_pow2_at_least(size_t n) {
   size_t cap = 1024;
   while (cap < n) cap *= 2;
@@ -672,6 +696,17 @@ bool mi_dhat_dump(const char* path) {
     ok = (d.addrs != NULL && d.merge != NULL && _mi_dhat_grow((void**)&d.ftbl, &d.ftbl_cap, sizeof(uintptr_t), 1));
   }
   if (ok) {
+    /* symbolised in address order: the line reader then runs each line
+       program once for all the addresses in it (lines.c) */
+    uintptr_t* sorted = (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t));
+    if (sorted != NULL) {
+      memcpy(sorted, d.frames, d.frame_count * sizeof(uintptr_t));
+      mi_dhat_sort_addrs(sorted, d.frame_count);
+      for (size_t i = 0; i < d.frame_count; i++) {
+        if (i == 0 || sorted[i] != sorted[i - 1]) (void)mi_dhat_addr_of(&d, sorted[i]);
+      }
+      _mi_dhat_os_free(sorted, (d.frame_count + 1) * sizeof(uintptr_t));
+    }
     d.ftbl[d.ftbl_count++] = 0; /* "[root]" */
     for (size_t k = 0; k < d.site_count; k++) {
       mi_dhat_site_t* s = &d.sites[k];
