@@ -698,7 +698,8 @@ bool mi_dhat_dump(const char* path) {
   if (ok) {
     /* symbolised in address order: the line reader then runs each line
        program once for all the addresses in it (lines.c) */
-    uintptr_t* sorted = (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t));
+    uintptr_t* sorted =
+        (d.frames == NULL ? NULL : (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t)));
     if (sorted != NULL) {
       memcpy(sorted, d.frames, d.frame_count * sizeof(uintptr_t));
       mi_dhat_sort_addrs(sorted, d.frame_count);
