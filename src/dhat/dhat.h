@@ -53,6 +53,19 @@ bool _mi_dhat_find_main(uintptr_t* lo, uintptr_t* hi) mi_decl_hidden;
 /* Release the mapped object files of the last dump. */
 void _mi_dhat_symbolize_done(void) mi_decl_hidden;
 
+/* ---- lines.c ----------------------------------------------------------------- */
+/* The line table of one object, read from its own .debug_line or from its
+   separate debug file (by build id or .gnu_debuglink), indexed by address. */
+typedef struct mi_dhat_lines_s mi_dhat_lines_t;
+/* The line table of the object file mapped at `map` (`path` locates its
+   separate debug file). NULL where there is none; `*unread` then tells that
+   there may be one this reader cannot read (ask libdw). */
+mi_dhat_lines_t* _mi_dhat_lines_open(const void* map, size_t size, const char* path, bool* unread) mi_decl_hidden;
+/* The file name (without directories) and line of the link-time address
+   `addr`; false without line information. */
+bool _mi_dhat_lines_find(mi_dhat_lines_t* lines, uintptr_t addr, const char** file, int* line) mi_decl_hidden;
+void _mi_dhat_lines_close(mi_dhat_lines_t* lines) mi_decl_hidden;
+
 /* ---- json.c ----------------------------------------------------------------- */
 typedef struct mi_dhat_out_s {
   int fd;
@@ -129,5 +142,8 @@ size_t _mi_dhat_page_recs(const mi_page_t* page, mi_dhat_rec_t** recs, size_t* s
 /* OS memory for the profiler's tables, zeroed; sizes rounded to pages. */
 void* _mi_dhat_os_alloc(size_t size) mi_decl_hidden;
 void _mi_dhat_os_free(void* p, size_t size) mi_decl_hidden;
+/* Grow an OS-memory array to at least `want` elements of `elem` bytes,
+   keeping its contents. */
+bool _mi_dhat_grow(void** arr, size_t* cap, size_t elem, size_t want) mi_decl_hidden;
 
 #endif

@@ -78,7 +78,7 @@ void _mi_dhat_os_free(void* p, size_t size) {
 }
 
 /* Grow an array to at least `want` elements, keeping its contents. */
-static bool mi_dhat_grow(void** arr, size_t* cap, size_t elem, size_t want) {
+bool _mi_dhat_grow(void** arr, size_t* cap, size_t elem, size_t want) {
   if (*cap >= want) return true;
   size_t newcap = (*cap == 0 ? 1024 : *cap);
   while (newcap < want) newcap *= 2;
@@ -138,8 +138,8 @@ static uint32_t mi_dhat_site_of(const uintptr_t* frames, int n) {
     }
   }
   if (mi_dhat.site_count >= UINT32_MAX - 1) return UINT32_MAX;
-  if (!mi_dhat_grow((void**)&mi_dhat.sites, &mi_dhat.site_cap, sizeof(mi_dhat_site_t), mi_dhat.site_count + 1) ||
-      !mi_dhat_grow((void**)&mi_dhat.frames, &mi_dhat.frame_cap, sizeof(uintptr_t), mi_dhat.frame_count + (size_t)n)) {
+  if (!_mi_dhat_grow((void**)&mi_dhat.sites, &mi_dhat.site_cap, sizeof(mi_dhat_site_t), mi_dhat.site_count + 1) ||
+      !_mi_dhat_grow((void**)&mi_dhat.frames, &mi_dhat.frame_cap, sizeof(uintptr_t), mi_dhat.frame_count + (size_t)n)) {
     return UINT32_MAX;
   }
   uint32_t idx = (uint32_t)mi_dhat.site_count++;
@@ -479,7 +479,7 @@ static mi_dhat_addr_t* mi_dhat_addr_of(mi_dhat_dump_t* d, uintptr_t addr) {
     a->ftbl = -1;
     _mi_dhat_symbolize(addr, buf, sizeof(buf), &a->sym);
     size_t n = strlen(buf) + 1;
-    if (mi_dhat_grow((void**)&d->strs, &d->strs_cap, 1, d->strs_len + n)) {
+    if (_mi_dhat_grow((void**)&d->strs, &d->strs_cap, 1, d->strs_len + n)) {
       memcpy(d->strs + d->strs_len, buf, n);
       a->str = d->strs_len;
       d->strs_len += n;
@@ -573,7 +573,7 @@ static void mi_dhat_write(mi_dhat_out_t* out, mi_dhat_dump_t* d, const mi_dhat_s
     _mi_dhat_out_str(out, ",\"fs\":[");
     for (uint32_t f = 0; f < s->frame_count; f++) {
       mi_dhat_addr_t* a = mi_dhat_addr_of(d, d->frames[s->frame_first + f]);
-      if (a->ftbl < 0 && mi_dhat_grow((void**)&d->ftbl, &d->ftbl_cap, sizeof(uintptr_t), d->ftbl_count + 1)) {
+      if (a->ftbl < 0 && _mi_dhat_grow((void**)&d->ftbl, &d->ftbl_cap, sizeof(uintptr_t), d->ftbl_count + 1)) {
         a->ftbl = (int64_t)d->ftbl_count;
         d->ftbl[d->ftbl_count++] = a->addr;
       }
@@ -628,6 +628,30 @@ static void mi_dhat_file_name(const char* path, char* buf, size_t size) {
   buf[len] = 0;
 }
 
+static void mi_dhat_sift_down(uintptr_t* a, size_t i, size_t n) {
+  for (;;) {
+    size_t j = 2 * i + 1;
+    if (j >= n) return;
+    if (j + 1 < n && a[j + 1] > a[j]) j++;
+    if (a[j] <= a[i]) return;
+    uintptr_t t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+    i = j;
+  }
+}
+
+/* Sorts addresses (heap sort: no allocation, no recursion). */
+static void mi_dhat_sort_addrs(uintptr_t* a, size_t n) {
+  for (size_t k = n / 2; k-- > 0;) mi_dhat_sift_down(a, k, n);
+  for (size_t end = n; end-- > 1;) {
+    uintptr_t t = a[0];
+    a[0] = a[end];
+    a[end] = t;
+    mi_dhat_sift_down(a, 0, end);
+  }
+}
+
 static size_t mi_dhat_pow2_at_least(size_t n) {
   size_t cap = 1024;
   while (cap < n) cap *= 2;
@@ -669,9 +693,21 @@ bool mi_dhat_dump(const char* path) {
     d.merge_cap = mi_dhat_pow2_at_least(2 * d.site_count + 2);
     d.addrs = (mi_dhat_addr_t*)_mi_dhat_os_alloc(d.addr_cap * sizeof(mi_dhat_addr_t));
     d.merge = (uint32_t*)_mi_dhat_os_alloc(d.merge_cap * sizeof(uint32_t));
-    ok = (d.addrs != NULL && d.merge != NULL && mi_dhat_grow((void**)&d.ftbl, &d.ftbl_cap, sizeof(uintptr_t), 1));
+    ok = (d.addrs != NULL && d.merge != NULL && _mi_dhat_grow((void**)&d.ftbl, &d.ftbl_cap, sizeof(uintptr_t), 1));
   }
   if (ok) {
+    /* symbolised in address order: the line reader then runs each line
+       program once for all the addresses in it (lines.c) */
+    uintptr_t* sorted =
+        (d.frames == NULL ? NULL : (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t)));
+    if (sorted != NULL) {
+      memcpy(sorted, d.frames, d.frame_count * sizeof(uintptr_t));
+      mi_dhat_sort_addrs(sorted, d.frame_count);
+      for (size_t i = 0; i < d.frame_count; i++) {
+        if (i == 0 || sorted[i] != sorted[i - 1]) (void)mi_dhat_addr_of(&d, sorted[i]);
+      }
+      _mi_dhat_os_free(sorted, (d.frame_count + 1) * sizeof(uintptr_t));
+    }
     d.ftbl[d.ftbl_count++] = 0; /* "[root]" */
     for (size_t k = 0; k < d.site_count; k++) {
       mi_dhat_site_t* s = &d.sites[k];

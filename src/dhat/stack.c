@@ -266,14 +266,19 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
 
 /* The walk trusts a frame only if it lies above the previous one, inside the
    thread's stack, and (past the first) returns into code. It is complete when
-   it reaches `main`, the outermost frame (a zero frame pointer) or the frame
-   limit. The first frame is always right: the allocator keeps frame pointers,
-   so its outermost frame holds the return address into the program. A
-   program built without frame pointers breaks the chain after that; in the
-   automatic mode such a walk is redone by the unwinder. (Where a register
-   happens to hold a stack address and the slot above it an address in code,
-   the walk can take a wrong frame for a right one; MIMALLOC_DHAT_BACKTRACE=1
-   rules that out.) */
+   it reaches `main` or the frame limit. The first frame is always right: the
+   allocator keeps frame pointers, so its outermost frame holds the return
+   address into the program. A program built without frame pointers breaks
+   the chain after that; in the automatic mode such a walk is redone by the
+   unwinder. A zero frame pointer is such a break too, not the end of the
+   stack: code without frame pointers uses the register for anything, and 0
+   is a common value, so taking it for the outermost frame would cut the
+   stack to the caller alone, and merge sites that differ further out. (The
+   real outermost frames, a thread's start routine, go to the unwinder, which
+   gives the frames above it as Valgrind does; the stack cache keeps that
+   cheap.) Where a register happens to hold a stack address and the slot
+   above it an address in code, the walk can take a wrong frame for a right
+   one; MIMALLOC_DHAT_BACKTRACE=1 rules that out. */
 __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) {
   *hint = NULL;
   if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
@@ -288,32 +293,32 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
   uintptr_t lo = mi_dhat_stack_lo;
   uintptr_t hi = mi_dhat_stack_hi;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  /* The allocator's own frames, a handful per call, all with frame pointers:
+     their chain is sound, so it is followed with only the bounds check. */
+  const uintptr_t code_lo = mi_dhat_code_lo;
+  const uintptr_t code_hi = mi_dhat_code_hi;
+  while (fp >= lo && fp <= hi - 2 * sizeof(uintptr_t)) {
+    const uintptr_t* frame = (const uintptr_t*)fp;
+    if (frame[1] < code_lo || frame[1] >= code_hi) break;
+    if (frame[0] <= fp) return mi_dhat_capture_unwind(frames, max, 0, 0, hint); /* (cannot happen) */
+    fp = frame[0];
+  }
   uintptr_t slot0 = 0;
   int n = 0;
-  bool leading = true;
   bool complete = false;
   while (n < max) {
     if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
     const uintptr_t* frame = (const uintptr_t*)fp;
     uintptr_t next = frame[0];
     uintptr_t ret = frame[1];
-    if (leading && _mi_dhat_addr_in_allocator(ret)) {
-      /* still inside the allocator */
-    } else {
-      if (n > 0 && !mi_dhat_in_code(ret)) break;
-      if (n == 0) slot0 = fp + sizeof(uintptr_t);
-      leading = false;
-      frames[n++] = ret;
-      if (mi_dhat_is_main(ret)) {
-        complete = true;
-        break;
-      }
-    }
-    if (next == 0) {
+    if (n > 0 && !mi_dhat_in_code(ret)) break;
+    if (n == 0) slot0 = fp + sizeof(uintptr_t);
+    frames[n++] = ret;
+    if (mi_dhat_is_main(ret)) {
       complete = true;
       break;
     }
-    if (next <= fp) break;
+    if (next <= fp) break; /* zero included: see above */
     fp = next;
   }
   if (n == max) complete = true;

@@ -4,9 +4,10 @@
    (.symtab, which names static functions too; .dynsym where the file is
    stripped), read from the file mapped read-only, or from dladdr's nearest
    exported symbol as the last resort. Source file and line come from the
-   DWARF line tables through elfutils' libdw when it is installed: it is
-   loaded with dlopen at the first dump, so the library does not depend on
-   it ("0x4011A3: parse_line (prog.c:42)", as Valgrind writes it).
+   object's DWARF line table, read by lines.c, or through elfutils' libdw
+   for a table that reader cannot read (libdw is loaded with dlopen at the
+   first such frame, so the library does not depend on it):
+   "0x4011A3: parse_line (prog.c:42)", as Valgrind writes it.
 
    Runs on the dumping thread with its recursion guard up and no profiler lock
    held; the loader's lookups do not allocate. */
@@ -26,6 +27,8 @@ typedef struct mi_dhat_object_s {
   size_t sym_count;
   const char* strs;
   size_t strs_size;
+  mi_dhat_lines_t* lines; /* its line table, read on the first address asked for */
+  uint8_t lines_state;    /* 0: not read yet, 1: ours (or none), 2: libdw's */
   char path[256];
 } mi_dhat_object_t;
 
@@ -156,8 +159,18 @@ static void mi_dhat_dwfl_open(void) {
   mi_dwfl.dwfl = dwfl;
 }
 
-/* "file.c:42" for `pc`, or false where there is no line information. */
-static bool mi_dhat_source_line(uintptr_t pc, const char** file, int* line) {
+/* "file.c:42" for `pc`, or false where there is no line information: from
+   our reader of the object's line table (lines.c), or from libdw for an
+   object whose table that does not read. */
+static bool mi_dhat_source_line(mi_dhat_object_t* obj, uintptr_t pc, const char** file, int* line) {
+  if (obj != NULL) {
+    if (obj->lines_state == 0) {
+      bool unread = false;
+      obj->lines = _mi_dhat_lines_open(obj->map, obj->map_size, obj->path, &unread);
+      obj->lines_state = (unread ? 2 : 1);
+    }
+    if (obj->lines_state == 1) return _mi_dhat_lines_find(obj->lines, pc - obj->bias, file, line);
+  }
   if (!mi_dwfl.tried) mi_dhat_dwfl_open();
   if (mi_dwfl.dwfl == NULL) return false;
   void* mod = mi_dwfl.addrmodule(mi_dwfl.dwfl, (uint64_t)pc);
@@ -221,8 +234,9 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
   struct link_map* lm = NULL;
   const char* name = NULL;
   const char* objname = NULL;
+  mi_dhat_object_t* obj = NULL;
   if (dladdr1((void*)pc, &info, (void**)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
-    mi_dhat_object_t* obj = mi_dhat_object_of(lm);
+    obj = mi_dhat_object_of(lm);
     if (obj != NULL) {
       objname = (obj->path[0] != 0 ? obj->path : NULL);
       if (obj->syms != NULL) name = mi_dhat_object_lookup(obj, pc - obj->bias);
@@ -240,7 +254,7 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
   mi_dhat_append(buf, size, &len, name != NULL ? name : "???");
   const char* file = NULL;
   int line = 0;
-  if (name != NULL && mi_dhat_source_line(pc, &file, &line)) {
+  if (name != NULL && mi_dhat_source_line(obj, pc, &file, &line)) {
     char digits[16];
     int n = 0;
     do {
@@ -296,6 +310,7 @@ void _mi_dhat_symbolize_done(void) {
   mi_dwfl.dwfl = NULL;
   mi_dwfl.tried = false;
   for (size_t i = 0; i < mi_dhat_object_count; i++) {
+    _mi_dhat_lines_close(mi_dhat_objects[i].lines);
     if (mi_dhat_objects[i].map != NULL) mi_prim_file_unmap((void*)mi_dhat_objects[i].map, mi_dhat_objects[i].map_size);
   }
   mi_dhat_object_count = 0;

@@ -5,8 +5,10 @@
 # MIMALLOC_DHAT=1. Both files must follow the format's rules (dhat_check.py
 # validate) and agree (dhat_check.py compare): totals, t-gmax and t-end
 # bytes and blocks, and per allocation site (stacks matched by function
-# names) tb, tbk, gb, gbk, eb, ebk. threads.c: totals only.
-# Positive control: our file with one count changed must fail the compare.
+# names) tb, tbk, gb, gbk, eb, ebk, and the source file and line of every
+# frame Valgrind gives one for. threads.c: totals only.
+# Positive controls: our file with one count or one line changed must fail
+# the compare.
 # usage: compare-valgrind.sh /path/to/libmimalloc.so
 set -u
 LIB="${1:?usage: $0 libmimalloc.so}"
@@ -43,6 +45,19 @@ if $CHECK compare "$WORK/vg-basic.json" "$WORK/bad.json" >/dev/null; then
   failed=1
 else
   echo "positive control caught"
+fi
+echo "--- positive control: a changed source line must be caught"
+python3 - "$WORK/ours-basic.json" "$WORK/bad-line.json" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+d["ftbl"] = [re.sub(r"\(basic\.c:(\d+)\)$", lambda m: f"(basic.c:{int(m.group(1)) + 1})", s) for s in d["ftbl"]]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+if $CHECK compare "$WORK/vg-basic.json" "$WORK/bad-line.json" >/dev/null; then
+  echo "positive control (line) NOT caught"
+  failed=1
+else
+  echo "positive control (line) caught"
 fi
 [ $failed -eq 0 ] && echo "compare-valgrind: all equal" || echo "compare-valgrind: FAILED"
 exit $failed

@@ -46,6 +46,17 @@ pp = site("small_in_heap")
 if pp["tl"] > 9 * (d["te"] - 1500):
     print(f"small_in_heap: tl {pp['tl']} runs past the destroy")
     bad = 1
+# a call made with a zero frame pointer (x86-64): the stack goes on past it
+# to its caller and main, not cut at the call
+pps = [pp for pp in d["pps"] if pp["fs"] and re.search(r": call_zero_fp \(", d["ftbl"][pp["fs"][0]])]
+if pps:
+    names = [re.sub(r"^0x[0-9A-F]+: (\S+).*", r"\1", d["ftbl"][f]) for f in pps[0]["fs"]]
+    if names[1:3] != ["zero_fp_site", "main"] or pps[0]["tb"] != 48:
+        print(f"call_zero_fp: stack {names}, tb {pps[0]['tb']}; expected zero_fp_site, main after it, tb 48")
+        bad = 1
+elif __import__("platform").machine() == "x86_64":
+    print("call_zero_fp: no site")
+    bad = 1
 sys.exit(bad)
 PY
 }

@@ -123,6 +123,29 @@ def program_pps(d):
     return kept
 
 
+LOCATION = re.compile(r"\(([^()\s]+:\d+)\)$")
+
+
+def locations(d, pp):
+    """The source locations of a stack's frames ("basic.c:16"; None where
+    the frame string has none), in the order names() gives the frames."""
+    out = []
+    for i in pp["fs"]:
+        s = d["ftbl"][i]
+        if "vgpreload_" in s:
+            continue
+        m = LOCATION.search(s)
+        out.append(m.group(1) if m else None)
+    return tuple(out)
+
+
+def per_site_locations(d):
+    sites = {}
+    for pp in d["pps"]:
+        sites.setdefault(names(d, pp), set()).add(locations(d, pp))
+    return sites
+
+
 def per_site(d):
     sites = {}
     for pp in d["pps"]:
@@ -161,6 +184,14 @@ def compare(vg, ours, totals_only):
         print(f"site {' <- '.join(k) or '(empty)'}: {'ok' if same else 'DIFFERENT'}")
         if not same:
             print(f"    valgrind {a}\n    ours     {b}")
+    # source lines (symbolize.c, lines.c): each frame Valgrind gives a file
+    # and line for has the same file and line in ours
+    lv, lo = per_site_locations(vg), per_site_locations(ours)
+    for k in sorted(set(lv) & set(lo)):
+        for want in lv[k]:
+            if not any(all(w is None or w == g for w, g in zip(want, got)) for got in lo[k]):
+                ok = False
+                print(f"site {' <- '.join(k)}: source lines DIFFERENT\n    valgrind {want}\n    ours     {sorted(lo[k], key=str)}")
     return ok
 
 

@@ -16,7 +16,7 @@
     } \
   } while (0)
 
-static void* volatile sink[5];
+static void* volatile sink[6];
 
 /* Sites: the store after the call keeps it from being a tail call (the
    site's frame stays on the stack), a sink of its own keeps two sites from
@@ -57,6 +57,40 @@ SITE void* kept(size_t n) {
   return p;
 }
 
+#if defined(__x86_64__) && defined(__ELF__)
+/* call_zero_fp(fn, n) calls fn(n) with the frame-pointer register 0, as code
+   built without frame pointers may (the register is then free for any
+   value). The walk must not take the 0 for the end of the stack: the site's
+   stack goes on through zero_fp_site to main. Written in assembly, with its
+   unwind information, so that the register is 0 at the call for sure. */
+void* call_zero_fp(void* (*fn)(size_t), size_t n);
+__asm__(
+    ".text\n"
+    ".type call_zero_fp, @function\n"
+    "call_zero_fp:\n"
+    ".cfi_startproc\n"
+    "pushq %rbp\n"
+    ".cfi_adjust_cfa_offset 8\n"
+    ".cfi_rel_offset %rbp, 0\n"
+    "xorl %ebp, %ebp\n"
+    "movq %rdi, %rax\n"
+    "movq %rsi, %rdi\n"
+    "call *%rax\n"
+    "popq %rbp\n"
+    ".cfi_adjust_cfa_offset -8\n"
+    ".cfi_restore %rbp\n"
+    "ret\n"
+    ".cfi_endproc\n"
+    ".size call_zero_fp, .-call_zero_fp\n");
+#define MI_HAVE_ZERO_FP 1
+
+SITE void* zero_fp_site(size_t n) {
+  void* p = call_zero_fp(&mi_malloc, n);
+  sink[5] = p;
+  return p;
+}
+#endif
+
 int main(int argc, char** argv) {
   CHECK(argc == 2);
   CHECK(mi_dhat_start());
@@ -76,6 +110,9 @@ int main(int argc, char** argv) {
   void* q = to_expand(1000);
   CHECK(mi_expand(q, 500) == q);
   CHECK(mi_expand(q, (size_t)1 << 30) == NULL); /* fails: counts nothing */
+#ifdef MI_HAVE_ZERO_FP
+  mi_free(zero_fp_site(48));
+#endif
   CHECK(mi_dhat_dump(argv[1]));
   mi_dhat_stop();
   mi_free(q);
