@@ -64,6 +64,11 @@ typedef struct mi_dhat_state_s {
 static mi_lock_t mi_dhat_lock;
 static mi_dhat_state_t mi_dhat; /* under mi_dhat_lock */
 static mi_decl_thread bool mi_dhat_busy;
+/* One dump at a time in the process: the symboliser's caches (symbolize.c,
+   lines.c) are shared and unlocked. A dump asked for while another thread
+   writes one fails with EBUSY rather than wait behind its file write (and
+   no lock is held across the symboliser's calls into the C library). */
+static _Atomic(bool) mi_dhat_dumping;
 static bool mi_dhat_from_env; /* started by MIMALLOC_DHAT: dump at exit */
 static long mi_dhat_env_pid;
 
@@ -441,6 +446,7 @@ void _mi_dhat_after_fork_child(void) {
   atomic_store_explicit(&_mi_dhat_on, false, memory_order_relaxed);
   mi_dhat_from_env = false;
   mi_dhat_busy = false;
+  atomic_store_explicit(&mi_dhat_dumping, false, memory_order_relaxed); /* the dumping thread is not in the child */
 }
 
 /* ---- Dump --------------------------------------------------------------------------------- */
@@ -660,7 +666,9 @@ static size_t mi_dhat_pow2_at_least(size_t n) {
 
 bool mi_dhat_dump(const char* path) {
   _mi_process_init_once();
-  if (mi_dhat_busy) {
+  bool idle = false;
+  if (mi_dhat_busy || !atomic_compare_exchange_strong_explicit(&mi_dhat_dumping, &idle, true, memory_order_acquire,
+                                                               memory_order_relaxed)) {
     errno = EBUSY;
     return false;
   }
@@ -738,6 +746,7 @@ bool mi_dhat_dump(const char* path) {
   }
   mi_dhat_dump_free(&d);
   mi_dhat_busy = false;
+  atomic_store_explicit(&mi_dhat_dumping, false, memory_order_release);
   if (!ok) errno = err;
   else _mi_verbose_message("heap profile written to %s\n", fname);
   return ok;

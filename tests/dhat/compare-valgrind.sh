@@ -33,6 +33,16 @@ for prog in basic peaks threads; do
   [ "$prog" = threads ] && only="--totals-only"
   $CHECK compare "$WORK/vg-$prog.json" "$WORK/ours-$prog.json" $only || failed=1
 done
+# expect_caught WHAT FILE: a planted difference in FILE must fail the comparison
+expect_caught() {
+  if $CHECK compare "$WORK/vg-basic.json" "$2" >/dev/null; then
+    echo "$1 NOT caught"
+    failed=1
+  else
+    echo "$1 caught"
+  fi
+}
+
 echo "--- positive control: a changed count must be caught"
 python3 - "$WORK/ours-basic.json" "$WORK/bad.json" <<'PY'
 import json, sys
@@ -40,12 +50,7 @@ d = json.load(open(sys.argv[1]))
 d["pps"][0]["gb"] += 1
 json.dump(d, open(sys.argv[2], "w"))
 PY
-if $CHECK compare "$WORK/vg-basic.json" "$WORK/bad.json" >/dev/null; then
-  echo "positive control NOT caught"
-  failed=1
-else
-  echo "positive control caught"
-fi
+expect_caught "positive control" "$WORK/bad.json"
 echo "--- positive control: a changed source line must be caught"
 python3 - "$WORK/ours-basic.json" "$WORK/bad-line.json" <<'PY'
 import json, re, sys
@@ -53,11 +58,6 @@ d = json.load(open(sys.argv[1]))
 d["ftbl"] = [re.sub(r"\(basic\.c:(\d+)\)$", lambda m: f"(basic.c:{int(m.group(1)) + 1})", s) for s in d["ftbl"]]
 json.dump(d, open(sys.argv[2], "w"))
 PY
-if $CHECK compare "$WORK/vg-basic.json" "$WORK/bad-line.json" >/dev/null; then
-  echo "positive control (line) NOT caught"
-  failed=1
-else
-  echo "positive control (line) caught"
-fi
+expect_caught "positive control (line)" "$WORK/bad-line.json"
 [ $failed -eq 0 ] && echo "compare-valgrind: all equal" || echo "compare-valgrind: FAILED"
 exit $failed

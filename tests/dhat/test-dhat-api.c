@@ -3,6 +3,7 @@
    down, aligned, heap, zero-size, frees from another thread), dump on demand
    with "%p", fork (the child's profiler is off), stop. Writes the file named
    by argv[1] (pid expanded); format-test.sh validates it. */
+#include <errno.h>
 #include <mimalloc.h>
 #include <mimalloc/dhat.h>
 #include <pthread.h>
@@ -33,6 +34,18 @@ static void* free_elsewhere(void* arg) {
    through a shared array) while the main thread dumps. */
 #define SHARED 256
 static void* _Atomic shared[SHARED];
+
+/* NULL if every dump was written or refused with EBUSY */
+static void* dump_repeatedly(void* arg) {
+  char path[80];
+  snprintf(path, sizeof(path), "/tmp/mi-dhat-api-%d-%d.json", (int)getpid(), (int)(uintptr_t)arg);
+  void* bad = NULL;
+  for (int i = 0; i < 5 && bad == NULL; i++) {
+    if (!mi_dhat_dump(path) && errno != EBUSY) bad = (void*)1;
+  }
+  unlink(path);
+  return bad;
+}
 
 static void* churn(void* arg) {
   unsigned x = (unsigned)(uintptr_t)arg * 2654435761u + 1;
@@ -109,6 +122,15 @@ int main(int argc, char** argv) {
   snprintf(tmp, sizeof(tmp), "/tmp/mi-dhat-api-%d.json", (int)getpid());
   for (int i = 0; i < 3; i++) CHECK(mi_dhat_dump(tmp)); /* while the workers run */
   unlink(tmp);
+  /* two threads dumping at once: each dump is written whole or refused with
+     EBUSY, never both at a time through the shared symboliser */
+  pthread_t dumpers[2];
+  for (int i = 0; i < 2; i++) CHECK(pthread_create(&dumpers[i], NULL, dump_repeatedly, (void*)(uintptr_t)i) == 0);
+  for (int i = 0; i < 2; i++) {
+    void* bad;
+    CHECK(pthread_join(dumpers[i], &bad) == 0);
+    CHECK(bad == NULL);
+  }
   for (int i = 0; i < 4; i++) CHECK(pthread_join(workers[i], NULL) == 0);
   for (int i = 0; i < SHARED; i++) mi_free(atomic_exchange(&shared[i], NULL));
 
