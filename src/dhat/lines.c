@@ -369,44 +369,11 @@ static bool mi_dhat_unit_parse(const mi_dhat_sect_t* line, size_t off, mi_dhat_u
   return (u->tables <= u->program);
 }
 
-/* The name of file `index` of a unit (NULL if there is none). */
-static const char* mi_dhat_unit_file(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, uint64_t index) {
-  mi_dhat_cur_t c = {u->tables, u->program, false};
-  if (u->version < 5) {
-    while (!c.bad && c.p < c.end && *c.p != 0) (void)mi_dhat_cstr(&c); /* directories */
-    c.p++;
-    for (uint64_t i = 1; !c.bad && c.p < c.end && *c.p != 0; i++) {
-      const char* name = mi_dhat_cstr(&c);
-      (void)mi_dhat_uleb(&c);
-      (void)mi_dhat_uleb(&c);
-      (void)mi_dhat_uleb(&c);
-      if (i == index) return (c.bad ? NULL : name);
-    }
-    return NULL;
-  }
-  for (int table = 0; table < 2; table++) {
-    uint64_t formats[2 * 16] = {0};
-    uint64_t nformats = mi_dhat_fixed(&c, 1);
-    if (nformats > 16) return NULL;
-    for (uint64_t f = 0; f < 2 * nformats; f++) formats[f] = mi_dhat_uleb(&c);
-    uint64_t count = mi_dhat_uleb(&c);
-    for (uint64_t i = 0; i < count && !c.bad; i++) {
-      const char* path = NULL;
-      for (uint64_t f = 0; f < nformats; f++) {
-        const char* s = NULL;
-        if (!mi_dhat_form(L, u, &c, formats[2 * f + 1], &s)) return NULL;
-        if (formats[2 * f] == 1) path = s; /* DW_LNCT_path */
-      }
-      if (table == 1 && i == index) return (c.bad ? NULL : path);
-    }
-  }
-  return NULL;
-}
-
-/* Whether every file entry of a unit can be read (checked once, when the
-   object is indexed, so that a lookup never meets a form it cannot skip). */
-static bool mi_dhat_unit_files_ok(mi_dhat_lines_t* L, const mi_dhat_unit_t* u) {
-  if (u->version < 5) return true;
+/* Walks a DWARF 5 unit's directory and file tables. With `path`, stops at
+   file `index` and reads its name (which may inflate a string section: only
+   that entry's strings are read); without, only checks that every entry can
+   be skipped. False if an entry cannot be read, or `index` is not there. */
+static bool mi_dhat_v5_files(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, uint64_t index, const char** path) {
   mi_dhat_cur_t c = {u->tables, u->program, false};
   for (int table = 0; table < 2 && !c.bad; table++) {
     uint64_t formats[2 * 16] = {0};
@@ -415,12 +382,45 @@ static bool mi_dhat_unit_files_ok(mi_dhat_lines_t* L, const mi_dhat_unit_t* u) {
     for (uint64_t f = 0; f < 2 * nformats; f++) formats[f] = mi_dhat_uleb(&c);
     uint64_t count = mi_dhat_uleb(&c);
     for (uint64_t i = 0; i < count && !c.bad; i++) {
+      bool wanted = (path != NULL && table == 1 && i == index);
+      const char* name = NULL;
       for (uint64_t f = 0; f < nformats; f++) {
-        if (!mi_dhat_form(L, u, &c, formats[2 * f + 1], NULL)) return false;
+        const char* s = NULL;
+        if (!mi_dhat_form(L, u, &c, formats[2 * f + 1], wanted ? &s : NULL)) return false;
+        if (formats[2 * f] == 1) name = s; /* DW_LNCT_path */
+      }
+      if (wanted) {
+        *path = name;
+        return !c.bad;
       }
     }
   }
-  return !c.bad;
+  return (!c.bad && path == NULL);
+}
+
+/* The name of file `index` of a unit (NULL if there is none). */
+static const char* mi_dhat_unit_file(mi_dhat_lines_t* L, const mi_dhat_unit_t* u, uint64_t index) {
+  if (u->version >= 5) {
+    const char* path = NULL;
+    return (mi_dhat_v5_files(L, u, index, &path) ? path : NULL);
+  }
+  mi_dhat_cur_t c = {u->tables, u->program, false};
+  while (!c.bad && c.p < c.end && *c.p != 0) (void)mi_dhat_cstr(&c); /* directories */
+  c.p++;
+  for (uint64_t i = 1; !c.bad && c.p < c.end && *c.p != 0; i++) {
+    const char* name = mi_dhat_cstr(&c);
+    (void)mi_dhat_uleb(&c);
+    (void)mi_dhat_uleb(&c);
+    (void)mi_dhat_uleb(&c);
+    if (i == index) return (c.bad ? NULL : name);
+  }
+  return NULL;
+}
+
+/* Whether every file entry of a unit can be read (checked once, when the
+   object is indexed, so that a lookup never meets a form it cannot skip). */
+static bool mi_dhat_unit_files_ok(mi_dhat_lines_t* L, const mi_dhat_unit_t* u) {
+  return (u->version < 5 || mi_dhat_v5_files(L, u, 0, NULL));
 }
 
 /* Runs a unit's line program: indexing (`decode` false), each sequence's
