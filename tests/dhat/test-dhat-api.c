@@ -15,13 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(x) \
-  do { \
-    if (!(x)) { \
-      fprintf(stderr, "test-dhat-api: check failed: %s (line %d)\n", #x, __LINE__); \
-      exit(1); \
-    } \
-  } while (0)
+#define CHECK_PROG "test-dhat-api"
+#include "check.h"
 
 static void* volatile keep[64];
 

@@ -8,13 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(x) \
-  do { \
-    if (!(x)) { \
-      fprintf(stderr, "test-dhat-counts: check failed: %s (line %d)\n", #x, __LINE__); \
-      exit(1); \
-    } \
-  } while (0)
+#define CHECK_PROG "test-dhat-counts"
+#include "check.h"
 
 static void* volatile sink[6];
 
