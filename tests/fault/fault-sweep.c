@@ -227,7 +227,11 @@ static long long run_case(long long nth, long long count) {
   const char* line = strstr(out, "passed (calls ");
   if (code != 0 || line == NULL || sscanf(line, "passed (calls %lld)", &calls) != 1) {
     printf("fault-sweep: nth=%lld count=%lld: failed (exit %d%s): %s\n", nth, count, code,
-           code == MI_SPAWN_TIMEOUT ? ", hung" : (code == 3 ? ", a check failed or abort" : ""), out);
+           code == MI_SPAWN_TIMEOUT       ? ", hung"
+           : code == MI_SPAWN_NOT_STARTED ? ", not started"
+           : code == 3                    ? ", a check failed or abort"
+                                          : "",
+           out);
     return -1;
   }
   return calls;

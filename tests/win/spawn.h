@@ -10,18 +10,26 @@
 #include <string.h>
 #include <windows.h>
 
-#define MI_SPAWN_TIMEOUT (-2) /* killed by the watchdog */
+#define MI_SPAWN_TIMEOUT (-2)     /* killed by the watchdog */
+#define MI_SPAWN_NOT_STARTED (-3) /* CreatePipe or CreateProcess failed every time */
 
 /* Run "<this exe> <args>" with `env` ("NAME=VALUE" strings, NULL-terminated;
    NAME= unsets) added to our environment for the child; its stdout
    (`capture_stdout`) and/or stderr go to `out` (NUL-terminated), the rest
-   to NUL. Returns the exit code, -1 if it did not start, MI_SPAWN_TIMEOUT
-   if it ran longer than `timeout_ms`. */
+   to NUL. Returns the exit code, MI_SPAWN_NOT_STARTED (with the Windows
+   error in `out`) if it could not be started, MI_SPAWN_TIMEOUT if it ran
+   longer than `timeout_ms`. A start that fails is tried again a few times:
+   under a loaded Wine, CreateProcess now and then fails transiently, and
+   that is not the test's failure. */
 __attribute__((unused)) static int mi_spawn_self(const char* args, const char* const* env, bool capture_stdout,
                                                  bool capture_stderr, char* out, size_t out_size, DWORD timeout_ms) {
+  if (out_size > 0) out[0] = 0; /* never a previous child's output */
   char exe[MAX_PATH];
   DWORD n = GetModuleFileNameA(NULL, exe, sizeof(exe));
-  if (n == 0 || n >= sizeof(exe)) return -1;
+  if (n == 0 || n >= sizeof(exe)) {
+    snprintf(out, out_size, "spawn: GetModuleFileName failed (error %lu)", (unsigned long)GetLastError());
+    return MI_SPAWN_NOT_STARTED;
+  }
   char cmd[2 * MAX_PATH];
   snprintf(cmd, sizeof(cmd), "\"%s\" %s", exe, args);
   /* the environment: set for the child, put back after (the child inherits ours) */
@@ -41,8 +49,14 @@ __attribute__((unused)) static int mi_spawn_self(const char* args, const char* c
   SECURITY_ATTRIBUTES sa = {sizeof(sa), NULL, TRUE};
   HANDLE rd = NULL, wr = NULL;
   HANDLE nul = CreateFileA("NUL", GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE, &sa, OPEN_EXISTING, 0, NULL);
-  int result = -1;
-  if (CreatePipe(&rd, &wr, &sa, 0)) {
+  int result = MI_SPAWN_NOT_STARTED;
+  DWORD start_error = 0;
+  for (int attempt = 0; attempt < 5 && result == MI_SPAWN_NOT_STARTED; attempt++) {
+    if (attempt > 0) Sleep(100u << attempt);
+    if (!CreatePipe(&rd, &wr, &sa, 0)) {
+      start_error = GetLastError();
+      continue;
+    }
     SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
     STARTUPINFOA si;
     memset(&si, 0, sizeof(si));
@@ -53,7 +67,9 @@ __attribute__((unused)) static int mi_spawn_self(const char* args, const char* c
     si.hStdError = (capture_stderr ? wr : nul);
     PROCESS_INFORMATION pi;
     fflush(NULL);
-    if (CreateProcessA(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
+    if (!CreateProcessA(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
+      start_error = GetLastError();
+    } else {
       CloseHandle(wr);
       wr = NULL;
       size_t got = 0;
@@ -80,6 +96,10 @@ __attribute__((unused)) static int mi_spawn_self(const char* args, const char* c
     }
     if (wr != NULL) CloseHandle(wr);
     CloseHandle(rd);
+    rd = wr = NULL;
+  }
+  if (result == MI_SPAWN_NOT_STARTED) {
+    snprintf(out, out_size, "spawn: the child could not be started (error %lu)", (unsigned long)start_error);
   }
   if (nul != INVALID_HANDLE_VALUE) CloseHandle(nul);
   for (int i = 0; i < envc; i++) {
