@@ -89,7 +89,11 @@
 #define MI_MEDIUM_PAGES_PER_SEGMENT (MI_SEGMENT_SIZE / MI_MEDIUM_PAGE_SIZE)
 
 #define MI_SMALL_BLOCK_MAX ((size_t)8 * 1024)
-#define MI_MEDIUM_BLOCK_MAX ((size_t)128 * 1024)
+/* Secure builds add an 8-byte trailer to every request, so the last medium
+   bin is 128 KiB + 16 there (bin 89, after the 88 of the size classes): a
+   request of exactly 128 KiB, a common buffer size, stays on a medium page
+   instead of taking a segment of its own. */
+#define MI_MEDIUM_BLOCK_MAX ((size_t)128 * 1024 + (MI_SECURE ? 16 : 0))
 
 /* Blocks above MI_MEDIUM_BLOCK_MAX get a segment of their own ("single-block"
    segments): "large" up to MI_LARGE_SEGMENT_MAX (these segments are cached
@@ -103,7 +107,7 @@
 /* Size classes: 16-byte steps up to 128 bytes, then 8 classes per doubling, so
    that above 128 bytes rounding wastes less than 1/8 of a block. */
 #define MI_BIN_SMALL_MAX 56                 /* last bin of small pages (8 KiB) */
-#define MI_BIN_MEDIUM_MAX 88                /* last bin of medium pages (128 KiB) */
+#define MI_BIN_MEDIUM_MAX (MI_SECURE ? 89 : 88) /* last bin of medium pages (MI_MEDIUM_BLOCK_MAX) */
 #define MI_BIN_FULL (MI_BIN_MEDIUM_MAX + 1) /* queue of pages with no free block */
 #define MI_BIN_COUNT (MI_BIN_FULL + 1)
 

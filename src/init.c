@@ -17,7 +17,12 @@ const mi_page_t _mi_page_empty = {0};
 #define MI_QUEUES_10 \
   MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, \
       MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY
-_Static_assert(MI_BIN_COUNT == 90, "update the empty heap's queue initialiser");
+#if MI_SECURE
+#define MI_QUEUES_LAST MI_QUEUES_10, MI_QUEUE_EMPTY /* the 91st: secure builds' bin for 128 KiB + trailer */
+#else
+#define MI_QUEUES_LAST MI_QUEUES_10
+#endif
+_Static_assert(MI_BIN_COUNT == 90 + MI_SECURE, "update the empty heap's queue initialiser");
 
 /* The heap of a thread that has not allocated yet: every queue points at the
    empty page, so the fast path falls through to the slow path, which sets
@@ -25,7 +30,7 @@ _Static_assert(MI_BIN_COUNT == 90, "update the empty heap's queue initialiser");
 const mi_heap_t _mi_heap_empty = {
     .tld = NULL,
     .pages = {MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10,
-              MI_QUEUES_10, MI_QUEUES_10},
+              MI_QUEUES_10, MI_QUEUES_LAST},
 };
 
 mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;

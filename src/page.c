@@ -3,6 +3,7 @@
 
 size_t _mi_bin_size(size_t bin) {
   if (bin <= 8) return (bin == 0 ? 16 : bin * 16);
+  if (bin == MI_BIN_MEDIUM_MAX) return MI_MEDIUM_BLOCK_MAX;
   size_t k = (bin - 9) / 8;
   size_t idx = (bin - 9) % 8;
   size_t b = 7 + k;

@@ -192,6 +192,10 @@ static void case_overflow_16_small(bool misuse) {
 static void case_overflow_1_medium(bool misuse) {
   overflow_and_free((char*)mi_malloc(20000), 20000, 1, misuse);
 }
+/* 128 KiB, with its trailer, fills the secure builds' last medium bin */
+static void case_overflow_1_128k(bool misuse) {
+  overflow_and_free((char*)mi_malloc(128 * 1024), 128 * 1024, 1, misuse);
+}
 static void case_overflow_1_large(bool misuse) {
   overflow_and_free((char*)mi_malloc(300000), 300000, 1, misuse);
 }
@@ -332,6 +336,7 @@ MI_CHILD_TEST(overflow_1_exact_class, SIGABRT, "heap buffer overflow detected in
 MI_CHILD_TEST(overflow_nul, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_16_small, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_1_medium, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(overflow_1_128k, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_1_large, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_16_large, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_after_realloc, SIGABRT, "heap buffer overflow detected in block")
@@ -368,6 +373,25 @@ static void test_exact_usable_size(void** state) {
     assert_int_equal(mi_usable_size(p), n);
     mi_free(p);
   }
+}
+
+/* A request of exactly 128 KiB plus the trailer is a medium block (the
+   secure builds' extra bin), not a 4 MiB segment of its own: a medium page
+   holds three, so of three such blocks two share a segment. */
+static void test_128k_is_medium(void** state) {
+  (void)state;
+  void* p[3];
+  for (int i = 0; i < 3; i++) {
+    p[i] = mi_malloc(128 * 1024);
+    assert_non_null(p[i]);
+    assert_int_equal(mi_usable_size(p[i]), 128 * 1024);
+  }
+  int shared = 0;
+  for (int i = 0; i < 3; i++) {
+    for (int j = i + 1; j < 3; j++) shared += (((uintptr_t)p[i] >> 22) == ((uintptr_t)p[j] >> 22));
+  }
+  assert_true(shared > 0);
+  for (int i = 0; i < 3; i++) mi_free(p[i]);
 }
 
 /* The first small page of a segment is shortened by the segment header and
@@ -424,6 +448,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_nul),
       cmocka_unit_test(test_overflow_16_small),
       cmocka_unit_test(test_overflow_1_medium),
+      cmocka_unit_test(test_overflow_1_128k),
       cmocka_unit_test(test_overflow_1_large),
       cmocka_unit_test(test_overflow_16_large),
       cmocka_unit_test(test_overflow_after_realloc),
@@ -442,6 +467,7 @@ int main(void) {
       cmocka_unit_test(test_error_callback),
       cmocka_unit_test(test_exact_usable_size),
       cmocka_unit_test(test_zalloc_one_block_page),
+      cmocka_unit_test(test_128k_is_medium),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
