@@ -120,6 +120,7 @@
 #define MI_SECURE_CANARY_MAX 16
 #define MI_SECURE_UAF_CHECK_MAX MI_SMALL_BLOCK_MAX
 #define MI_SECURE_QUARANTINE 64
+#define MI_SECURE_CARVE_MAX 32 /* blocks linked in random order per extension of a page */
 
 /* Free segments kept for reuse before they are unmapped. */
 #define MI_SEGMENT_CACHE_MAX 32

@@ -434,7 +434,7 @@ void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
 
 /* secure.c (MI_SECURE) */
 #if MI_SECURE
-void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty) mi_decl_hidden;
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;
 void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;

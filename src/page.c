@@ -95,12 +95,18 @@ static void mi_page_extend(mi_page_t* page) {
   if (want < 4) want = 4;
   size_t avail = page->reserved - page->capacity;
   if (avail == 0) return; /* callers extend only pages with room; nothing to carve otherwise */
+#if MI_SECURE
+  /* the shuffle costs a random number per block: tiny blocks are carved
+     MI_SECURE_CARVE_MAX at a time, still as many to choose the next among
+     as a 4 KiB carve of 128-byte blocks gives */
+  if (want > MI_SECURE_CARVE_MAX) want = MI_SECURE_CARVE_MAX;
+#endif
   if (want > avail) want = avail;
   uint8_t* start = page->start + (size_t)page->capacity * bsize;
 #if MI_SECURE
   /* secure: link the new blocks in random order, so neighbours in memory are
      not neighbours in allocation order */
-  uint16_t order[4096 / 16];
+  uint16_t order[MI_SECURE_CARVE_MAX];
   for (size_t i = 0; i < want; i++) order[i] = (uint16_t)i;
   mi_tld_t* tld = page->heap->tld;
   for (size_t i = want - 1; i > 0; i--) {

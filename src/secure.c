@@ -142,10 +142,12 @@ static inline uint64_t mi_trailer_encode(uintptr_t tag, size_t user_end) {
 
 /* ---- Pages ---------------------------------------------------------------- */
 
-void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty) {
+/* `blocks`: how many the page will hold; the bits past them are never read
+   (every index is checked against the page's capacity first) */
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) {
   page->keys[0] = _mi_tld_random(heap->tld);
   page->keys[1] = _mi_tld_random(heap->tld);
-  for (size_t i = 0; i < MI_SMALL_PAGE_SIZE / 16 / 64; i++) {
+  for (size_t i = 0; i < (blocks + 63) / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }
   if (was_dirty && page->needs_zero) {

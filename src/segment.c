@@ -300,7 +300,7 @@ static mi_page_t* mi_segment_page_setup(mi_heap_t* heap, mi_segment_t* segment, 
   uint8_t* start;
   size_t area = _mi_segment_page_area(segment, page->index, &start);
 #if MI_SECURE
-  _mi_secure_page_init(heap, page, page->committed != 0);
+  _mi_secure_page_init(heap, page, page->committed != 0, area / _mi_bin_size(bin));
 #endif
   if (page->committed != area) {
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
