@@ -434,6 +434,7 @@ void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
 
 /* secure.c (MI_SECURE) */
 #if MI_SECURE
+void _mi_secure_keys_init(void) mi_decl_hidden;
 void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;
 void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;

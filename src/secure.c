@@ -46,8 +46,15 @@ static mi_decl_noreturn void mi_secure_fatal_op(mi_secure_op_t op, const char* w
 
 /* ---- Keys and the per-thread random state ---------------------------------- */
 
+/* Derived from the process key once, at start-up: free and malloc both use it. */
+static uintptr_t mi_trailer_key_value;
+
+void _mi_secure_keys_init(void) {
+  mi_trailer_key_value = _mi_process_key * 0xBF58476D1CE4E5B9ULL;
+}
+
 static inline uintptr_t mi_trailer_key(void) {
-  return _mi_process_key * 0xBF58476D1CE4E5B9ULL;
+  return mi_trailer_key_value;
 }
 
 static inline uintptr_t mi_tag_of(const void* p) {
@@ -363,9 +370,11 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
                                               size_t* idx_out) {
   bool is_free = (op == MI_OP_FREE);
   mi_segment_t* segment;
+  bool past_first_chunk = false;
   if (mi_likely(_mi_segment_map_contains(p))) {
     segment = _mi_ptr_segment(p);
   } else {
+    past_first_chunk = true;
     /* past the first 4 MiB of a large or huge block, or not ours at all */
     segment = _mi_segment_containing(p);
     if (segment == NULL) {
@@ -375,6 +384,7 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
       mi_secure_fatal_op(op, NULL, p, 0);
     }
   }
+
   if (mi_unlikely(segment->cookie != ((uintptr_t)segment ^ _mi_process_key))) {
     /* still ours (in the map) but its header reads as zero: a cached segment
        the cache has purged, which holds no live block */
@@ -383,7 +393,9 @@ static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, 
     }
     mi_secure_fatal_op(op, NULL, p, 0);
   }
-  if ((size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
+  /* a pointer in a segment's first chunk lies within it (every segment is at
+     least a chunk long); one further on may lie past the segment's end */
+  if (mi_unlikely(past_first_chunk) && (size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
     mi_secure_fatal_op(op, NULL, p, 0);
   }
   mi_page_t* page = _mi_segment_page_of(segment, p);
