@@ -146,11 +146,43 @@ static void case_free_huge_interior(bool misuse) {
 }
 /* into the segment header before a live block: metadata is never a block,
    even where the page that spans it is not in use (found by the fuzz
-   harness: was reported as a double free) */
+   harness: was reported as a double free). A new thread's medium blocks of
+   one size fill the first 512 KiB page of a fresh segment (25 to a page) and
+   start the second; all but the last are freed, and medium pages are not
+   kept, so the first page, which spans the header, is out of use: checked
+   through the heap's visit (no in-use page starts there), so that the case
+   cannot pass without reaching that path. */
+typedef struct page_probe_s {
+  uintptr_t lo, hi;
+  bool in_use;
+} page_probe_t;
+static bool probe_area(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
+  (void)heap, (void)block, (void)size;
+  page_probe_t* probe = (page_probe_t*)arg;
+  if ((uintptr_t)area->blocks >= probe->lo && (uintptr_t)area->blocks < probe->hi) probe->in_use = true;
+  return true;
+}
+static void* free_segment_header_thread(void* arg) {
+  bool misuse = (arg != NULL);
+  void* blocks[40];
+  for (int i = 0; i < 40; i++) blocks[i] = mi_malloc(20000);
+  char* keep = (char*)blocks[39];
+  for (int i = 0; i < 39; i++) mi_free(blocks[i]);
+  uintptr_t segment = (uintptr_t)keep & ~(uintptr_t)((4u << 20) - 1);
+  page_probe_t probe = {segment, segment + (512u << 10), false};
+  mi_heap_visit_blocks(mi_heap_get_default(), false, &probe_area, &probe);
+  if (probe.in_use || (uintptr_t)keep - segment < (512u << 10)) {
+    fprintf(stderr, "free_segment_header: the segment's first page is still in use: the case would test nothing\n");
+    _exit(4);
+  }
+  sink = keep;
+  mi_free(misuse ? (void*)(segment + 16) : keep);
+  return NULL;
+}
 static void case_free_segment_header(bool misuse) {
-  char* p = (char*)mi_malloc(64);
-  sink = p;
-  mi_free(misuse ? (void*)(((uintptr_t)p & ~(uintptr_t)((4u << 20) - 1)) + 16) : p);
+  pthread_t t;
+  if (pthread_create(&t, NULL, &free_segment_header_thread, misuse ? (void*)1 : NULL) != 0) _exit(5);
+  pthread_join(t, NULL);
 }
 static void case_free_aligned_interior(bool misuse) {
   char* p = (char*)mi_malloc_aligned(100, 256);
