@@ -64,14 +64,12 @@ bool _mi_segment_map_set(const mi_segment_t* segment, size_t size, bool present)
    strays into an unrelated segment. The caller still checks the segment's
    cookie and size: the answer can be stale if the segment is being unmapped. */
 mi_segment_t* _mi_segment_containing(const void* p) {
+  if (_mi_segment_map_contains(p)) return _mi_ptr_segment(p);
   uintptr_t chunk = (uintptr_t)p >> MI_SEGMENT_SHIFT;
   if (chunk >= MI_SEGMENT_MAP_BITS) return NULL;
   _Atomic(uint64_t)* map = atomic_load_explicit(&_mi_segment_map, memory_order_acquire);
   if (map == NULL) return NULL;
   _Atomic(uint64_t)* cont = map + MI_SEGMENT_MAP_WORDS;
-  if ((atomic_load_explicit(&map[chunk / 64], memory_order_acquire) >> (chunk % 64)) & 1) {
-    return (mi_segment_t*)(chunk << MI_SEGMENT_SHIFT);
-  }
   /* chunks [low, chunk] of word w must all be continuation chunks until a
      start bit is found among them */
   size_t w = chunk / 64;
