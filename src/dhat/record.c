@@ -673,6 +673,7 @@ bool mi_dhat_dump(const char* path) {
     return false;
   }
   mi_dhat_busy = true;
+  mi_sched_point(MI_SCHED_DHAT_DUMPING); /* a test holds a dump here to see a second one refused */
   char fname[1024];
   mi_dhat_file_name(path, fname, sizeof(fname));
   mi_dhat_dump_t d;

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <mimalloc.h>
 #include <mimalloc/dhat.h>
+#include <mimalloc/fault.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -40,6 +42,38 @@ static void* dump_repeatedly(void* arg) {
   }
   unlink(path);
   return bad;
+}
+
+/* A dump held at its schedule point (fault-hook builds), so that a second
+   one is asked for while the first certainly runs: the second must be
+   refused with EBUSY, and the first still written. The hook calls nothing of
+   the allocator; it spins with sched_yield. */
+static atomic_int held_state; /* 0: not armed, 1: armed, 2: a dump is held, 3: released */
+static void hold_dump(mi_sched_point_t point, void* arg) {
+  (void)arg;
+  int armed = 1;
+  if (point != MI_SCHED_DHAT_DUMPING || !atomic_compare_exchange_strong(&held_state, &armed, 2)) return;
+  while (atomic_load(&held_state) != 3) sched_yield();
+}
+static void* dump_once(void* arg) {
+  return (mi_dhat_dump((const char*)arg) ? NULL : (void*)1);
+}
+static void check_second_dump_refused(const char* path) {
+  atomic_store(&held_state, 1);
+  mi_sched_set_hook(&hold_dump, NULL);
+  pthread_t first;
+  CHECK(pthread_create(&first, NULL, dump_once, (void*)path) == 0);
+  while (atomic_load(&held_state) != 2) sched_yield();
+  errno = 0;
+  CHECK(!mi_dhat_dump(path));
+  CHECK(errno == EBUSY);
+  atomic_store(&held_state, 3);
+  void* bad;
+  CHECK(pthread_join(first, &bad) == 0);
+  CHECK(bad == NULL);
+  mi_sched_set_hook(NULL, NULL);
+  CHECK(mi_dhat_dump(path)); /* the flag was let go */
+  unlink(path);
 }
 
 static void* churn(void* arg) {
@@ -128,6 +162,7 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < 4; i++) CHECK(pthread_join(workers[i], NULL) == 0);
   for (int i = 0; i < SHARED; i++) mi_free(atomic_exchange(&shared[i], NULL));
+  if (mi_fault_available()) check_second_dump_refused(tmp);
 
   CHECK(mi_dhat_dump(argv[1]));
   mi_dhat_stop();
