@@ -106,9 +106,9 @@
 
 /* Size classes: 16-byte steps up to 128 bytes, then 8 classes per doubling, so
    that above 128 bytes rounding wastes less than 1/8 of a block. */
-#define MI_BIN_SMALL_MAX 56                 /* last bin of small pages (8 KiB) */
+#define MI_BIN_SMALL_MAX 56                     /* last bin of small pages (8 KiB) */
 #define MI_BIN_MEDIUM_MAX (MI_SECURE ? 89 : 88) /* last bin of medium pages (MI_MEDIUM_BLOCK_MAX) */
-#define MI_BIN_FULL (MI_BIN_MEDIUM_MAX + 1) /* queue of pages with no free block */
+#define MI_BIN_FULL (MI_BIN_MEDIUM_MAX + 1)     /* queue of pages with no free block */
 #define MI_BIN_COUNT (MI_BIN_FULL + 1)
 
 /* Secure mode: bytes reserved at the end of every block for the encoded
