@@ -413,10 +413,17 @@ static void fz_op_collect(fz_model_t* m, fz_input_t* in) {
    opcode, so the fuzzer has to find it. */
 static void fz_op_reserved(fz_model_t* m) {
 #if MI_FUZZ_PLANT_UAF
-  if (m->last_freed != NULL) {
-    volatile uint8_t* p = m->last_freed;
-    (void)p[0];
+  /* Not where a live block now lies: whether that read is a use after free
+     depends on where the allocator put the later block, which differs
+     between a persistent-mode run (state left by earlier inputs) and the
+     reproduction of its input, and the control must reproduce. */
+  uint8_t* q = m->last_freed;
+  if (q == NULL) return;
+  for (int i = 0; i < FZ_SLOTS; i++) {
+    const fz_block_t* b = &m->slots[i];
+    if (b->p != NULL && q >= b->p && q < b->p + (b->size > 0 ? b->size : 1)) return;
   }
+  (void)((volatile uint8_t*)q)[0];
 #else
   (void)m;
 #endif
