@@ -30,7 +30,7 @@ void _mi_sched_point(mi_sched_point_t point) mi_decl_hidden;
 #else
 #define mi_fault_point(kind) ((void)(kind), 0)
 #define mi_fault_misalign() false
-#define mi_fault_reserved(delta) ((void)0)
+#define mi_fault_reserved(delta) ((void)(delta)) /* its operands count as used */
 #define mi_fault_event(event) ((void)0)
 #define mi_sched_point(point) ((void)0)
 #endif
