@@ -395,39 +395,49 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
   return *mi_trailer_of(page, block) == 0 && _mi_option_get_fast(mi_option_zero_on_free) != 0;
 }
 
+/* The segment header must carry our cookie. */
+static inline void mi_validate_cookie(const mi_segment_t* segment, const void* p, mi_secure_op_t op) {
+  if (mi_unlikely(segment->cookie != ((uintptr_t)segment ^ _mi_process_key))) {
+    /* still ours (in the map) but its header reads as zero: a cached segment
+       the cache has purged, which holds no live block */
+    if (segment->cookie == 0) {
+      mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
+                         0);
+    }
+    mi_secure_fatal_op(op, NULL, p, 0);
+  }
+}
+
+/* The segment of a pointer outside every segment's first chunk: past the
+   first 4 MiB of a large or huge block (and then maybe past its end), or not
+   ours at all. Out of line: the free fast path never comes here. */
+static mi_noinline mi_segment_t* mi_validate_far_segment(const void* p, mi_secure_op_t op) {
+  mi_segment_t* segment = _mi_segment_containing(p);
+  if (segment == NULL) {
+    if (mi_was_unmapped(p)) {
+      mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
+                         0);
+    }
+    mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  mi_validate_cookie(segment, p, op); /* before its size is read */
+  if ((size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
+    mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  return segment;
+}
+
 /* The block of a pointer handed out by this allocator and not freed since;
    anything else aborts with a report. `*size_out` gets the requested size. */
 static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out,
                                               size_t* idx_out) {
   bool is_free = (op == MI_OP_FREE);
   mi_segment_t* segment;
-  bool past_first_chunk = false;
   if (mi_likely(_mi_segment_map_contains(p))) {
-    segment = _mi_ptr_segment(p);
+    segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
+    mi_validate_cookie(segment, p, op);
   } else {
-    past_first_chunk = true;
-    /* past the first 4 MiB of a large or huge block, or not ours at all */
-    segment = _mi_segment_containing(p);
-    if (segment == NULL) {
-      if (mi_was_unmapped(p)) {
-        mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p, 0);
-      }
-      mi_secure_fatal_op(op, NULL, p, 0);
-    }
-  }
-
-  if (mi_unlikely(segment->cookie != ((uintptr_t)segment ^ _mi_process_key))) {
-    /* still ours (in the map) but its header reads as zero: a cached segment
-       the cache has purged, which holds no live block */
-    if (segment->cookie == 0) {
-      mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p, 0);
-    }
-    mi_secure_fatal_op(op, NULL, p, 0);
-  }
-  /* a pointer in a segment's first chunk lies within it (every segment is at
-     least a chunk long); one further on may lie past the segment's end */
-  if (mi_unlikely(past_first_chunk) && (size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
-    mi_secure_fatal_op(op, NULL, p, 0);
+    segment = mi_validate_far_segment(p, op);
   }
   mi_page_t* page = _mi_segment_page_of(segment, p);
   const uint8_t* b = (const uint8_t*)p;
