@@ -11,15 +11,26 @@ static mi_noinline void* mi_malloc_generic_recorded(mi_heap_t* heap, size_t size
   return p;
 }
 
+#if MI_SECURE && MI_DHAT
+static mi_noinline void* mi_secure_malloc_recorded(mi_heap_t* heap, size_t size) {
+  void* p = _mi_secure_malloc(heap, size, false);
+  mi_dhat_alloc(p, size);
+  return p;
+}
+#endif
+
 /* The fast path: a size class lookup, one page, one free-list pop. No lock,
    no atomic read-modify-write. Everything else is in _mi_malloc_generic.
    With `record` (the public entry points) the profiler's flag is tested
    after the pop; both exits are tail calls, so the fast path needs no frame. */
 static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool record) {
 #if MI_SECURE
-  void* p = _mi_secure_malloc(heap, size, false);
-  if (record) mi_dhat_alloc(p, size);
-  return p;
+  /* the profiler's test first, so the common exit is a tail call (no frame) */
+#if MI_DHAT
+  if (record && mi_unlikely(mi_dhat_is_on())) return mi_secure_malloc_recorded(heap, size);
+#endif
+  (void)record;
+  return _mi_secure_malloc(heap, size, false);
 #endif
   if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
     size_t bin = _mi_bin(size);

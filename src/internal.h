@@ -161,6 +161,14 @@ typedef struct mi_stats_s {
   _Atomic(int64_t) malloc_bins[MI_BIN_COUNT + 1];
 } mi_stats_t;
 
+#if MI_SECURE
+/* A block in the quarantine, with its page (looked up at free already) */
+typedef struct mi_quarantined_s {
+  mi_block_t* block;
+  mi_page_t* page;
+} mi_quarantined_t;
+#endif
+
 struct mi_tld_s {
   uintptr_t thread_id;
   mi_heap_t* heap_backing;
@@ -173,7 +181,7 @@ struct mi_tld_s {
   bool exiting; /* in its exit hook: claims no abandoned segment on free */
 #if MI_SECURE
   uintptr_t rng;
-  mi_block_t* quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
+  mi_quarantined_t quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
 #endif
 #if MI_GUARDED
   uintptr_t guard_rng;

@@ -56,8 +56,11 @@ void _mi_secure_keys_init(void) {
   mi_trailer_key_value = _mi_process_key * 0xBF58476D1CE4E5B9ULL;
 }
 
-static inline uintptr_t mi_trailer_key(void) {
-  return mi_trailer_key_value;
+/* A block's keyed tag: its trailer is the tag with the data's end mixed into
+   the low bits, its canary a byte of it. The top bit is set, so a live
+   block's trailer is never zero (a freed block's is). */
+static inline uintptr_t mi_block_tag(const mi_block_t* block) {
+  return (((uintptr_t)block ^ mi_trailer_key_value) * 0xBF58476D1CE4E5B9ULL) | ((uintptr_t)1 << 63);
 }
 
 static inline uintptr_t mi_tag_of(const void* p) {
@@ -92,38 +95,42 @@ static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
    block's canary tells nothing of another's. Never zero: the commonest
    off-by-one writes a NUL terminator, and it must always change the canary. */
 static inline uint64_t mi_canary_word(uintptr_t tag) {
-  uint8_t b = (uint8_t)(tag >> 24); /* bits the trailer check does not use */
-  return 0x0101010101010101ULL * (b == 0 ? 0xA5 : b);
+  return (0x0101010101010101ULL * (uint8_t)(tag >> 24)) | 0x0101010101010101ULL; /* bits above the data's end */
 }
 
-/* The canary holds n <= MI_SECURE_CANARY_MAX (16) bytes at c, and the
-   trailer follows at most 8 bytes after its end, so two word stores cover it
-   (the trailer is written after them); the check masks off what lies past n. */
-_Static_assert(MI_SECURE_CANARY_MAX <= 16, "two word stores must cover the canary");
-static inline void mi_canary_fill(uint8_t* c, size_t n, uint64_t w) {
-  if (n == 0) return;
-  memcpy(c, &w, 8);
-  if (n > 8) memcpy(c + 8, &w, 8);
+/* The canary fills the bytes from the data's end up to the trailer, at most
+   MI_SECURE_CANARY_MAX (16). Without branches on the size (sizes vary, and
+   every mispredicted branch costs more than a store): two word stores, the
+   second moved onto the trailer when the canary is at most 8 bytes long (the
+   trailer is written after them), and a check that masks off what lies past
+   the canary. Both words lie inside the block: the data's end is at most the
+   trailer's offset. */
+_Static_assert(MI_SECURE_CANARY_MAX == 16 && MI_SECURE_TRAILER == 8, "two words cover the canary");
+static inline size_t mi_canary_second(size_t user_end, size_t trailer_at) {
+  return (user_end + 8 < trailer_at ? user_end + 8 : trailer_at);
 }
-static inline uint64_t mi_low_bytes_mask(size_t n) { /* the first n (< 8) bytes of a word in memory */
+static inline void mi_canary_fill(uint8_t* block, size_t user_end, size_t trailer_at, uint64_t w) {
+  memcpy(block + user_end, &w, 8);
+  memcpy(block + mi_canary_second(user_end, trailer_at), &w, 8);
+}
+/* [n]: the first n bytes of a word in memory */
+static const uint64_t mi_first_bytes_mask[9] = {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  return ~(~(uint64_t)0 >> (8 * n));
+    0, 0xFF00000000000000ULL, 0xFFFF000000000000ULL, 0xFFFFFF0000000000ULL, 0xFFFFFFFF00000000ULL,
+    0xFFFFFFFFFF000000ULL, 0xFFFFFFFFFFFF0000ULL, 0xFFFFFFFFFFFFFF00ULL, 0xFFFFFFFFFFFFFFFFULL
 #else
-  return ((uint64_t)1 << (8 * n)) - 1;
+    0, 0xFFULL, 0xFFFFULL, 0xFFFFFFULL, 0xFFFFFFFFULL, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFULL,
+    0xFFFFFFFFFFFFFFFFULL
 #endif
-}
-static inline bool mi_canary_intact(const uint8_t* c, size_t n, uint64_t w) {
-  if (n == 0) return true;
-  uint64_t v;
-  memcpy(&v, c, 8);
-  uint64_t diff = v ^ w;
-  if (n < 8) return (diff & mi_low_bytes_mask(n)) == 0;
-  if (n > 8) {
-    memcpy(&v, c + 8, 8);
-    uint64_t d2 = v ^ w;
-    diff |= (n < 16 ? d2 & mi_low_bytes_mask(n - 8) : d2);
-  }
-  return (diff == 0);
+};
+static inline bool mi_canary_intact(const uint8_t* block, size_t user_end, size_t trailer_at, uint64_t w) {
+  size_t n = trailer_at - user_end;
+  if (n > MI_SECURE_CANARY_MAX) n = MI_SECURE_CANARY_MAX;
+  size_t n1 = (n < 8 ? n : 8);
+  uint64_t v1, v2;
+  memcpy(&v1, block + user_end, 8);
+  memcpy(&v2, block + mi_canary_second(user_end, trailer_at), 8);
+  return (((v1 ^ w) & mi_first_bytes_mask[n1]) | ((v2 ^ w) & mi_first_bytes_mask[n - n1])) == 0;
 }
 
 static inline bool mi_bit_get(const mi_page_t* page, size_t idx) {
@@ -145,10 +152,6 @@ static inline uint64_t* mi_trailer_of(const mi_page_t* page, const mi_block_t* b
   return (uint64_t*)((uint8_t*)block + page->block_size - MI_SECURE_TRAILER);
 }
 
-static inline uint64_t mi_trailer_encode(uintptr_t tag, size_t user_end) {
-  uint32_t check = (uint32_t)(tag >> 32) ^ (uint32_t)user_end;
-  return (((uint64_t)user_end << 32) | check) ^ mi_trailer_key();
-}
 
 /* ---- Pages ---------------------------------------------------------------- */
 
@@ -196,10 +199,9 @@ static mi_forceinline void mi_set_user(const mi_page_t* page, mi_block_t* block,
 #endif
   size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
-  size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
-  uintptr_t tag = mi_tag_of(block);
-  mi_canary_fill((uint8_t*)block + user_end, canary_end - user_end, mi_canary_word(tag));
-  *mi_trailer_of(page, block) = mi_trailer_encode(tag, user_end);
+  uintptr_t tag = mi_block_tag(block);
+  mi_canary_fill((uint8_t*)block, user_end, trailer_at, mi_canary_word(tag));
+  *mi_trailer_of(page, block) = tag ^ user_end;
   if ((void*)block != p) mi_tag_store(p);
 }
 
@@ -292,10 +294,27 @@ static inline bool mi_page_is_single_block(const mi_page_t* page) {
   return _mi_page_segment(page)->kind == MI_SEGMENT_SINGLE;
 }
 
-/* A block just taken from a free list: check it was not written since it was
-   freed, mark it handed out, lay out its canary and trailer. */
-static mi_forceinline void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
-  size_t idx = 0;
+/* A block of a small or medium page just taken from its free list: check it
+   was not written since it was freed, mark it handed out, lay out its canary
+   and trailer. */
+static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* block, size_t size) {
+  size_t idx = mi_block_index(page, block);
+  if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
+    if (mi_unlikely(!mi_block_untouched(block, page->block_size))) {
+      _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+    }
+  }
+  mi_bit_set(page, idx, true);
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  uintptr_t tag = mi_block_tag(block);
+  mi_canary_fill((uint8_t*)block, size, trailer_at, mi_canary_word(tag));
+  *mi_trailer_of(page, block) = tag ^ size;
+}
+
+/* Any block: also of a single-block segment, which has nothing to check
+   (its memory came from the OS or the purge), and guarded ones, which have
+   neither canary nor trailer. */
+void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
 #if MI_GUARDED
   if (page->is_guarded) {
     mi_bit_set(page, 0, true);
@@ -304,57 +323,60 @@ static mi_forceinline void* mi_block_prepare(mi_page_t* page, mi_block_t* block,
   }
 #endif
   if (!mi_page_is_single_block(page)) {
-    idx = mi_block_index(page, block);
-    if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
-      if (mi_unlikely(!mi_block_untouched(block, page->block_size))) {
-        _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
-      }
-    }
+    mi_block_prepare_small(page, block, size);
+    return block;
   }
-  mi_bit_set(page, idx, true);
+  mi_bit_set(page, 0, true);
   mi_set_user(page, block, block, size);
   return block;
 }
 
-void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
-  return mi_block_prepare(page, block, size);
-}
-
 /* ---- Allocation ------------------------------------------------------------ */
 
-void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
+/* Everything but a pop from a page of the heap's queues: the size check, the
+   guarded sample, a fresh page or a single-block segment. */
+static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE - MI_SECURE_TRAILER)) {
     _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
     errno = ENOMEM;
     return NULL;
   }
 #if MI_GUARDED
-  /* the sampling decision costs one decrement until the countdown runs out */
-  if (mi_heap_is_initialized(heap) && mi_unlikely(--heap->tld->guard_countdown <= 0)) {
+  /* the fast path counted down already if it came here for this */
+  if (mi_heap_is_initialized(heap) && heap->tld->guard_countdown-- <= 1) {
     void* g = _mi_guard_malloc_sampled(heap, size, zero);
     if (g != NULL) return g;
   }
 #endif
   size_t need = size + MI_SECURE_TRAILER;
-  mi_block_t* block = NULL;
-  mi_page_t* page = NULL;
-  if (mi_likely(need <= MI_MEDIUM_BLOCK_MAX)) {
-    page = heap->pages[_mi_bin(need)].first;
-    block = page->free;
-    if (mi_likely(block != NULL)) {
-      page->free = mi_block_next_checked(page, block);
-      page->used++;
-    }
-  }
-  if (block == NULL) {
-    /* single-block segments come zeroed when asked; small blocks are zeroed below */
-    block = (mi_block_t*)_mi_malloc_generic(heap, need, zero && need > MI_MEDIUM_BLOCK_MAX);
-    if (block == NULL) return NULL;
-    page = _mi_segment_page_of(_mi_ptr_segment(block), block);
-  }
-  mi_block_prepare(page, block, size);
+  /* single-block segments come zeroed when asked; small blocks are zeroed below */
+  mi_block_t* block = (mi_block_t*)_mi_malloc_generic(heap, need, zero && need > MI_MEDIUM_BLOCK_MAX);
+  if (block == NULL) return NULL;
+  mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
+  _mi_secure_block_prepare(page, block, size);
   if (zero && !mi_page_is_single_block(page)) memset(block, 0, size);
   return block;
+}
+
+void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER)) {
+    mi_page_t* page = heap->pages[_mi_bin(size + MI_SECURE_TRAILER)].first;
+    mi_block_t* block = page->free;
+    /* a block on the list: the heap is a real one (the empty heap's pages have none) */
+    if (mi_likely(block != NULL)) {
+#if MI_GUARDED
+      /* the sampling decision costs one decrement until the countdown runs out */
+      if (mi_unlikely(heap->tld->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero);
+      heap->tld->guard_countdown--;
+#endif
+      page->free = mi_block_next_checked(page, block);
+      page->used++;
+      mi_block_prepare_small(page, block, size);
+      if (zero) memset(block, 0, size);
+      return block;
+    }
+  }
+  return mi_secure_malloc_slow(heap, size, zero);
 }
 
 /* ---- Validation -------------------------------------------------------------- */
@@ -427,84 +449,130 @@ static mi_noinline mi_segment_t* mi_validate_far_segment(const void* p, mi_secur
   return segment;
 }
 
-/* The block of a pointer handed out by this allocator and not freed since;
-   anything else aborts with a report. `*size_out` gets the requested size. */
-static mi_forceinline mi_block_t* mi_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out,
-                                              size_t* idx_out) {
-  bool is_free = (op == MI_OP_FREE);
-  mi_segment_t* segment;
+/* The segment of a pointer: ours (in the segment map), with our cookie;
+   anything else aborts with a report. */
+static mi_forceinline mi_segment_t* mi_validate_segment(const void* p, mi_secure_op_t op) {
   if (mi_likely(_mi_segment_map_contains(p))) {
-    segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
+    mi_segment_t* segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
     mi_validate_cookie(segment, p, op);
-  } else {
-    segment = mi_validate_far_segment(p, op);
+    return segment;
   }
-  mi_page_t* page = _mi_segment_page_of(segment, p);
+  return mi_validate_far_segment(p, op);
+}
+
+/* The page of a pointer is no longer in use. It keeps the geometry of its
+   last use: a pointer into its blocks was freed with them, one elsewhere
+   (the segment header, a guard page) never was a block. */
+static mi_noinline mi_decl_noreturn void mi_report_page_not_in_use(const mi_page_t* page, const void* p,
+                                                                   mi_secure_op_t op) {
   const uint8_t* b = (const uint8_t*)p;
-  if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
-    /* a page no longer in use keeps the geometry of its last use: a pointer
-       into its blocks was freed with them, one elsewhere (the segment
-       header, a guard page) never was a block */
-    bool in_blocks = (b >= page->start && b < page->start + (size_t)page->capacity * page->block_size);
-    mi_secure_fatal_op(op, is_free && in_blocks ? "double free detected of block" : NULL, p,
-                       in_blocks ? page->block_size : 0);
-  }
-  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) {
-    mi_secure_fatal_op(op, NULL, p, 0);
-  }
-  size_t idx = mi_block_index(page, p);
-  mi_block_t* block = (mi_block_t*)(page->start + idx * page->block_size);
-  if (!mi_bit_get(page, idx)) {
-    mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
+  bool in_blocks = (b >= page->start && b < page->start + (size_t)page->capacity * page->block_size);
+  mi_secure_fatal_op(op, op == MI_OP_FREE && in_blocks ? "double free detected of block" : NULL, p,
+                     in_blocks ? page->block_size : 0);
+}
+
+/* A pointer inside a live block: only an aligned allocation hands one out,
+   and it leaves a keyed tag just before that pointer. Returns if it is one. */
+static mi_noinline void mi_validate_interior(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                             mi_secure_op_t op) {
+  const uint8_t* b = (const uint8_t*)p;
+  if (b - (const uint8_t*)block >= 16 && mi_tag_matches(p)) return;
+  /* A free from another thread zeroes the block, the tag with it: an aligned
+     pointer freed a second time before the owner collects the first free
+     shows a zero tag and a zero trailer. */
+  if (b - (const uint8_t*)block >= 16 && mi_freed_by_other_thread(page, block)) {
+    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
                        page->block_size);
   }
-  if ((void*)block != p) {
-    /* only an aligned allocation hands out a pointer inside its block, and it
-       leaves a keyed tag just before that pointer */
-    if (b - (uint8_t*)block < 16 || !mi_tag_matches(p)) {
-      /* A free from another thread zeroes the block, the tag with it: an
-         aligned pointer freed a second time before the owner collects the
-         first free shows a zero tag and a zero trailer. */
-      if (b - (uint8_t*)block >= 16 && mi_freed_by_other_thread(page, block)) {
-        mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
-                           page->block_size);
-      }
-      mi_secure_fatal_op(op, is_free ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
-    }
+  mi_secure_fatal_op(op, op == MI_OP_FREE ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
+}
+
+/* A trailer that does not decode: the block was freed by another thread
+   (zeroed, not yet collected), or written past its end. */
+static mi_noinline mi_decl_noreturn void mi_report_bad_trailer(const mi_page_t* page, const mi_block_t* block,
+                                                               const void* p, mi_secure_op_t op) {
+  if (mi_freed_by_other_thread(page, block)) {
+    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
+                       page->block_size);
   }
-#if MI_GUARDED
-  if (page->is_guarded) {
-    if (page_out != NULL) *page_out = page;
-    if (idx_out != NULL) *idx_out = idx;
-    size_t offset = (size_t)(b - (uint8_t*)block);
-    if (size_out != NULL) *size_out = (page->guarded_size > offset ? page->guarded_size - offset : 0);
-    return block;
-  }
-#endif
-  uint64_t raw = *mi_trailer_of(page, block);
-  uint64_t t = raw ^ mi_trailer_key();
-  size_t user_end = (size_t)(t >> 32);
-  uintptr_t tag = mi_tag_of(block);
-  if (mi_unlikely(raw != mi_trailer_encode(tag, user_end) || user_end > page->block_size - MI_SECURE_TRAILER)) {
-    if (mi_freed_by_other_thread(page, block)) {
-      mi_secure_fatal_op(op, is_free ? "double free detected of block" : "use of a freed block detected at", p,
-                         page->block_size);
-    }
-    _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
-  }
+  _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
+}
+
+/* The end of a live block: its trailer decodes to where the data ends, and
+   the canary after the data is intact. Returns the requested size seen from p. */
+static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                              mi_secure_op_t op) {
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
-  size_t canary_end = (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
-  if (!mi_canary_intact((uint8_t*)block + user_end, canary_end - user_end, mi_canary_word(tag))) {
-    _mi_secure_fatal("heap buffer overflow detected in block", p, user_end - (size_t)(b - (uint8_t*)block));
+  uintptr_t tag = mi_block_tag(block);
+  uint64_t user_end = *mi_trailer_of(page, block) ^ tag; /* one compare checks the tag and the range */
+  if (mi_unlikely(user_end > trailer_at)) mi_report_bad_trailer(page, block, p, op);
+  if (mi_unlikely(!mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag)))) {
+    _mi_secure_fatal("heap buffer overflow detected in block", p,
+                     (size_t)user_end - (size_t)((const uint8_t*)p - (const uint8_t*)block));
   }
+  return (size_t)user_end - (size_t)((const uint8_t*)p - (const uint8_t*)block);
+}
+
+/* The block of a pointer into a small or medium page, handed out and not
+   freed since; anything else aborts with a report. */
+static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
+                                                    mi_page_t** page_out, size_t* size_out, size_t* idx_out) {
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if (mi_unlikely(atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE)) {
+    mi_report_page_not_in_use(page, p, op);
+  }
+  /* before the page's first block the offset wraps to a huge value; below a
+     segment's size the index is exact (mi_block_index) */
+  size_t offset = (size_t)((const uint8_t*)p - page->start);
+  size_t idx = mi_block_index(page, p);
+  if (mi_unlikely(offset >= MI_SEGMENT_SIZE || idx >= page->capacity)) mi_secure_fatal_op(op, NULL, p, 0);
+  mi_block_t* block = (mi_block_t*)(page->start + idx * page->block_size);
+  if (mi_unlikely(!mi_bit_get(page, idx))) {
+    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
+                       page->block_size);
+  }
+  if (mi_unlikely((void*)block != p)) mi_validate_interior(page, block, p, op);
+  size_t size = mi_validate_tail(page, block, p, op);
   if (page_out != NULL) *page_out = page;
   if (idx_out != NULL) *idx_out = idx;
-  if (size_out != NULL) *size_out = user_end - (size_t)(b - (uint8_t*)block);
+  if (size_out != NULL) *size_out = size;
+  return block;
+}
+
+/* The same for a single-block segment's block (large, huge, guarded). */
+static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op,
+                                                  mi_page_t** page_out, size_t* size_out) {
+  mi_page_t* page = &segment->pages[0];
+  if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
+    mi_report_page_not_in_use(page, p, op);
+  }
+  const uint8_t* b = (const uint8_t*)p;
+  if (b < page->start || b >= page->start + page->block_size) mi_secure_fatal_op(op, NULL, p, 0);
+  mi_block_t* block = (mi_block_t*)page->start;
+  if (!mi_bit_get(page, 0)) {
+    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
+                       page->block_size);
+  }
+  if ((void*)block != p) mi_validate_interior(page, block, p, op);
+  size_t size;
+#if MI_GUARDED
+  if (page->is_guarded) {
+    size_t offset = (size_t)(b - (uint8_t*)block);
+    size = (page->guarded_size > offset ? page->guarded_size - offset : 0);
+  } else
+#endif
+  {
+    size = mi_validate_tail(page, block, p, op);
+  }
+  if (page_out != NULL) *page_out = page;
+  if (size_out != NULL) *size_out = size;
   return block;
 }
 
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
-  return mi_validate(p, op, page_out, size_out, NULL);
+  mi_segment_t* segment = mi_validate_segment(p, op);
+  if (segment->kind == MI_SEGMENT_SINGLE) return mi_validate_single(segment, p, op, page_out, size_out);
+  return mi_validate_small(segment, p, op, page_out, size_out, NULL);
 }
 
 /* The owner collects a block another thread freed: its bit must still be set. */
@@ -523,53 +591,60 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
 
 /* ---- Freeing ----------------------------------------------------------------- */
 
-static void mi_quarantine_release(mi_block_t* block) {
-  mi_segment_t* segment = _mi_ptr_segment(block);
-  _mi_free_local_release(_mi_segment_page_of(segment, block), block);
-}
-
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) {
   for (size_t i = 0; i < MI_SECURE_QUARANTINE; i++) {
-    mi_block_t* block = tld->quarantine[i];
-    if (block == NULL) continue;
+    mi_quarantined_t q = tld->quarantine[i];
+    if (q.block == NULL) continue;
     if (only == NULL) {
-      tld->quarantine[i] = NULL;
-      mi_quarantine_release(block);
-    } else if (_mi_segment_page_of(_mi_ptr_segment(block), block)->heap == only) {
-      tld->quarantine[i] = NULL; /* its page is about to be freed with its heap */
+      tld->quarantine[i].block = NULL;
+      _mi_free_local_release(q.page, q.block);
+    } else if (q.page->heap == only) {
+      tld->quarantine[i].block = NULL; /* its page is about to be freed with its heap */
     }
   }
+}
+
+/* A free into a single-block segment (large, huge, guarded). */
+static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p) {
+  mi_page_t* page;
+  mi_validate_single(segment, p, MI_OP_FREE, &page, NULL);
+  mi_bit_set(page, 0, false);
+#if MI_GUARDED
+  if (page->is_guarded) {
+    _mi_guard_free(segment, page);
+    return;
+  }
+#endif
+  /* large blocks are not zeroed here: their memory goes back to the OS
+     after the purge delay (docs/secure-mode.md) */
+  _mi_segment_single_free(segment);
+}
+
+/* A free by a thread that does not own the segment: pushed for the owner,
+   unless the segment has none and this thread claims it (then false: the
+   caller frees the block as its owner). */
+static mi_noinline bool mi_secure_free_remote(mi_segment_t* segment, uintptr_t owner, mi_page_t* page,
+                                              mi_block_t* block) {
+  if (_mi_free_claims(segment, owner)) return false;
+  if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
+  _mi_free_remote(page, block);
+  return true;
 }
 
 void _mi_secure_free(void* p) {
   if (p == NULL) return;
+  mi_segment_t* segment = mi_validate_segment(p, MI_OP_FREE);
+  if (mi_unlikely(segment->kind == MI_SEGMENT_SINGLE)) {
+    mi_secure_free_single(segment, p);
+    return;
+  }
   mi_page_t* page;
-  size_t size;
   size_t idx;
-  mi_block_t* block = mi_validate(p, MI_OP_FREE, &page, &size, &idx); /* inline: free is the hot caller */
-  mi_segment_t* segment = _mi_page_segment(page);
-  bool zero_on_free = (_mi_option_get_fast(mi_option_zero_on_free) != 0);
-  if (segment->kind == MI_SEGMENT_SINGLE) {
-    mi_bit_set(page, 0, false);
-#if MI_GUARDED
-    if (page->is_guarded) {
-      _mi_guard_free(segment, page);
-      return;
-    }
-#endif
-    /* large blocks are not zeroed here: their memory goes back to the OS
-       after the purge delay (docs/secure-mode.md) */
-    _mi_segment_single_free(segment);
-    return;
-  }
+  mi_block_t* block = mi_validate_small(segment, p, MI_OP_FREE, &page, NULL, &idx); /* inline: the hot caller */
   uintptr_t owner = atomic_load_explicit(&segment->thread_id, memory_order_relaxed);
-  if (owner != _mi_thread_id() && !_mi_free_claims(segment, owner)) {
-    if (zero_on_free) mi_block_zero(block, page->block_size);
-    _mi_free_remote(page, block);
-    return;
-  }
+  if (mi_unlikely(owner != _mi_thread_id()) && mi_secure_free_remote(segment, owner, page, block)) return;
   mi_bit_set(page, idx, false);
-  if (zero_on_free) mi_block_zero(block, page->block_size);
+  if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
   mi_heap_t* heap = mi_get_default_heap();
   if (page->block_size > MI_SMALL_BLOCK_MAX || !mi_heap_is_initialized(heap)) {
     _mi_free_local_release(page, block);
@@ -578,10 +653,11 @@ void _mi_secure_free(void* p) {
   /* delayed, randomised reuse: the block takes a random slot and the block
      that was there becomes reusable */
   mi_tld_t* tld = heap->tld;
-  size_t slot = _mi_tld_random(tld) % MI_SECURE_QUARANTINE;
-  mi_block_t* evicted = tld->quarantine[slot];
-  tld->quarantine[slot] = block;
-  if (evicted != NULL) mi_quarantine_release(evicted);
+  mi_quarantined_t* slot = &tld->quarantine[_mi_tld_random(tld) % MI_SECURE_QUARANTINE];
+  mi_quarantined_t evicted = *slot;
+  slot->block = block;
+  slot->page = page;
+  if (evicted.block != NULL) _mi_free_local_release(evicted.page, evicted.block);
 }
 
 /* ---- Realloc in place ----------------------------------------------------------- */
