@@ -310,6 +310,12 @@ static inline long _mi_option_get_fast(mi_option_t option) {
   if (mi_unlikely(desc->init == MI_OPTION_UNINIT)) return _mi_option_get_slow(option);
   return desc->value;
 }
+/* Where the process set-up has run (it reads every option before the first
+   heap exists): on the paths of a block that was handed out. No test, and
+   no call that would make the caller keep a stack frame. */
+static inline long _mi_option_get_after_init(mi_option_t option) {
+  return _mi_options[option].value;
+}
 
 /* output.c */
 void _mi_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 2);

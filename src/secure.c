@@ -216,19 +216,26 @@ void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
 typedef uint64_t mi_v16_t __attribute__((vector_size(16), may_alias));
 #endif
 
+#define mi_v16_at(p) (*(const mi_v16_t*)(p))
+#define mi_v64_at(p) ((mi_v16_at(p) | mi_v16_at((p) + 16)) | (mi_v16_at((p) + 32) | mi_v16_at((p) + 48)))
+
 /* Still all zero since it was freed, but for word 0, which held the
-   free-list link? Four vectors per step: the loop's own instructions would
-   otherwise cost as much as the loads. */
+   free-list link? Four vectors per step (the loop's own instructions would
+   otherwise cost as much as the loads), then the last 64 bytes, overlapping
+   what the steps read: no loop over the vectors left over. Under 64 bytes,
+   the two or three vectors there are. */
 static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size) {
   const uint8_t* b = (const uint8_t*)block;
+  const uint8_t* end = b + block_size;
   uint64_t acc = ((const uint64_t*)b)[1];
 #if defined(__GNUC__)
   mi_v16_t v = {0, 0};
-  size_t i = 16;
-  for (size_t head = 16 + (block_size - 16) % 64; i < head; i += 16) v |= *(const mi_v16_t*)(b + i);
-  for (; i < block_size; i += 64) {
-    v |= (*(const mi_v16_t*)(b + i) | *(const mi_v16_t*)(b + i + 16)) |
-         (*(const mi_v16_t*)(b + i + 32) | *(const mi_v16_t*)(b + i + 48));
+  if (block_size > 64) {
+    for (const uint8_t* q = b + 16; end - q > 64; q += 64) v |= mi_v64_at(q);
+    v |= mi_v64_at(end - 64);
+  } else if (block_size > 16) {
+    v |= mi_v16_at(b + 16) | mi_v16_at(end - 16);
+    if (block_size > 48) v |= mi_v16_at(b + 32);
   }
   acc |= v[0] | v[1];
 #else
@@ -258,22 +265,35 @@ static mi_noinline void mi_block_zero_streaming(mi_block_t* block, size_t block_
 }
 #endif
 
+#if defined(__GNUC__)
+static inline void mi_v64_store(uint8_t* p, mi_v16_t v) {
+  *(mi_v16_t*)p = v;
+  *(mi_v16_t*)(p + 16) = v;
+  *(mi_v16_t*)(p + 32) = v;
+  *(mi_v16_t*)(p + 48) = v;
+}
+#endif
+
 /* Zero a freed block: inline for small ones, where a call costs more than
    the stores; past the blocks whose contents are checked when handed out
    again (read back then), without filling the cache. */
 static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
 #if defined(__GNUC__)
   if (block_size <= 512) {
+    /* as the check above: 64 bytes a step, then the last 64 overlapping */
     uint8_t* b = (uint8_t*)block;
+    uint8_t* end = b + block_size;
     const mi_v16_t zero = {0, 0};
-    size_t i = 0;
-    for (size_t head = block_size % 64; i < head; i += 16) *(mi_v16_t*)(b + i) = zero;
-    for (; i < block_size; i += 64) {
-      *(mi_v16_t*)(b + i) = zero;
-      *(mi_v16_t*)(b + i + 16) = zero;
-      *(mi_v16_t*)(b + i + 32) = zero;
-      *(mi_v16_t*)(b + i + 48) = zero;
-      __asm__ volatile("" ::: "memory"); /* keeps the compiler from making this loop a memset call */
+    if (block_size >= 64) {
+      for (uint8_t* q = b; end - q > 64; q += 64) {
+        mi_v64_store(q, zero);
+        __asm__ volatile("" ::: "memory"); /* keeps the compiler from making this loop a memset call */
+      }
+      mi_v64_store(end - 64, zero);
+    } else {
+      *(mi_v16_t*)b = zero;
+      *(mi_v16_t*)(end - 16) = zero;
+      if (block_size > 32) *(mi_v16_t*)(b + 16) = zero;
     }
     return;
   }
@@ -299,7 +319,7 @@ static inline bool mi_page_is_single_block(const mi_page_t* page) {
    and trailer. */
 static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* block, size_t size) {
   size_t idx = mi_block_index(page, block);
-  if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
+  if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_after_init(mi_option_zero_on_free) != 0) {
     if (mi_unlikely(!mi_block_untouched(block, page->block_size))) {
       _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
     }
@@ -372,7 +392,7 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
       page->free = mi_block_next_checked(page, block);
       page->used++;
       mi_block_prepare_small(page, block, size);
-      if (zero) memset(block, 0, size);
+      if (zero) return memset(block, 0, size); /* a tail call */
       return block;
     }
   }
@@ -514,9 +534,10 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
 }
 
 /* The block of a pointer into a small or medium page, handed out and not
-   freed since; anything else aborts with a report. */
-static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
-                                                    mi_page_t** page_out, size_t* size_out, size_t* idx_out) {
+   freed since (its bit is set); anything else aborts with a report. The
+   pointer may still be inside the block (see mi_validate_interior). */
+static mi_forceinline mi_block_t* mi_locate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
+                                                  mi_page_t** page_out, size_t* idx_out) {
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_unlikely(atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE)) {
     mi_report_page_not_in_use(page, p, op);
@@ -526,15 +547,23 @@ static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const
   size_t offset = (size_t)((const uint8_t*)p - page->start);
   size_t idx = mi_block_index(page, p);
   if (mi_unlikely(offset >= MI_SEGMENT_SIZE || idx >= page->capacity)) mi_secure_fatal_op(op, NULL, p, 0);
-  mi_block_t* block = (mi_block_t*)(page->start + idx * page->block_size);
   if (mi_unlikely(!mi_bit_get(page, idx))) {
     mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
                        page->block_size);
   }
+  *page_out = page;
+  *idx_out = idx;
+  return (mi_block_t*)(page->start + idx * page->block_size);
+}
+
+static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
+                                                    mi_page_t** page_out, size_t* size_out) {
+  mi_page_t* page;
+  size_t idx;
+  mi_block_t* block = mi_locate_small(segment, p, op, &page, &idx);
   if (mi_unlikely((void*)block != p)) mi_validate_interior(page, block, p, op);
   size_t size = mi_validate_tail(page, block, p, op);
   if (page_out != NULL) *page_out = page;
-  if (idx_out != NULL) *idx_out = idx;
   if (size_out != NULL) *size_out = size;
   return block;
 }
@@ -572,7 +601,7 @@ static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const v
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
   mi_segment_t* segment = mi_validate_segment(p, op);
   if (segment->kind == MI_SEGMENT_SINGLE) return mi_validate_single(segment, p, op, page_out, size_out);
-  return mi_validate_small(segment, p, op, page_out, size_out, NULL);
+  return mi_validate_small(segment, p, op, page_out, size_out);
 }
 
 /* The owner collects a block another thread freed: its bit must still be set. */
@@ -620,44 +649,110 @@ static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p) {
   _mi_segment_single_free(segment);
 }
 
-/* A free by a thread that does not own the segment: pushed for the owner,
-   unless the segment has none and this thread claims it (then false: the
-   caller frees the block as its owner). */
-static mi_noinline bool mi_secure_free_remote(mi_segment_t* segment, uintptr_t owner, mi_page_t* page,
-                                              mi_block_t* block) {
-  if (_mi_free_claims(segment, owner)) return false;
-  if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
-  _mi_free_remote(page, block);
-  return true;
+/* A freed small block waits in the thread's quarantine: it takes a random
+   slot, and the block that was there becomes reusable. */
+static mi_forceinline void mi_quarantine_put(mi_tld_t* tld, mi_page_t* page, mi_block_t* block) {
+  mi_quarantined_t* slot = &tld->quarantine[_mi_tld_random(tld) % MI_SECURE_QUARANTINE];
+  mi_quarantined_t evicted = *slot;
+  slot->block = block;
+  slot->page = page;
+  if (evicted.block != NULL) _mi_free_local_release(evicted.page, evicted.block);
 }
 
-void _mi_secure_free(void* p) {
-  if (p == NULL) return;
-  mi_segment_t* segment = mi_validate_segment(p, MI_OP_FREE);
-  if (mi_unlikely(segment->kind == MI_SEGMENT_SINGLE)) {
-    mi_secure_free_single(segment, p);
-    return;
-  }
-  mi_page_t* page;
-  size_t idx;
-  mi_block_t* block = mi_validate_small(segment, p, MI_OP_FREE, &page, NULL, &idx); /* inline: the hot caller */
-  uintptr_t owner = atomic_load_explicit(&segment->thread_id, memory_order_relaxed);
-  if (mi_unlikely(owner != _mi_thread_id()) && mi_secure_free_remote(segment, owner, page, block)) return;
-  mi_bit_set(page, idx, false);
+/* A free by the owner of a block whose zeroing is a loop or a call (over 512
+   bytes): out of line, so the path of the smaller blocks makes no call but
+   its last (and needs no stack frame). */
+static mi_noinline void mi_secure_free_local_big(mi_page_t* page, mi_block_t* block) {
   if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
   mi_heap_t* heap = mi_get_default_heap();
   if (page->block_size > MI_SMALL_BLOCK_MAX || !mi_heap_is_initialized(heap)) {
     _mi_free_local_release(page, block);
     return;
   }
-  /* delayed, randomised reuse: the block takes a random slot and the block
-     that was there becomes reusable */
-  mi_tld_t* tld = heap->tld;
-  mi_quarantined_t* slot = &tld->quarantine[_mi_tld_random(tld) % MI_SECURE_QUARANTINE];
-  mi_quarantined_t evicted = *slot;
-  slot->block = block;
-  slot->page = page;
-  if (evicted.block != NULL) _mi_free_local_release(evicted.page, evicted.block);
+  mi_quarantine_put(heap->tld, page, block);
+}
+
+/* A free by the owner (its bit is cleared already). */
+static mi_forceinline void mi_secure_free_local(mi_page_t* page, mi_block_t* block) {
+  size_t block_size = page->block_size;
+  if (block_size > 512) {
+    mi_secure_free_local_big(page, block);
+    return;
+  }
+  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) mi_block_zero(block, block_size);
+  mi_heap_t* heap = mi_get_default_heap();
+  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
+    _mi_free_local_release(page, block);
+    return;
+  }
+  mi_quarantine_put(heap->tld, page, block);
+}
+
+/* A free by a thread that does not own the segment: pushed for the owner,
+   unless the segment has none and this thread claims it. */
+static mi_noinline void mi_secure_free_remote(mi_segment_t* segment, uintptr_t owner, mi_page_t* page,
+                                              mi_block_t* block, size_t idx) {
+  if (_mi_free_claims(segment, owner)) {
+    mi_bit_set(page, idx, false);
+    mi_secure_free_local(page, block);
+    return;
+  }
+  if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
+  _mi_free_remote(page, block);
+}
+
+/* The rest of a free once the pointer is located and, when it lies inside
+   its block, found to be an aligned allocation's. */
+static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
+                                                  size_t idx) {
+  mi_validate_tail(page, block, p, MI_OP_FREE);
+  uintptr_t owner = atomic_load_explicit(&segment->thread_id, memory_order_relaxed);
+  if (mi_unlikely(owner != _mi_thread_id())) {
+    mi_secure_free_remote(segment, owner, page, block, idx);
+    return;
+  }
+  mi_bit_set(page, idx, false);
+  mi_secure_free_local(page, block);
+}
+
+static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
+                                                size_t idx) {
+  mi_validate_interior(page, block, p, MI_OP_FREE);
+  mi_secure_free_located(segment, page, block, p, idx);
+}
+
+/* A free of a pointer in a segment that passed the segment checks. */
+static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p) {
+  if (mi_unlikely(segment->kind == MI_SEGMENT_SINGLE)) {
+    mi_secure_free_single(segment, p);
+    return;
+  }
+  mi_page_t* page;
+  size_t idx;
+  mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx);
+  if (mi_unlikely((void*)block != p)) {
+    mi_secure_free_interior(segment, page, block, p, idx);
+    return;
+  }
+  mi_secure_free_located(segment, page, block, p, idx);
+}
+
+/* Past a segment's first chunk (a large block's interior) or not ours. */
+static mi_noinline void mi_secure_free_far(void* p) {
+  mi_secure_free_in(mi_validate_far_segment(p, MI_OP_FREE), p);
+}
+
+/* Every call on the way is a tail call or does not return: the common path
+   needs no stack frame. */
+void _mi_secure_free(void* p) {
+  if (p == NULL) return;
+  if (mi_unlikely(!_mi_segment_map_contains(p))) {
+    mi_secure_free_far(p);
+    return;
+  }
+  mi_segment_t* segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
+  mi_validate_cookie(segment, p, MI_OP_FREE);
+  mi_secure_free_in(segment, p);
 }
 
 /* ---- Realloc in place ----------------------------------------------------------- */
