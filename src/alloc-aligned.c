@@ -167,13 +167,14 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
   }
 #if MI_SECURE
   size_t size;
-  _mi_secure_validate(p, MI_OP_REALLOC, NULL, &size);
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
 #else
   size_t size = _mi_usable_size(p);
 #endif
   if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
 #if MI_SECURE
-    _mi_secure_resize_in_place(p, newsize); /* the canary moves to the new end */
+    (void)_mi_secure_resize_in_place(page, block, p, newsize); /* the canary moves to the new end */
 #endif
     mi_track_resize(p, size, newsize);
     return p;

@@ -142,17 +142,16 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
   }
 #if MI_SECURE
   size_t size;
-  _mi_secure_validate(p, MI_OP_REALLOC, NULL, &size);
-#else
-  size_t size = _mi_usable_size(p);
-#endif
-#if MI_SECURE
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
   /* in place when it fits the block: the canary and trailer move with the size */
-  if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(p, newsize)) {
+  if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(page, block, p, newsize)) {
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
     return p;
   }
   return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
+#else
+  size_t size = _mi_usable_size(p);
 #endif
   /* keep the block when the new size fits and does not waste more than half of it */
   if (newsize <= size && newsize >= (size / 2) && newsize > 0) {
@@ -177,7 +176,11 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
    old one. If the new block could not be had, the old one stays valid. */
 void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) {
   if (mi_unlikely(newp == NULL)) return NULL; /* errno set */
+#if MI_SECURE
+  size_t newusable = newsize; /* secure builds: a block's usable size is the size asked for */
+#else
   size_t newusable = _mi_usable_size(newp);
+#endif
   /* the copy reads the old block up to its usable size, past what the
      program asked for: both blocks are opened up for it */
   mi_track_mem_defined(p, size);

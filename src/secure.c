@@ -757,15 +757,14 @@ void _mi_secure_free(void* p) {
 
 /* ---- Realloc in place ----------------------------------------------------------- */
 
-bool _mi_secure_resize_in_place(void* p, size_t newsize) {
-  mi_page_t* page;
-  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, NULL);
+/* `block` and `page`: p's, as _mi_secure_validate found them */
+bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) {
 #if MI_GUARDED
   if (page->is_guarded) return false; /* its end is fixed by its guard page */
 #endif
   size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
   if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
-  _mi_secure_set_user(page, p, newsize);
+  mi_set_user(page, block, p, newsize);
   return true;
 }
 
