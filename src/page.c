@@ -107,14 +107,19 @@ static void mi_page_extend(mi_page_t* page) {
   /* secure: link the new blocks in random order, so neighbours in memory are
      not neighbours in allocation order */
   uint16_t order[MI_SECURE_CARVE_MAX];
-  for (size_t i = 0; i < want; i++) order[i] = (uint16_t)i;
+  order[0] = 0;
   mi_tld_t* tld = page->heap->tld;
-  for (size_t i = want - 1; i > 0; i--) {
-    /* j uniform enough in [0, i]: the high half of a 32x32-bit product, no division */
-    size_t j = (size_t)(((_mi_tld_random(tld) >> 32) * (uint64_t)(i + 1)) >> 32);
-    uint16_t t = order[i];
-    order[i] = order[j];
-    order[j] = t;
+  uint64_t r = 0;
+  for (size_t i = 1; i < want; i++) {
+    /* the inside-out shuffle: block i joins at a random place j in [0, i]
+       (the high half of a 32x32-bit product, no division), the one there
+       moves to the end. Each random number serves two steps. */
+    r = ((i & 1) ? _mi_tld_random(tld) : r << 32);
+    size_t j = (size_t)(((r >> 32) * (uint64_t)(i + 1)) >> 32);
+    order[i] = (uint16_t)i;
+    uint16_t t = order[j];
+    order[j] = order[i];
+    order[i] = t;
   }
   /* want >= 1 (avail > 0 above), so order[0] was set */
   /* cppcheck-suppress uninitvar */
