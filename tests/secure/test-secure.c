@@ -254,6 +254,14 @@ static void case_overflow_checked_by_realloc(bool misuse) {
   p = (char*)mi_realloc(p, 4000);
   mi_free(p);
 }
+/* One byte of the canary or the trailer of a block of canary_size bytes. */
+static size_t canary_size, canary_flip;
+static void case_canary_byte(bool misuse) {
+  char* p = (char*)mi_malloc(canary_size);
+  memset(p, 'a', canary_size);
+  if (misuse) overflow_bytes(p + canary_size + canary_flip, 1);
+  mi_free(p);
+}
 /* a write just before a block lands in the trailer of the block before it */
 static void case_underflow(bool misuse) {
   enum { N = 64, SIZE = 48 };
@@ -375,6 +383,28 @@ MI_CHILD_TEST(overflow_after_realloc, SIGABRT, "heap buffer overflow detected in
 MI_CHILD_TEST(overflow_after_shrink, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_checked_by_realloc, SIGABRT, "heap buffer overflow detected in block")
+/* Every byte of the canary and of the trailer is watched, for every canary
+   length: 0 to 16 bytes, and longer slack of which the first 16 bytes are
+   canary. The canary's words are stored and checked without branches on its
+   length, so each length is a case of its own. Blocks of 16, 64 and 288
+   bytes (requests plus the 8-byte trailer round up to them; the last class
+   is 32 bytes wide, so its slack reaches 31 bytes). */
+static void test_overflow_every_canary_byte(void** state) {
+  (void)state;
+  static const size_t classes[][2] = {{1, 8}, {41, 56}, {249, 280}}; /* request sizes; the last: the trailer's offset */
+  for (size_t c = 0; c < sizeof(classes) / sizeof(classes[0]); c++) {
+    size_t trailer_at = classes[c][1];
+    for (size_t size = classes[c][0]; size <= trailer_at; size++) {
+      size_t slack = trailer_at - size;
+      for (size_t k = 0; k < slack + 8; k++) {
+        if (k >= 16 && k < slack) continue; /* slack past the canary: not watched (docs/secure-mode.md) */
+        canary_size = size;
+        canary_flip = k;
+        expect(&case_canary_byte, SIGABRT, "heap buffer overflow detected in block");
+      }
+    }
+  }
+}
 MI_CHILD_TEST(underflow, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(guard_page_large, SIGSEGV, "heap buffer overflow into a guard page detected at")
 MI_CHILD_TEST(uaf_write, SIGABRT, "use-after-free write detected in block")
@@ -516,6 +546,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_after_shrink),
       cmocka_unit_test(test_overflow_aligned),
       cmocka_unit_test(test_overflow_checked_by_realloc),
+      cmocka_unit_test(test_overflow_every_canary_byte),
       cmocka_unit_test(test_underflow),
       cmocka_unit_test(test_guard_page_large),
       cmocka_unit_test(test_uaf_write),
