@@ -535,11 +535,12 @@ static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, c
   block->next = (mi_block_t*)(mi_rotl((uintptr_t)next ^ page->keys[0], page->keys[0]) + page->keys[1]);
 }
 /* The next link of a block about to be handed out: a decoded link that does
-   not point into the page means the list was corrupted; it is never followed. */
+   not point into the page's carved blocks means the list was corrupted; it is
+   never followed. */
 static inline mi_block_t* mi_block_next_checked(const mi_page_t* page, const mi_block_t* block) {
   mi_block_t* next = mi_block_next(page, block);
   if (mi_unlikely(next != NULL && ((uint8_t*)next < page->start ||
-                                   (uint8_t*)next >= page->start + (size_t)page->reserved * page->block_size))) {
+                                   (uint8_t*)next >= page->start + (size_t)page->capacity * page->block_size))) {
     _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
   }
   return next;
