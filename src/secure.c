@@ -163,13 +163,19 @@ void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size
   for (size_t i = 0; i < (blocks + 63) / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }
-  if (was_dirty && page->needs_zero) {
+  if (!was_dirty) {
+    page->needs_zero = false;
+  } else if (page->needs_zero && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
     /* freed with live contents: they would look like writes after free */
     uint8_t* start;
     size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
     memset(start, 0, area);
+    page->needs_zero = false;
   }
-  page->needs_zero = false;
+  /* with zero on free off, nothing checks a block when it is handed out: the
+     area stays as it is (needs_zero kept) until a page is set up here with
+     the option on; zeroing it anyway made turning the option off slower than
+     leaving it on (realloc 0.68 s against 0.34 s) */
 }
 
 /* A page goes back to its segment. Its blocks were zeroed when freed; only
