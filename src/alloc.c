@@ -149,7 +149,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
     return p;
   }
-  return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
+  return _mi_realloc_move(p, size, _mi_secure_realloc_block(heap, size, newsize), newsize, zero);
 #else
   size_t size = _mi_usable_size(p);
 #endif

@@ -460,6 +460,7 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
 void _mi_secure_free(void* p) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
+void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
 bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
 void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;

@@ -761,6 +761,38 @@ void _mi_secure_free(void* p) {
   mi_secure_free_in(segment, p);
 }
 
+/* ---- Realloc ------------------------------------------------------------------ */
+
+/* The new block of a reallocation that moves. A large block sits at the end
+   of its segment, against its guard page, with less than a page of slack: a
+   buffer grown by realloc a little at a time (appended to) would be copied
+   every page. So a block that grows into the large sizes gets half its size
+   again as room to grow in place, as the default build's large blocks grow
+   in their segment. The canary and trailer are laid out for the size asked;
+   the room is slack (its pages stay untouched until the data grows into
+   them), and the guard page is past it. A sampled guarded block ends at its
+   guard page and has no room to give: it is taken at the size asked. */
+void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) {
+  if (newsize > oldsize && newsize + MI_SECURE_TRAILER > MI_MEDIUM_BLOCK_MAX && newsize <= MI_LARGE_SEGMENT_MAX / 2) {
+    size_t room = newsize + newsize / 2; /* still a large block, not a huge one */
+    int saved_errno = errno;             /* a failure here is hidden by the plain allocation below */
+    void* q = _mi_secure_malloc(heap, room, false);
+    if (q == NULL) errno = saved_errno;
+    if (q != NULL) {
+      mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(q), q);
+#if MI_GUARDED
+      if (page->is_guarded) {
+        _mi_secure_free(q);
+        return _mi_secure_malloc(heap, newsize, false);
+      }
+#endif
+      mi_set_user(page, (mi_block_t*)q, q, newsize);
+      return q;
+    }
+  }
+  return _mi_secure_malloc(heap, newsize, false);
+}
+
 /* ---- Realloc in place ----------------------------------------------------------- */
 
 /* `block` and `page`: p's, as _mi_secure_validate found them */

@@ -262,6 +262,13 @@ static void case_canary_byte(bool misuse) {
   if (misuse) overflow_bytes(p + canary_size + canary_flip, 1);
   mi_free(p);
 }
+/* the canary follows the data of a large block grown into its room */
+static void case_overflow_large_realloc_room(bool misuse) {
+  char* p = (char*)mi_malloc(200000);
+  p = (char*)mi_realloc(p, 204800);
+  p = (char*)mi_realloc(p, 250000);
+  overflow_and_free(p, 250000, 1, misuse);
+}
 /* a write just before a block lands in the trailer of the block before it */
 static void case_underflow(bool misuse) {
   enum { N = 64, SIZE = 48 };
@@ -383,6 +390,7 @@ MI_CHILD_TEST(overflow_after_realloc, SIGABRT, "heap buffer overflow detected in
 MI_CHILD_TEST(overflow_after_shrink, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_checked_by_realloc, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(overflow_large_realloc_room, SIGABRT, "heap buffer overflow detected in block")
 /* Every byte of the canary and of the trailer is watched, for every canary
    length: 0 to 16 bytes, and longer slack of which the first 16 bytes are
    canary. The canary's words are stored and checked without branches on its
@@ -454,6 +462,26 @@ static void test_128k_is_medium(void** state) {
   }
   assert_true(shared > 0);
   for (int i = 0; i < 3; i++) mi_free(p[i]);
+}
+
+/* A large block grown by realloc gets room to grow in place (it sits against
+   its guard page otherwise, and each growth past its last page copied it):
+   after the first move, growing it further stays in place, with its size
+   exact and its contents kept. */
+static void test_realloc_large_room(void** state) {
+  (void)state;
+  uint8_t* p = (uint8_t*)mi_malloc(200000);
+  assert_non_null(p);
+  for (size_t i = 0; i < 200000; i++) p[i] = (uint8_t)i;
+  uint8_t* q = (uint8_t*)mi_realloc(p, 204800);
+  assert_non_null(q);
+  uint8_t* r = (uint8_t*)mi_realloc(q, 300000);
+  assert_ptr_equal(r, q);
+  assert_int_equal(mi_usable_size(r), 300000);
+  for (size_t i = 0; i < 200000; i++) {
+    if (r[i] != (uint8_t)i) fail_msg("byte %zu changed", i);
+  }
+  mi_free(r);
 }
 
 /* Zero on free: a freed block reads zero, but for its first word (the
@@ -547,6 +575,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_aligned),
       cmocka_unit_test(test_overflow_checked_by_realloc),
       cmocka_unit_test(test_overflow_every_canary_byte),
+      cmocka_unit_test(test_overflow_large_realloc_room),
       cmocka_unit_test(test_underflow),
       cmocka_unit_test(test_guard_page_large),
       cmocka_unit_test(test_uaf_write),
@@ -560,6 +589,7 @@ int main(void) {
       cmocka_unit_test(test_exact_usable_size),
       cmocka_unit_test(test_zalloc_one_block_page),
       cmocka_unit_test(test_128k_is_medium),
+      cmocka_unit_test(test_realloc_large_room),
       cmocka_unit_test(test_zero_on_free),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
