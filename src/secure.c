@@ -116,10 +116,24 @@ static inline void mi_canary_fill(uint8_t* block, size_t user_end, size_t traile
 /* [n]: the first n bytes of a word in memory */
 static const uint64_t mi_first_bytes_mask[9] = {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    0, 0xFF00000000000000ULL, 0xFFFF000000000000ULL, 0xFFFFFF0000000000ULL, 0xFFFFFFFF00000000ULL,
-    0xFFFFFFFFFF000000ULL, 0xFFFFFFFFFFFF0000ULL, 0xFFFFFFFFFFFFFF00ULL, 0xFFFFFFFFFFFFFFFFULL
+    0,
+    0xFF00000000000000ULL,
+    0xFFFF000000000000ULL,
+    0xFFFFFF0000000000ULL,
+    0xFFFFFFFF00000000ULL,
+    0xFFFFFFFFFF000000ULL,
+    0xFFFFFFFFFFFF0000ULL,
+    0xFFFFFFFFFFFFFF00ULL,
+    0xFFFFFFFFFFFFFFFFULL
 #else
-    0, 0xFFULL, 0xFFFFULL, 0xFFFFFFULL, 0xFFFFFFFFULL, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFULL,
+    0,
+    0xFFULL,
+    0xFFFFULL,
+    0xFFFFFFULL,
+    0xFFFFFFFFULL,
+    0xFFFFFFFFFFULL,
+    0xFFFFFFFFFFFFULL,
+    0xFFFFFFFFFFFFFFULL,
     0xFFFFFFFFFFFFFFFFULL
 #endif
 };
@@ -151,7 +165,6 @@ bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) {
 static inline uint64_t* mi_trailer_of(const mi_page_t* page, const mi_block_t* block) {
   return (uint64_t*)((uint8_t*)block + page->block_size - MI_SECURE_TRAILER);
 }
-
 
 /* ---- Pages ---------------------------------------------------------------- */
 
@@ -232,9 +245,9 @@ typedef uint64_t mi_v16_t __attribute__((vector_size(16), may_alias));
    the two or three vectors there are. */
 static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size) {
   const uint8_t* b = (const uint8_t*)block;
-  const uint8_t* end = b + block_size;
   uint64_t acc = ((const uint64_t*)b)[1];
 #if defined(__GNUC__)
+  const uint8_t* end = b + block_size;
   mi_v16_t v = {0, 0};
   if (block_size > 64) {
     for (const uint8_t* q = b + 16; end - q > 64; q += 64) v |= mi_v64_at(q);
