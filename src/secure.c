@@ -56,11 +56,24 @@ void _mi_secure_keys_init(void) {
   mi_trailer_key_value = _mi_process_key * 0xBF58476D1CE4E5B9ULL;
 }
 
-/* A block's keyed tag: its trailer is the tag with the data's end mixed into
-   the low bits, its canary a byte of it. The top bit is set, so a live
-   block's trailer is never zero (a freed block's is). */
+/* A block's keyed tag: its canary is a byte of it, its trailer the tag xor
+   the data's end times an odd constant. Decoding multiplies by the
+   constant's inverse: a trailer changed in any bit decodes to an end that is
+   out of range but with a chance of about block size / 2^64 (a plain xor
+   would have left the tag's low bits unchecked: a changed low byte moved the
+   end within the block). The top bit is set, so a live block's trailer is
+   zero only with that chance (a freed block's is zero). */
+#define MI_TRAILER_MUL 0x9E3779B97F4A7C15ULL
+#define MI_TRAILER_MUL_INV 0xF1DE83E19937733DULL
+_Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse of the trailer's multiplier");
 static inline uintptr_t mi_block_tag(const mi_block_t* block) {
   return (((uintptr_t)block ^ mi_trailer_key_value) * 0xBF58476D1CE4E5B9ULL) | ((uintptr_t)1 << 63);
+}
+static inline uint64_t mi_trailer_encode(uintptr_t tag, size_t user_end) {
+  return tag ^ ((uint64_t)user_end * MI_TRAILER_MUL);
+}
+static inline uint64_t mi_trailer_decode(uintptr_t tag, uint64_t trailer) {
+  return (trailer ^ tag) * MI_TRAILER_MUL_INV;
 }
 
 static inline uintptr_t mi_tag_of(const void* p) {
@@ -95,7 +108,7 @@ static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
    block's canary tells nothing of another's. Never zero: the commonest
    off-by-one writes a NUL terminator, and it must always change the canary. */
 static inline uint64_t mi_canary_word(uintptr_t tag) {
-  return (0x0101010101010101ULL * (uint8_t)(tag >> 24)) | 0x0101010101010101ULL; /* bits above the data's end */
+  return (0x0101010101010101ULL * (uint8_t)(tag >> 24)) | 0x0101010101010101ULL;
 }
 
 /* The canary fills the bytes from the data's end up to the trailer, at most
@@ -220,7 +233,7 @@ static mi_forceinline void mi_set_user(const mi_page_t* page, mi_block_t* block,
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
   mi_canary_fill((uint8_t*)block, user_end, trailer_at, mi_canary_word(tag));
-  *mi_trailer_of(page, block) = tag ^ user_end;
+  *mi_trailer_of(page, block) = mi_trailer_encode(tag, user_end);
   if ((void*)block != p) mi_tag_store(p);
 }
 
@@ -347,7 +360,7 @@ static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* b
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
   mi_canary_fill((uint8_t*)block, size, trailer_at, mi_canary_word(tag));
-  *mi_trailer_of(page, block) = tag ^ size;
+  *mi_trailer_of(page, block) = mi_trailer_encode(tag, size);
 }
 
 /* Any block: also of a single-block segment, which has nothing to check
@@ -543,7 +556,7 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
                                               mi_secure_op_t op) {
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
-  uint64_t user_end = *mi_trailer_of(page, block) ^ tag; /* one compare checks the tag and the range */
+  uint64_t user_end = mi_trailer_decode(tag, *mi_trailer_of(page, block));
   if (mi_unlikely(user_end > trailer_at)) mi_report_bad_trailer(page, block, p, op);
   if (mi_unlikely(!mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag)))) {
     _mi_secure_fatal("heap buffer overflow detected in block", p,
@@ -680,7 +693,7 @@ static mi_forceinline void mi_quarantine_put(mi_tld_t* tld, mi_page_t* page, mi_
 
 /* A free by the owner of a block whose zeroing is a loop or a call (over 512
    bytes): out of line, so the path of the smaller blocks makes no call but
-   its last (and needs no stack frame). */
+   its last. */
 static mi_noinline void mi_secure_free_local_big(mi_page_t* page, mi_block_t* block) {
   if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
   mi_heap_t* heap = mi_get_default_heap();
@@ -762,7 +775,8 @@ static mi_noinline void mi_secure_free_far(void* p) {
 }
 
 /* Every call on the way is a tail call or does not return: the common path
-   needs no stack frame. */
+   makes no call that comes back (the register spills stay in one prologue
+   on the path past the segment map; a call in the middle cost more). */
 void _mi_secure_free(void* p) {
   if (p == NULL) return;
   if (mi_unlikely(!_mi_segment_map_contains(p))) {
@@ -783,24 +797,22 @@ void _mi_secure_free(void* p) {
    again as room to grow in place, as the default build's large blocks grow
    in their segment. The canary and trailer are laid out for the size asked;
    the room is slack (its pages stay untouched until the data grows into
-   them), and the guard page is past it. A sampled guarded block ends at its
-   guard page and has no room to give: it is taken at the size asked. */
+   them), and the guard page is past it. The room is taken straight from a
+   segment: no guarded sample (a sampled block ends at its guard page and has
+   no room to give; the sampling countdown is left for the next allocation),
+   and no error report when it cannot be had (the size asked is tried next;
+   errno is kept). */
 void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) {
-  if (newsize > oldsize && newsize + MI_SECURE_TRAILER > MI_MEDIUM_BLOCK_MAX && newsize <= MI_LARGE_SEGMENT_MAX / 2) {
-    size_t room = newsize + newsize / 2; /* still a large block, not a huge one */
-    int saved_errno = errno;             /* a failure here is hidden by the plain allocation below */
-    void* q = _mi_secure_malloc(heap, room, false);
-    if (q == NULL) errno = saved_errno;
-    if (q != NULL) {
-      mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(q), q);
-#if MI_GUARDED
-      if (page->is_guarded) {
-        _mi_secure_free(q);
-        return _mi_secure_malloc(heap, newsize, false);
-      }
-#endif
-      mi_set_user(page, (mi_block_t*)q, q, newsize);
-      return q;
+  if (newsize > oldsize && newsize + MI_SECURE_TRAILER > MI_MEDIUM_BLOCK_MAX && newsize <= MI_LARGE_SEGMENT_MAX / 2 &&
+      mi_heap_is_initialized(heap)) {
+    size_t need = newsize + newsize / 2 + MI_SECURE_TRAILER; /* still a large block, not a huge one */
+    int saved_errno = errno;
+    mi_page_t* page = _mi_segment_single_alloc(heap, need, 0, false);
+    errno = saved_errno;
+    if (page != NULL) {
+      mi_block_t* block = (mi_block_t*)page->start;
+      mi_track_malloc(block, need, page->block_size, false);
+      return _mi_secure_block_prepare(page, block, newsize);
     }
   }
   return _mi_secure_malloc(heap, newsize, false);

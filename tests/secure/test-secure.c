@@ -269,6 +269,15 @@ static void case_overflow_large_realloc_room(bool misuse) {
   p = (char*)mi_realloc(p, 250000);
   overflow_and_free(p, 250000, 1, misuse);
 }
+/* A changed low byte of the trailer, in a block whose data all equal the
+   canary byte: the trailer alone must catch it (decoded with a plain xor it
+   moved the data's end inside the block, where the data looked like canary). */
+static void case_trailer_low_byte(bool misuse) {
+  char* p = (char*)mi_malloc(249); /* a 288-byte block: the trailer at 280 */
+  memset(p, p[249], 249);
+  if (misuse) overflow_bytes(p + 280, 1);
+  mi_free(p);
+}
 /* a write just before a block lands in the trailer of the block before it */
 static void case_underflow(bool misuse) {
   enum { N = 64, SIZE = 48 };
@@ -391,6 +400,7 @@ MI_CHILD_TEST(overflow_after_shrink, SIGABRT, "heap buffer overflow detected in 
 MI_CHILD_TEST(overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_checked_by_realloc, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_large_realloc_room, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(trailer_low_byte, SIGABRT, "heap buffer overflow detected in block")
 /* Every byte of the canary and of the trailer is watched, for every canary
    length: 0 to 16 bytes, and longer slack of which the first 16 bytes are
    canary. The canary's words are stored and checked without branches on its
@@ -576,6 +586,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_checked_by_realloc),
       cmocka_unit_test(test_overflow_every_canary_byte),
       cmocka_unit_test(test_overflow_large_realloc_room),
+      cmocka_unit_test(test_trailer_low_byte),
       cmocka_unit_test(test_underflow),
       cmocka_unit_test(test_guard_page_large),
       cmocka_unit_test(test_uaf_write),
