@@ -4,20 +4,17 @@
 #include <limits.h>
 #include <stdlib.h>
 
-/* Slow path of the recorded entry points: the profiler's hook after it. */
+/* Slow path of the recorded entry points: the profiler's hook after it
+   (secure builds: the whole of a recorded allocation). */
 static mi_noinline void* mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) {
-  void* p = _mi_malloc_generic(heap, size, false);
-  mi_dhat_alloc(p, size);
-  return p;
-}
-
-#if MI_SECURE && MI_DHAT
-static mi_noinline void* mi_secure_malloc_recorded(mi_heap_t* heap, size_t size) {
+#if MI_SECURE
   void* p = _mi_secure_malloc(heap, size, false);
+#else
+  void* p = _mi_malloc_generic(heap, size, false);
+#endif
   mi_dhat_alloc(p, size);
   return p;
 }
-#endif
 
 /* The fast path: a size class lookup, one page, one free-list pop. No lock,
    no atomic read-modify-write. Everything else is in _mi_malloc_generic.
@@ -27,7 +24,7 @@ static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool rec
 #if MI_SECURE
   /* the profiler's test first, so the common exit is a tail call (no frame) */
 #if MI_DHAT
-  if (record && mi_unlikely(mi_dhat_is_on())) return mi_secure_malloc_recorded(heap, size);
+  if (record && mi_unlikely(mi_dhat_is_on())) return mi_malloc_generic_recorded(heap, size);
 #endif
   (void)record;
   return _mi_secure_malloc(heap, size, false);

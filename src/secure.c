@@ -47,6 +47,13 @@ static mi_decl_noreturn void mi_secure_fatal_op(mi_secure_op_t op, const char* w
   _mi_secure_fatal(what != NULL ? what : buf, p, size);
 }
 
+/* A pointer to a block already freed: a double free, or a use after free
+   through the other entry points. */
+static mi_decl_noreturn void mi_report_freed(mi_secure_op_t op, const void* p, size_t size) {
+  mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
+                     size);
+}
+
 /* ---- Keys and the per-thread random state ---------------------------------- */
 
 /* Derived from the process key once, at start-up: free and malloc both use it. */
@@ -475,8 +482,7 @@ static inline void mi_validate_cookie(const mi_segment_t* segment, const void* p
     /* still ours (in the map) but its header reads as zero: a cached segment
        the cache has purged, which holds no live block */
     if (segment->cookie == 0) {
-      mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
-                         0);
+      mi_report_freed(op, p, 0);
     }
     mi_secure_fatal_op(op, NULL, p, 0);
   }
@@ -489,8 +495,7 @@ static mi_noinline mi_segment_t* mi_validate_far_segment(const void* p, mi_secur
   mi_segment_t* segment = _mi_segment_containing(p);
   if (segment == NULL) {
     if (mi_was_unmapped(p)) {
-      mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
-                         0);
+      mi_report_freed(op, p, 0);
     }
     mi_secure_fatal_op(op, NULL, p, 0);
   }
@@ -527,14 +532,12 @@ static mi_noinline mi_decl_noreturn void mi_report_page_not_in_use(const mi_page
    and it leaves a keyed tag just before that pointer. Returns if it is one. */
 static mi_noinline void mi_validate_interior(const mi_page_t* page, const mi_block_t* block, const void* p,
                                              mi_secure_op_t op) {
-  const uint8_t* b = (const uint8_t*)p;
-  if (b - (const uint8_t*)block >= 16 && mi_tag_matches(p)) return;
-  /* A free from another thread zeroes the block, the tag with it: an aligned
-     pointer freed a second time before the owner collects the first free
-     shows a zero tag and a zero trailer. */
-  if (b - (const uint8_t*)block >= 16 && mi_freed_by_other_thread(page, block)) {
-    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
-                       page->block_size);
+  if ((const uint8_t*)p - (const uint8_t*)block >= 16) {
+    if (mi_tag_matches(p)) return;
+    /* A free from another thread zeroes the block, the tag with it: an
+       aligned pointer freed a second time before the owner collects the
+       first free shows a zero tag and a zero trailer. */
+    if (mi_freed_by_other_thread(page, block)) mi_report_freed(op, p, page->block_size);
   }
   mi_secure_fatal_op(op, op == MI_OP_FREE ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
 }
@@ -544,8 +547,7 @@ static mi_noinline void mi_validate_interior(const mi_page_t* page, const mi_blo
 static mi_noinline mi_decl_noreturn void mi_report_bad_trailer(const mi_page_t* page, const mi_block_t* block,
                                                                const void* p, mi_secure_op_t op) {
   if (mi_freed_by_other_thread(page, block)) {
-    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
-                       page->block_size);
+    mi_report_freed(op, p, page->block_size);
   }
   _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
 }
@@ -580,8 +582,7 @@ static mi_forceinline mi_block_t* mi_locate_small(mi_segment_t* segment, const v
   size_t idx = mi_block_index(page, p);
   if (mi_unlikely(offset >= MI_SEGMENT_SIZE || idx >= page->capacity)) mi_secure_fatal_op(op, NULL, p, 0);
   if (mi_unlikely(!mi_bit_get(page, idx))) {
-    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
-                       page->block_size);
+    mi_report_freed(op, p, page->block_size);
   }
   *page_out = page;
   *idx_out = idx;
@@ -611,8 +612,7 @@ static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const v
   if (b < page->start || b >= page->start + page->block_size) mi_secure_fatal_op(op, NULL, p, 0);
   mi_block_t* block = (mi_block_t*)page->start;
   if (!mi_bit_get(page, 0)) {
-    mi_secure_fatal_op(op, op == MI_OP_FREE ? "double free detected of block" : "use of a freed block detected at", p,
-                       page->block_size);
+    mi_report_freed(op, p, page->block_size);
   }
   if ((void*)block != p) mi_validate_interior(page, block, p, op);
   size_t size;
@@ -691,17 +691,24 @@ static mi_forceinline void mi_quarantine_put(mi_tld_t* tld, mi_page_t* page, mi_
   if (evicted.block != NULL) _mi_free_local_release(evicted.page, evicted.block);
 }
 
-/* A free by the owner of a block whose zeroing is a loop or a call (over 512
-   bytes): out of line, so the path of the smaller blocks makes no call but
-   its last. */
-static mi_noinline void mi_secure_free_local_big(mi_page_t* page, mi_block_t* block) {
-  if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
+/* A block its owner freed, zeroed: back to its page (blocks above the small
+   sizes, or no heap to hold a quarantine) or into the quarantine. */
+static mi_forceinline void mi_secure_free_zeroed(mi_page_t* page, mi_block_t* block, size_t block_size) {
   mi_heap_t* heap = mi_get_default_heap();
-  if (page->block_size > MI_SMALL_BLOCK_MAX || !mi_heap_is_initialized(heap)) {
+  if (block_size > MI_SMALL_BLOCK_MAX || mi_unlikely(!mi_heap_is_initialized(heap))) {
     _mi_free_local_release(page, block);
     return;
   }
   mi_quarantine_put(heap->tld, page, block);
+}
+
+/* A free by the owner of a block whose zeroing is a loop or a call (over 512
+   bytes): out of line, so the path of the smaller blocks makes no call but
+   its last. */
+static mi_noinline void mi_secure_free_local_big(mi_page_t* page, mi_block_t* block) {
+  size_t block_size = page->block_size;
+  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) mi_block_zero(block, block_size);
+  mi_secure_free_zeroed(page, block, block_size);
 }
 
 /* A free by the owner (its bit is cleared already). */
@@ -712,12 +719,7 @@ static mi_forceinline void mi_secure_free_local(mi_page_t* page, mi_block_t* blo
     return;
   }
   if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) mi_block_zero(block, block_size);
-  mi_heap_t* heap = mi_get_default_heap();
-  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
-    _mi_free_local_release(page, block);
-    return;
-  }
-  mi_quarantine_put(heap->tld, page, block);
+  mi_secure_free_zeroed(page, block, block_size);
 }
 
 /* A free by a thread that does not own the segment: pushed for the owner,
@@ -729,7 +731,7 @@ static mi_noinline void mi_secure_free_remote(mi_segment_t* segment, uintptr_t o
     mi_secure_free_local(page, block);
     return;
   }
-  if (_mi_option_get_fast(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
+  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
   _mi_free_remote(page, block);
 }
 
