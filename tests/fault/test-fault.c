@@ -742,6 +742,46 @@ static void test_cache_guard_lift_fails(void** state) {
 }
 #endif
 
+#if MI_SECURE
+/* realloc's room for a block grown into the large sizes (secure builds) cannot
+   be had: the block is taken at the size asked, with no error reported and
+   errno kept; without the room, growing it again moves it. */
+static int room_errors;
+static void count_room_error(int err, void* arg) {
+  (void)err;
+  (void)arg;
+  room_errors++;
+}
+
+static void realloc_room_fails_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 0);
+  uint8_t* p = (uint8_t*)mi_malloc(200000);
+  CHECK(p != NULL);
+  memset(p, 7, 200000);
+  mi_register_error(&count_room_error, NULL);
+  /* the room's segment: the aligned attempt and the over-reserve both fail;
+     the plain block's segment then comes at the first attempt */
+  set_policy(mi_fault_reserve, 1, 2, mi_fault_error_oom);
+  errno = EINTR;
+  uint8_t* q = (uint8_t*)mi_realloc(p, 204800);
+  CHECK(q != NULL && errno == EINTR && room_errors == 0);
+  mi_fault_counters_t k = counters();
+  CHECK(k.selected_calls == 3 && k.selected_injected == 2);
+  CHECK(mi_usable_size(q) == 204800 && q[0] == 7 && q[199999] == 7);
+  mi_fault_set_policy(NULL);
+  uint8_t* r = (uint8_t*)mi_realloc(q, 300000);
+  CHECK(r != NULL && r != q && r[199999] == 7);
+  mi_register_error(NULL, NULL);
+  mi_free(r);
+  check_accounting();
+}
+
+static void test_realloc_room_fails(void** state) {
+  (void)state;
+  in_child(&realloc_room_fails_body);
+}
+#endif
+
 #if defined(_WIN32)
 static void (*const child_bodies[])(void) = {
     &nth_and_count_body,
@@ -773,6 +813,7 @@ static void (*const child_bodies[])(void) = {
 #endif
 #if MI_SECURE
     &cache_guard_lift_fails_body,
+    &realloc_room_fails_body,
 #endif
 };
 #define CHILD_BODIES ((int)(sizeof(child_bodies) / sizeof(child_bodies[0])))
@@ -837,6 +878,7 @@ int main(int argc, char** argv) {
     cmocka_unit_test(test_guard_unprotect_fails),
 #endif
     cmocka_unit_test(test_cache_guard_lift_fails),
+    cmocka_unit_test(test_realloc_room_fails),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
