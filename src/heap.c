@@ -163,7 +163,7 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   tld->heaps = backing;
   backing->next = NULL;
   _mi_heap_check(backing);
-  _mi_heap_collect_pages(backing, true);
+  _mi_heap_collect_pages_at_exit(backing);
   _mi_single_heap_delete(backing, NULL);
 #if MI_STAT
   _mi_stats_merge_heap(backing);

@@ -74,6 +74,7 @@ typedef enum mi_segment_kind_e {
   MI_SEGMENT_MEDIUM = 1,
   MI_SEGMENT_SINGLE = 2 /* one block: large or huge */
 } mi_segment_kind_t;
+#define MI_SEGMENT_ANY_KIND (-1)
 
 /* Owner of the segments of a thread a fork child does not have: no thread's
    id (ids are addresses of a thread-local, never odd). */
@@ -377,6 +378,8 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hi
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
 void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
+bool _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
+bool _mi_segment_has_live_blocks(const mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
 
@@ -419,6 +422,7 @@ mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) mi_de
 void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
 size_t _mi_bin_size(size_t bin) mi_decl_hidden;
 void _mi_heap_collect_pages(mi_heap_t* heap, bool force) mi_decl_hidden;
+void _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
 
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;

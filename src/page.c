@@ -221,6 +221,8 @@ static void mi_heap_scan_full(mi_heap_t* heap, size_t max) {
    retire pages that have nothing, and as a last resort take a fresh page. */
 static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
   mi_page_queue_t* pq = &heap->pages[bin];
+  /* once: adopting a segment leaves the heap with a page */
+  if (mi_unlikely(heap->page_count == 0) && _mi_segments_take_over(heap, bin)) return mi_find_page(heap, bin);
   mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
   while (page != NULL) {
     mi_page_t* next = page->next;
@@ -313,25 +315,63 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
 
 /* ---- Collection ----------------------------------------------------------------- */
 
-void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
-  (void)force;
+static void mi_heap_page_free(mi_heap_t* heap, mi_page_t* page) {
+  _mi_page_queue_remove(_mi_page_queue_of(heap, page), page);
+  mi_page_flags_store(page, 0);
+  heap->page_count--;
+  _mi_segment_page_free(page);
+}
+
+/* Take in every page's frees; pages that got room leave the full queue.
+   Returns nothing freed yet: callers decide about the empty pages. */
+static void mi_heap_collect_all(mi_heap_t* heap) {
   for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
     mi_page_queue_t* pq = &heap->pages[bin];
     mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
     while (page != NULL) {
       mi_page_t* next = page->next;
       _mi_page_collect(page);
-      if (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) {
-        if (page->free != NULL) _mi_page_unfull(page);
-      }
+      if ((mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->free != NULL) _mi_page_unfull(page);
+      page = next;
+    }
+  }
+}
+
+void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
+  (void)force;
+  mi_heap_collect_all(heap);
+  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      if (page->used == 0) mi_heap_page_free(heap, page);
+      page = next;
+    }
+  }
+}
+
+/* The thread of `heap` (its backing heap, which holds all its pages by now)
+   is exiting. Its empty pages are freed but for one of each size in a
+   segment that holds live blocks: that segment is abandoned anyway, and the
+   page goes with it ready, free list carved, for a thread that starts next
+   to take over (_mi_segments_take_over). If none does, the purge thread's
+   cleanup of abandoned segments frees it: a purge is made due for that. */
+void _mi_heap_collect_pages_at_exit(mi_heap_t* heap) {
+  mi_heap_collect_all(heap); /* first, so that `used` tells which segments hold live blocks */
+  bool kept_any = false;
+  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+    bool kept = false;
+    while (page != NULL) {
+      mi_page_t* next = page->next;
       if (page->used == 0) {
-        mi_page_queue_t* q = _mi_page_queue_of(heap, page);
-        _mi_page_queue_remove(q, page);
-        mi_page_flags_store(page, 0);
-        heap->page_count--;
-        _mi_segment_page_free(page);
+        if (!kept && _mi_segment_has_live_blocks(_mi_page_segment(page))) kept = kept_any = true;
+        else mi_heap_page_free(heap, page);
       }
       page = next;
     }
   }
+  if (kept_any) _mi_purge_due_after_delay();
 }

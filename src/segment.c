@@ -314,18 +314,26 @@ static mi_page_t* mi_segment_page_setup(mi_heap_t* heap, mi_segment_t* segment, 
   return page;
 }
 
+static bool mi_segments_reclaim(mi_heap_t* heap, size_t max, int kind);
+
+static mi_segment_kind_t mi_segment_kind_of_bin(size_t bin) {
+  return (bin <= MI_BIN_SMALL_MAX ? MI_SEGMENT_SMALL : MI_SEGMENT_MEDIUM);
+}
+
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) {
   mi_tld_t* tld = heap->tld;
-  mi_segment_kind_t kind = (bin <= MI_BIN_SMALL_MAX ? MI_SEGMENT_SMALL : MI_SEGMENT_MEDIUM);
+  mi_segment_kind_t kind = mi_segment_kind_of_bin(bin);
   for (int attempt = 0; attempt < 3; attempt++) {
     mi_segment_t* segment = tld->free_segments[kind];
     if (segment != NULL) {
       mi_page_t* page = mi_segment_page_setup(heap, segment, bin);
       if (page != NULL) return page;
     }
-    /* no free slot: adopt segments abandoned by exited threads before asking the OS */
+    /* no free slot: adopt segments abandoned by exited threads before asking
+       the OS (of this kind: another would give no slot for this page, and
+       a thread starting alongside may want it) */
     if (attempt == 0 && atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) > 0 &&
-        _mi_segments_reclaim(tld->heap_backing, 2, false)) {
+        mi_segments_reclaim(tld->heap_backing, 2, (int)kind)) {
       continue;
     }
     segment = mi_segment_alloc(kind, MI_SEGMENT_SIZE);
@@ -366,6 +374,16 @@ void _mi_segment_page_free(mi_page_t* page) {
 
 /* ---- Abandoning and reclaiming ------------------------------------------------ */
 
+/* Some page of `segment` has blocks in use (as far as its owner has
+   collected their frees): the segment outlives its thread's exit. */
+bool _mi_segment_has_live_blocks(const mi_segment_t* segment) {
+  for (size_t i = 0; i < segment->page_count; i++) {
+    const mi_page_t* page = &segment->pages[i];
+    if (atomic_load_explicit(&page->state, memory_order_relaxed) == MI_PAGE_IN_USE && page->used > 0) return true;
+  }
+  return false;
+}
+
 /* The segment becomes ABANDONED in the critical section that lists it, so
    whoever wins a claim finds it on the list to take it off. */
 static void mi_abandoned_push(mi_segment_t* segment) {
@@ -394,12 +412,14 @@ static void mi_abandoned_unlink_locked(mi_segment_t* segment) {
    word this thread moves ABANDONED -> CLAIMED. A segment whose CAS fails was
    claimed by a freeing thread that has not yet taken the lock to unlink it:
    it is skipped, and its claimer unlinks it. Off the list and onto the
-   claimer's in one critical section, so a fork finds it on one of the two. */
-static mi_segment_t* mi_abandoned_claim(mi_tld_t* tld) {
+   claimer's in one critical section, so a fork finds it on one of the two.
+   Only of `kind` if it is not MI_SEGMENT_ANY_KIND. */
+static mi_segment_t* mi_abandoned_claim(mi_tld_t* tld, int kind) {
   if (atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) == 0) return NULL;
   _mi_lock_acquire(&mi_abandoned_lock);
   mi_segment_t* segment = mi_abandoned_first;
   for (; segment != NULL; segment = segment->next) {
+    if (kind != MI_SEGMENT_ANY_KIND && segment->kind != (mi_segment_kind_t)kind) continue;
     uint64_t word = atomic_load_explicit(&segment->owner, memory_order_acquire);
     if (mi_owner_state_of(word) == MI_OWNER_ABANDONED && mi_owner_cas(segment, word, MI_OWNER_CLAIMED)) {
       mi_abandoned_unlink_locked(segment);
@@ -472,48 +492,66 @@ void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
   tld->free_segments[0] = tld->free_segments[1] = NULL;
 }
 
-/* A claimed segment, now on `heap`'s thread's list: collect its pages' frees,
-   free the pages that are empty, give the rest to `heap`. True if that
-   released the segment (all its pages were empty). */
-static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment) {
+/* A claimed segment, now on `heap`'s thread's list: collect its pages' frees
+   and give `heap` its pages. With `keep_empty` (see _mi_segments_take_over)
+   an empty page is kept too, carved free list and all, when `heap` has no
+   page of its size yet; other empty pages are freed. True if that released
+   the segment (all its pages were freed). */
+static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment, bool keep_empty) {
   mi_sched_point(MI_SCHED_RECLAIM_CLAIMED);
-  bool released = false;
-  for (size_t i = 0; !released && i < segment->page_count; i++) { /* test `released` first: the segment may be gone */
-    mi_page_t* page = &segment->pages[i];
-    if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
-    _mi_page_collect(page);
-    if (page->used > 0) continue;
-    released = (segment->used_pages == 1); /* freeing the last page releases the segment */
-    _mi_segment_page_free(page);
-  }
-  if (released) return true;
   for (size_t i = 0; i < segment->page_count; i++) {
     mi_page_t* page = &segment->pages[i];
     if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+    _mi_page_collect(page);
+    mi_page_queue_t* pq = &heap->pages[page->bin];
+    if (page->used == 0 && (!keep_empty || pq->last != NULL)) {
+      bool released = (segment->used_pages == 1); /* freeing the last page releases the segment */
+      _mi_segment_page_free(page);
+      if (released) return true; /* the segment is gone: stop here */
+      continue;
+    }
     page->heap = heap;
     heap->page_count++;
     if (page->free == NULL && page->capacity >= page->reserved) {
       mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
       _mi_page_queue_push(heap, &heap->pages[MI_BIN_FULL], page);
     } else {
-      _mi_page_queue_push(heap, &heap->pages[page->bin], page);
+      _mi_page_queue_push(heap, pq, page);
     }
   }
   return false;
 }
 
-/* Adopt up to `max` abandoned segments into `heap` (all with `force`). */
-bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
+/* Adopt up to `max` abandoned segments of `kind` (or any) into `heap`. */
+static bool mi_segments_reclaim(mi_heap_t* heap, size_t max, int kind) {
   bool reclaimed = false;
-  size_t count = 0;
-  size_t limit = (force ? SIZE_MAX : max);
   mi_segment_t* segment;
-  while (count < limit && (segment = mi_abandoned_claim(heap->tld)) != NULL) {
-    count++;
+  for (size_t count = 0; count < max && (segment = mi_abandoned_claim(heap->tld, kind)) != NULL; count++) {
     reclaimed = true;
-    mi_segment_adopt(heap, segment);
+    mi_segment_adopt(heap, segment, false);
   }
   return reclaimed;
+}
+
+/* Adopt up to `max` abandoned segments into `heap` (all with `force`). */
+bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
+  return mi_segments_reclaim(heap, (force ? SIZE_MAX : max), MI_SEGMENT_ANY_KIND);
+}
+
+/* A thread's first allocation (its backing heap has no page yet) while
+   other threads have exited: adopt one of their segments (one each for
+   threads that start together) and keep its empty pages ready, one per size at most (what a heap keeps anyway:
+   the last page of each size). A thread that starts as another exits then
+   takes over pages with their free lists carved instead of setting up fresh
+   ones (in secure builds each costs keys, a bitmap and a shuffled carve).
+   Of the kind that holds pages of `bin`. True if a segment was adopted:
+   the heap then holds a page. */
+bool _mi_segments_take_over(mi_heap_t* heap, size_t bin) {
+  if (heap != heap->tld->heap_backing || heap->page_count != 0) return false;
+  mi_segment_t* segment = mi_abandoned_claim(heap->tld, mi_segment_kind_of_bin(bin));
+  if (segment == NULL) return false;
+  mi_segment_adopt(heap, segment, true);
+  return true;
 }
 
 /* Reclaim on free (mi_option_abandoned_reclaim_on_free): the calling thread
@@ -547,7 +585,7 @@ bool _mi_segment_claim_on_free(mi_segment_t* segment) {
   _mi_lock_release(&mi_abandoned_lock);
   _mi_stat_decrease(&_mi_stats.abandoned, 1);
   atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);
-  mi_segment_adopt(tld->heap_backing, segment); /* never releases it: the caller's block keeps a page in use */
+  mi_segment_adopt(tld->heap_backing, segment, false); /* never releases it: the caller's block keeps a page in use */
   return true;
 }
 

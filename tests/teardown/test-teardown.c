@@ -810,6 +810,106 @@ static void case_stress(void) {
   check_baseline();
 }
 
+/* ---- A starting thread takes over an exited thread's empty pages ------------ */
+
+static void* alloc_one_then_exit(void* arg) { /* its segment is abandoned: the block lives on */
+  (void)arg;
+  blocks[0] = tagged_alloc(NULL, 0);
+  return NULL;
+}
+
+static void* alloc_free_then_exit(void* arg) {
+  void* p = tagged_alloc(NULL, 1);
+  *(mi_page_t**)arg = page_of(p);
+  tagged_free(p, 1);
+  return NULL;
+}
+
+/* The owner exits with one block live; the main thread frees it into the
+   abandoned segment; a new thread's first allocation of that size adopts
+   the segment and must take the page as it is (no page set up, the carved
+   free list kept) rather than free it and set up another. */
+static void case_new_thread_takes_over(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 0); /* the free must not claim the segment for main */
+  join(spawn(&alloc_one_then_exit, NULL));
+  CHECK(snapshot().abandoned == base.abandoned + 1);
+  mi_page_t* page = page_of(blocks[0]);
+  tagged_free(blocks[0], 0);
+  int64_t set_up = atomic_load(&_mi_stats.pages.total);
+  mi_page_t* taken = NULL;
+  join(spawn(&alloc_free_then_exit, &taken));
+  CHECK(taken == page);
+  CHECK(atomic_load(&_mi_stats.pages.total) == set_up); /* no page was set up */
+  CHECK(snapshot().reclaimed == base.reclaimed + 1);
+  check_baseline();
+}
+
+#define OTHER_SIZE 200
+
+static void* alloc_two_free_one_then_exit(void* arg) {
+  blocks[0] = tagged_alloc(NULL, 0); /* lives on: the segment is abandoned */
+  void* p = tagged_alloc_sz(NULL, OTHER_SIZE, 1);
+  *(mi_page_t**)arg = page_of(p);
+  tagged_free(p, 1); /* its page is empty at the exit */
+  return NULL;
+}
+
+static void* alloc_other_free_then_exit(void* arg) {
+  void* p = tagged_alloc_sz(NULL, OTHER_SIZE, 2);
+  *(mi_page_t**)arg = page_of(p);
+  tagged_free(p, 2);
+  return NULL;
+}
+
+static bool page_in_use(mi_page_t* page) {
+  return atomic_load(&page->state) == MI_PAGE_IN_USE;
+}
+
+/* The owner empties its page of one size and exits with a block of another
+   size live: the empty page stays in the abandoned segment, still in use,
+   and a new thread takes it over with no page set up. */
+static void case_exit_keeps_empty_page(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 0);
+  mi_page_t* emptied = NULL;
+  join(spawn(&alloc_two_free_one_then_exit, &emptied));
+  CHECK(snapshot().abandoned == base.abandoned + 1);
+  CHECK(page_in_use(emptied) && emptied->used == 0);
+  tagged_free(blocks[0], 0);
+  int64_t set_up = atomic_load(&_mi_stats.pages.total);
+  mi_page_t* taken = NULL;
+  join(spawn(&alloc_other_free_then_exit, &taken));
+  CHECK(taken == emptied);
+  CHECK(atomic_load(&_mi_stats.pages.total) == set_up); /* no page was set up */
+  check_baseline();
+}
+
+/* No thread takes the kept page over: the purge thread's cleanup of
+   abandoned segments frees it, and the segment once its last block is
+   freed. A segment with no live block at the exit keeps nothing. */
+static void* alloc_free_all_then_exit(void* arg) {
+  (void)arg;
+  tagged_free(tagged_alloc(NULL, 3), 3);
+  tagged_free(tagged_alloc_sz(NULL, OTHER_SIZE, 4), 4);
+  return NULL;
+}
+
+static void case_exit_kept_page_cleaned(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 0);
+  join(spawn(&alloc_free_all_then_exit, NULL));
+  CHECK(snapshot().pages == base.pages && snapshot().segments == base.segments); /* released at the exit */
+  mi_page_t* emptied = NULL;
+  join(spawn(&alloc_two_free_one_then_exit, &emptied));
+  int64_t pages = snapshot().pages;
+  _mi_segments_abandoned_cleanup();
+  CHECK(!page_in_use(emptied));
+  CHECK(snapshot().pages == pages - 1);
+  CHECK(snapshot().abandoned == base.abandoned + 1); /* blocks[0] lives on */
+  tagged_free(blocks[0], 0);
+  _mi_segments_abandoned_cleanup();
+  CHECK(snapshot().abandoned == base.abandoned);
+  check_baseline();
+}
+
 /* ---- Driver ---------------------------------------------------------------- */
 
 typedef struct case_s {
@@ -829,6 +929,9 @@ static const case_t cases[] = {
     {"claim-vs-reabandon", &case_claim_vs_reabandon},
     {"free-claim-vs-collect", &case_free_claim_vs_collect},
     {"stress", &case_stress},
+    {"new-thread-takes-over", &case_new_thread_takes_over},
+    {"exit-keeps-empty-page", &case_exit_keeps_empty_page},
+    {"exit-kept-page-cleaned", &case_exit_kept_page_cleaned},
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(cases[0]))
 
