@@ -7,7 +7,6 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) {
   heap->tld = tld;
   heap->thread_id = tld->thread_id;
   heap->is_backing = is_backing;
-  for (size_t bin = 0; bin < MI_BIN_COUNT; bin++) heap->pages[bin].block_size = _mi_bin_size(bin);
 }
 
 mi_heap_t* mi_heap_get_default(void) {

@@ -13,7 +13,7 @@ typedef struct mi_thread_data_s {
 const mi_page_t _mi_page_empty = {0};
 
 #define MI_QUEUE_EMPTY \
-  { (mi_page_t*)&_mi_page_empty, NULL, 0 }
+  { (mi_page_t*)&_mi_page_empty, NULL }
 #define MI_QUEUES_10 \
   MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, \
       MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY

@@ -120,7 +120,6 @@ typedef struct mi_segment_s {
 typedef struct mi_page_queue_s {
   mi_page_t* first;
   mi_page_t* last;
-  size_t block_size;
 } mi_page_queue_t;
 
 typedef struct mi_single_list_s mi_single_list_t;
