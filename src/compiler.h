@@ -75,4 +75,15 @@ static inline size_t mi_bsr64(unsigned long long x) {
 #endif
 }
 
+/* Index of the lowest set bit; x != 0. */
+static inline size_t mi_bsf64(unsigned long long x) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  unsigned long idx;
+  _BitScanForward64(&idx, x);
+  return (size_t)idx;
+#else
+  return (size_t)__builtin_ctzll(x);
+#endif
+}
+
 #endif

@@ -322,9 +322,16 @@ static void mi_heap_page_free(mi_heap_t* heap, mi_page_t* page) {
   _mi_segment_page_free(page);
 }
 
-/* Take in every page's frees; pages that got room leave the full queue.
-   Returns nothing freed yet: callers decide about the empty pages. */
-static void mi_heap_collect_all(mi_heap_t* heap) {
+/* Bins of a heap that hold an empty page, one bit each. */
+typedef struct mi_bin_set_s {
+  uint64_t bits[2];
+} mi_bin_set_t;
+_Static_assert(MI_BIN_COUNT <= 128, "mi_bin_set_t holds 128 bins");
+
+/* Take in every page's frees (pages that got room leave the full queue) and
+   note the bins where a page is left empty; free none of them yet. */
+static mi_bin_set_t mi_heap_collect_all(mi_heap_t* heap) {
+  mi_bin_set_t empty = {{0, 0}};
   for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
     mi_page_queue_t* pq = &heap->pages[bin];
     mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
@@ -332,23 +339,39 @@ static void mi_heap_collect_all(mi_heap_t* heap) {
       mi_page_t* next = page->next;
       _mi_page_collect(page);
       if ((mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->free != NULL) _mi_page_unfull(page);
+      if (page->used == 0) empty.bits[page->bin / 64] |= (uint64_t)1 << (page->bin % 64);
       page = next;
     }
   }
+  return empty;
+}
+
+/* Free the empty pages of the bins in `empty`; with `keep_one`, not the
+   first of each bin found in a segment that holds live blocks. True if a
+   page was kept. */
+static bool mi_heap_free_empty(mi_heap_t* heap, mi_bin_set_t empty, bool keep_one) {
+  bool kept_any = false;
+  for (size_t w = 0; w < 2; w++) {
+    for (uint64_t bits = empty.bits[w]; bits != 0; bits &= bits - 1) {
+      mi_page_queue_t* pq = &heap->pages[w * 64 + mi_bsf64(bits)];
+      mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+      bool kept = !keep_one;
+      while (page != NULL) {
+        mi_page_t* next = page->next;
+        if (page->used == 0) {
+          if (!kept && _mi_segment_has_live_blocks(_mi_page_segment(page))) kept = kept_any = true;
+          else mi_heap_page_free(heap, page);
+        }
+        page = next;
+      }
+    }
+  }
+  return kept_any;
 }
 
 void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
   (void)force;
-  mi_heap_collect_all(heap);
-  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
-    mi_page_queue_t* pq = &heap->pages[bin];
-    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
-    while (page != NULL) {
-      mi_page_t* next = page->next;
-      if (page->used == 0) mi_heap_page_free(heap, page);
-      page = next;
-    }
-  }
+  mi_heap_free_empty(heap, mi_heap_collect_all(heap), false);
 }
 
 /* The thread of `heap` (its backing heap, which holds all its pages by now)
@@ -356,22 +379,9 @@ void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
    segment that holds live blocks: that segment is abandoned anyway, and the
    page goes with it ready, free list carved, for a thread that starts next
    to take over (_mi_segments_take_over). If none does, the purge thread's
-   cleanup of abandoned segments frees it: a purge is made due for that. */
+   cleanup of abandoned segments frees it: a purge is made due for that.
+   Every page is collected first, so that `used` tells which segments hold
+   live blocks. */
 void _mi_heap_collect_pages_at_exit(mi_heap_t* heap) {
-  mi_heap_collect_all(heap); /* first, so that `used` tells which segments hold live blocks */
-  bool kept_any = false;
-  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
-    mi_page_queue_t* pq = &heap->pages[bin];
-    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
-    bool kept = false;
-    while (page != NULL) {
-      mi_page_t* next = page->next;
-      if (page->used == 0) {
-        if (!kept && _mi_segment_has_live_blocks(_mi_page_segment(page))) kept = kept_any = true;
-        else mi_heap_page_free(heap, page);
-      }
-      page = next;
-    }
-  }
-  if (kept_any) _mi_purge_due_after_delay();
+  if (mi_heap_free_empty(heap, mi_heap_collect_all(heap), true)) _mi_purge_due_after_delay();
 }
