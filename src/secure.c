@@ -270,7 +270,8 @@ static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size
   const uint8_t* end = b + block_size;
   mi_v16_t v = {0, 0};
   if (block_size > 64) {
-    for (const uint8_t* q = b + 16; end - q > 64; q += 64) v |= mi_v64_at(q);
+    const uint8_t* last = end - 64; /* a pointer bound: one compare a step */
+    for (const uint8_t* q = b + 16; q < last; q += 64) v |= mi_v64_at(q);
     v |= mi_v64_at(end - 64);
   } else if (block_size > 16) {
     v |= mi_v16_at(b + 16) | mi_v16_at(end - 16);
@@ -324,7 +325,8 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
     uint8_t* end = b + block_size;
     const mi_v16_t zero = {0, 0};
     if (block_size >= 64) {
-      for (uint8_t* q = b; end - q > 64; q += 64) {
+      uint8_t* last = end - 64;
+      for (uint8_t* q = b; q < last; q += 64) {
         mi_v64_store(q, zero);
         __asm__ volatile("" ::: "memory"); /* keeps the compiler from making this loop a memset call */
       }
