@@ -162,13 +162,16 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   tld->heaps = backing;
   backing->next = NULL;
   _mi_heap_check(backing);
-  _mi_heap_collect_pages_at_exit(backing);
+  bool kept = _mi_heap_collect_pages_at_exit(backing);
   _mi_single_heap_delete(backing, NULL);
 #if MI_STAT
   _mi_stats_merge_heap(backing);
 #endif
   mi_sched_point(MI_SCHED_ABANDON_BEGIN);
   _mi_segments_abandon(tld);
+  /* only now: a purge run between the keeping and the abandoning would
+     find the segment on no list and use up the due time */
+  if (kept) _mi_purge_due_after_delay();
 }
 
 /* Fork child: the thread of `tld` does not exist here. Its large blocks
@@ -203,6 +206,8 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (force) {
     _mi_segments_reclaim(heap->tld->heap_backing, SIZE_MAX, true);
     _mi_heap_collect_pages(heap->tld->heap_backing, force);
+  } else {
+    _mi_segments_abandoned_cleanup(); /* what the purge thread does when due (force adopted them all) */
   }
   _mi_purge_run(force);
 }

@@ -35,6 +35,7 @@ typedef enum mi_page_state_e {
 
 #define MI_PAGE_FLAG_IN_FULL 0x01     /* in the heap's full queue */
 #define MI_PAGE_FLAG_HAS_ALIGNED 0x02 /* holds aligned blocks: pointers may be interior */
+#define MI_PAGE_FLAG_KEPT 0x04        /* kept empty when its heap took it over (_mi_segments_take_over) */
 
 typedef struct mi_heap_s mi_heap_t;
 typedef struct mi_tld_s mi_tld_t;
@@ -133,6 +134,8 @@ struct mi_heap_s {
   size_t page_count;
   uint64_t heartbeat;
   bool is_backing;
+  bool has_kept;  /* holds pages flagged MI_PAGE_FLAG_KEPT */
+  bool took_over; /* _mi_segments_take_over ran: once, at the heap's first page */
 #if MI_STAT
   uint64_t stat_malloc[MI_BIN_COUNT + 1];
 #endif
@@ -377,7 +380,7 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hi
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
 void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
-bool _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
+void _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
 bool _mi_segment_has_live_blocks(const mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
@@ -421,7 +424,7 @@ mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) mi_de
 void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
 size_t _mi_bin_size(size_t bin) mi_decl_hidden;
 void _mi_heap_collect_pages(mi_heap_t* heap, bool force) mi_decl_hidden;
-void _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
+bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
 
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;

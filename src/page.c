@@ -221,8 +221,7 @@ static void mi_heap_scan_full(mi_heap_t* heap, size_t max) {
    retire pages that have nothing, and as a last resort take a fresh page. */
 static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
   mi_page_queue_t* pq = &heap->pages[bin];
-  /* once: adopting a segment leaves the heap with a page */
-  if (mi_unlikely(heap->page_count == 0) && _mi_segments_take_over(heap, bin)) return mi_find_page(heap, bin);
+  if (mi_unlikely(!heap->took_over)) _mi_segments_take_over(heap, bin); /* may fill `pq` */
   mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
   while (page != NULL) {
     mi_page_t* next = page->next;
@@ -256,10 +255,13 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
   return page;
 }
 
+static void mi_heap_free_kept(mi_heap_t* heap);
+
 static void mi_heap_heartbeat(mi_heap_t* heap) {
   heap->heartbeat++;
   _mi_deferred_free(heap, false);
   if ((heap->heartbeat & 63) == 0) {
+    if (mi_unlikely(heap->has_kept)) mi_heap_free_kept(heap);
     mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
     _mi_purge_maybe();
   }
@@ -347,15 +349,16 @@ static mi_bin_set_t mi_heap_collect_all(mi_heap_t* heap) {
 }
 
 /* Free the empty pages of the bins in `empty`; with `keep_one`, not the
-   first of each bin found in a segment that holds live blocks. True if a
-   page was kept. */
+   first of each small bin found in a segment that holds live blocks (medium
+   pages are 512 KiB: never kept, as in _mi_page_retire). True if a page was
+   kept. */
 static bool mi_heap_free_empty(mi_heap_t* heap, mi_bin_set_t empty, bool keep_one) {
   bool kept_any = false;
   for (size_t w = 0; w < 2; w++) {
     for (uint64_t bits = empty.bits[w]; bits != 0; bits &= bits - 1) {
       mi_page_queue_t* pq = &heap->pages[w * 64 + mi_bsf64(bits)];
       mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
-      bool kept = !keep_one;
+      bool kept = !keep_one || w * 64 + mi_bsf64(bits) > MI_BIN_SMALL_MAX;
       while (page != NULL) {
         mi_page_t* next = page->next;
         if (page->used == 0) {
@@ -375,13 +378,34 @@ void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
 }
 
 /* The thread of `heap` (its backing heap, which holds all its pages by now)
-   is exiting. Its empty pages are freed but for one of each size in a
-   segment that holds live blocks: that segment is abandoned anyway, and the
-   page goes with it ready, free list carved, for a thread that starts next
-   to take over (_mi_segments_take_over). If none does, the purge thread's
-   cleanup of abandoned segments frees it: a purge is made due for that.
-   Every page is collected first, so that `used` tells which segments hold
-   live blocks. */
-void _mi_heap_collect_pages_at_exit(mi_heap_t* heap) {
-  if (mi_heap_free_empty(heap, mi_heap_collect_all(heap), true)) _mi_purge_due_after_delay();
+   is exiting. Its empty pages are freed but for one of each small size in
+   a segment that holds live blocks: that segment is abandoned anyway, and
+   the page goes with it ready, free list carved, for a thread that starts
+   next to take over (_mi_segments_take_over). Every page is collected
+   first, so that `used` tells which segments hold live blocks. True if a
+   page was kept: the caller makes a purge due once the segment is on the
+   abandoned list, so the cleanup of abandoned segments (purge.c) frees the
+   page if no thread takes it. */
+bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) {
+  return mi_heap_free_empty(heap, mi_heap_collect_all(heap), true);
+}
+
+/* A heap that took over kept empty pages keeps them until its periodic
+   heartbeat: then those still empty go back (a thread that starts needs
+   them at once or not at all), and none is flagged any more. */
+static void mi_heap_free_kept(mi_heap_t* heap) {
+  heap->has_kept = false;
+  for (size_t bin = 1; bin <= MI_BIN_SMALL_MAX; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      if (mi_page_flags(page) & MI_PAGE_FLAG_KEPT) {
+        mi_page_flags_clear(page, MI_PAGE_FLAG_KEPT);
+        _mi_page_collect(page);
+        if (page->used == 0) mi_heap_page_free(heap, page);
+      }
+      page = next;
+    }
+  }
 }

@@ -244,6 +244,13 @@ void _mi_purge_run(bool force) {
   }
 }
 
+/* What is due: the pages' purges, then the abandoned segments' cleanup
+   (whose freed pages are purged in turn, at the next due time). */
+static void mi_purge_due_work(void) {
+  _mi_purge_run(false);
+  _mi_segments_abandoned_cleanup();
+}
+
 /* From an allocating thread's slow path, when there is no purge thread. */
 void _mi_purge_maybe(void) {
   if (_mi_option_get_fast(mi_option_purge_thread) != 0 &&
@@ -252,7 +259,7 @@ void _mi_purge_maybe(void) {
   }
   int64_t due = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
   if (due == INT64_MAX || due > mi_prim_clock_now()) return;
-  _mi_purge_run(false);
+  mi_purge_due_work();
 }
 
 /* ---- The purge thread ------------------------------------------------------- */
@@ -262,8 +269,7 @@ static void mi_purge_thread_main(void) {
     int64_t due = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
     int64_t now = mi_prim_clock_now();
     if (due <= now) {
-      _mi_purge_run(false);
-      _mi_segments_abandoned_cleanup();
+      mi_purge_due_work();
       continue;
     }
     /* sleep until the next page is due, or until woken for a new one */

@@ -494,9 +494,10 @@ void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
 
 /* A claimed segment, now on `heap`'s thread's list: collect its pages' frees
    and give `heap` its pages. With `keep_empty` (see _mi_segments_take_over)
-   an empty page is kept too, carved free list and all, when `heap` has no
-   page of its size yet; other empty pages are freed. True if that released
-   the segment (all its pages were freed). */
+   an empty small page is kept too, carved free list and all, when `heap` has
+   no page of its size yet (flagged, so the heap's heartbeat gives it back if
+   it stays empty); other empty pages are freed. True if that released the
+   segment (all its pages were freed). */
 static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment, bool keep_empty) {
   mi_sched_point(MI_SCHED_RECLAIM_CLAIMED);
   for (size_t i = 0; i < segment->page_count; i++) {
@@ -504,11 +505,15 @@ static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment, bool keep_e
     if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
     _mi_page_collect(page);
     mi_page_queue_t* pq = &heap->pages[page->bin];
-    if (page->used == 0 && (!keep_empty || pq->last != NULL)) {
-      bool released = (segment->used_pages == 1); /* freeing the last page releases the segment */
-      _mi_segment_page_free(page);
-      if (released) return true; /* the segment is gone: stop here */
-      continue;
+    if (page->used == 0) {
+      if (!keep_empty || pq->last != NULL || page->bin > MI_BIN_SMALL_MAX) {
+        bool released = (segment->used_pages == 1); /* freeing the last page releases the segment */
+        _mi_segment_page_free(page);
+        if (released) return true; /* the segment is gone: stop here */
+        continue;
+      }
+      mi_page_flags_add(page, MI_PAGE_FLAG_KEPT);
+      heap->has_kept = true;
     }
     page->heap = heap;
     heap->page_count++;
@@ -538,20 +543,23 @@ bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) {
   return mi_segments_reclaim(heap, (force ? SIZE_MAX : max), MI_SEGMENT_ANY_KIND);
 }
 
-/* A thread's first allocation (its backing heap has no page yet) while
-   other threads have exited: adopt one of their segments (one each for
-   threads that start together) and keep its empty pages ready, one per size at most (what a heap keeps anyway:
-   the last page of each size). A thread that starts as another exits then
-   takes over pages with their free lists carved instead of setting up fresh
-   ones (in secure builds each costs keys, a bitmap and a shuffled carve).
-   Of the kind that holds pages of `bin`. True if a segment was adopted:
-   the heap then holds a page. */
-bool _mi_segments_take_over(mi_heap_t* heap, size_t bin) {
-  if (heap != heap->tld->heap_backing || heap->page_count != 0) return false;
-  mi_segment_t* segment = mi_abandoned_claim(heap->tld, mi_segment_kind_of_bin(bin));
-  if (segment == NULL) return false;
-  mi_segment_adopt(heap, segment, true);
-  return true;
+/* A heap's first page, once (a thread's first allocation): if it is a
+   backing heap with no page yet while other threads have exited, adopt
+   their segments of the kind that holds pages of `bin`, one at a time until
+   the heap holds a page (one each for threads that start together), and
+   keep their empty small pages ready, one per size. A thread that starts as
+   another exits then takes over pages with their free lists carved instead
+   of setting up fresh ones (in secure builds each costs keys, a bitmap and
+   a shuffled carve). Those it does not use go back at its heap's next
+   periodic heartbeat (mi_heap_free_kept). */
+void _mi_segments_take_over(mi_heap_t* heap, size_t bin) {
+  heap->took_over = true;
+  if (heap != heap->tld->heap_backing) return;
+  while (heap->page_count == 0) {
+    mi_segment_t* segment = mi_abandoned_claim(heap->tld, mi_segment_kind_of_bin(bin));
+    if (segment == NULL) return;
+    mi_segment_adopt(heap, segment, true);
+  }
 }
 
 /* Reclaim on free (mi_option_abandoned_reclaim_on_free): the calling thread

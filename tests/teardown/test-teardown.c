@@ -883,9 +883,13 @@ static void case_exit_keeps_empty_page(void) {
   check_baseline();
 }
 
-/* No thread takes the kept page over: the purge thread's cleanup of
-   abandoned segments frees it, and the segment once its last block is
-   freed. A segment with no live block at the exit keeps nothing. */
+/* No thread takes the kept page over: the cleanup of abandoned segments
+   frees it, and the segment once its last block is freed. It runs with what
+   is due (here from a slow path's _mi_purge_maybe, as with no purge thread),
+   and the exit makes it due only once the segment is on the abandoned list:
+   a purge run between the keeping and the abandoning (forced here) would
+   otherwise use up the due time and leave the page kept for good. A
+   segment with no live block at the exit keeps nothing. */
 static void* alloc_free_all_then_exit(void* arg) {
   (void)arg;
   tagged_free(tagged_alloc(NULL, 3), 3);
@@ -893,20 +897,55 @@ static void* alloc_free_all_then_exit(void* arg) {
   return NULL;
 }
 
+static void* exit_in_role_1(void* arg) {
+  my_role = 1;
+  return alloc_two_free_one_then_exit(arg);
+}
+
 static void case_exit_kept_page_cleaned(void) {
   mi_option_set(mi_option_abandoned_reclaim_on_free, 0);
+  mi_option_set(mi_option_purge_delay, 0); /* due at once */
   join(spawn(&alloc_free_all_then_exit, NULL));
   CHECK(snapshot().pages == base.pages && snapshot().segments == base.segments); /* released at the exit */
+  rule(MI_SCHED_ABANDON_BEGIN, 1, 0, 1);
   mi_page_t* emptied = NULL;
-  join(spawn(&alloc_two_free_one_then_exit, &emptied));
+  pthread_t owner = spawn(&exit_in_role_1, &emptied);
+  sem_wait_or_die(0);   /* the page is kept, the segment not yet abandoned */
+  _mi_purge_run(false); /* a purge run in between */
+  gate_post(1);
+  join(owner);
+  rules_all_fired();
+  CHECK(page_in_use(emptied) && emptied->used == 0);
   int64_t pages = snapshot().pages;
-  _mi_segments_abandoned_cleanup();
+  _mi_purge_maybe();
   CHECK(!page_in_use(emptied));
   CHECK(snapshot().pages == pages - 1);
   CHECK(snapshot().abandoned == base.abandoned + 1); /* blocks[0] lives on */
   tagged_free(blocks[0], 0);
   _mi_segments_abandoned_cleanup();
   CHECK(snapshot().abandoned == base.abandoned);
+  check_baseline();
+}
+
+/* A thread that took over kept pages gives back, at its heap's periodic
+   heartbeat (every 64 slow-path allocations), those it left empty. */
+static void* take_over_then_allocate_elsewhere(void* arg) {
+  void* p = tagged_alloc(NULL, 5); /* takes the segment over: the page of OTHER_SIZE is kept */
+  CHECK(page_in_use((mi_page_t*)arg));
+  for (size_t i = 0; i < 128 && page_in_use((mi_page_t*)arg); i++) {
+    tagged_free(tagged_alloc_sz(NULL, (size_t)256 << 10, 6), 6); /* large: each one a slow path */
+  }
+  CHECK(!page_in_use((mi_page_t*)arg));
+  tagged_free(p, 5);
+  return NULL;
+}
+
+static void case_kept_page_given_back(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 0);
+  mi_page_t* emptied = NULL;
+  join(spawn(&alloc_two_free_one_then_exit, &emptied));
+  tagged_free(blocks[0], 0);
+  join(spawn(&take_over_then_allocate_elsewhere, emptied));
   check_baseline();
 }
 
@@ -932,6 +971,7 @@ static const case_t cases[] = {
     {"new-thread-takes-over", &case_new_thread_takes_over},
     {"exit-keeps-empty-page", &case_exit_keeps_empty_page},
     {"exit-kept-page-cleaned", &case_exit_kept_page_cleaned},
+    {"kept-page-given-back", &case_kept_page_given_back},
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(cases[0]))
 
