@@ -448,7 +448,7 @@ void _mi_segments_abandon(mi_tld_t* tld) {
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
       page->heap = NULL;
       page->next = page->prev = NULL;
-      mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
+      mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL | MI_PAGE_FLAG_KEPT); /* its heap is gone */
     }
     if (segment->used_pages == 0) {
       _mi_purge_unlink_segment(segment);
