@@ -377,9 +377,12 @@ void _mi_segment_page_free(mi_page_t* page) {
 /* Some page of `segment` has blocks in use (as far as its owner has
    collected their frees): the segment outlives its thread's exit. */
 bool _mi_segment_has_live_blocks(const mi_segment_t* segment) {
-  for (size_t i = 0; i < segment->page_count; i++) {
+  size_t left = segment->used_pages; /* pages in use: the walk stops at the last */
+  for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
     const mi_page_t* page = &segment->pages[i];
-    if (atomic_load_explicit(&page->state, memory_order_relaxed) == MI_PAGE_IN_USE && page->used > 0) return true;
+    if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+    if (page->used > 0) return true;
+    left--;
   }
   return false;
 }
@@ -443,9 +446,11 @@ void _mi_segments_abandon(mi_tld_t* tld) {
     mi_segment_t* segment = tld->segments;
     mi_tld_segment_remove(tld, segment);
     segment->tld = NULL;
-    for (size_t i = 0; i < segment->page_count; i++) {
+    size_t left = segment->used_pages;
+    for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
       mi_page_t* page = &segment->pages[i];
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+      left--;
       page->heap = NULL;
       page->next = page->prev = NULL;
       mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL | MI_PAGE_FLAG_KEPT); /* its heap is gone */
@@ -500,9 +505,11 @@ void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
    segment (all its pages were freed). */
 static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment, bool keep_empty) {
   mi_sched_point(MI_SCHED_RECLAIM_CLAIMED);
-  for (size_t i = 0; i < segment->page_count; i++) {
+  size_t left = segment->used_pages; /* pages in use (only the holder changes it): the walk stops at the last */
+  for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
     mi_page_t* page = &segment->pages[i];
     if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+    left--;
     _mi_page_collect(page);
     mi_page_queue_t* pq = &heap->pages[page->bin];
     if (page->used == 0) {
@@ -627,9 +634,11 @@ void _mi_segments_abandoned_cleanup(void) {
       segment = next; /* claimed on free: its claimer unlinks it */
       continue;
     }
-    for (size_t i = 0; i < segment->page_count; i++) {
+    size_t left = segment->used_pages;
+    for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
       mi_page_t* page = &segment->pages[i];
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+      left--;
       _mi_page_collect(page);
       if (page->used == 0) _mi_segment_page_free(page); /* its memory is purged in time */
     }
