@@ -818,11 +818,27 @@ static void* alloc_one_then_exit(void* arg) { /* its segment is abandoned: the b
   return NULL;
 }
 
+typedef struct taker_s {
+  size_t size;
+  mi_page_t* page; /* where its block came from */
+} taker_t;
+
 static void* alloc_free_then_exit(void* arg) {
-  void* p = tagged_alloc(NULL, 1);
-  *(mi_page_t**)arg = page_of(p);
+  taker_t* taker = (taker_t*)arg;
+  void* p = tagged_alloc_sz(NULL, taker->size, 1);
+  taker->page = page_of(p);
   tagged_free(p, 1);
   return NULL;
+}
+
+/* A new thread's first allocation of `size` comes from `page`, and no page
+   was set up for it. */
+static void check_new_thread_takes(mi_page_t* page, size_t size) {
+  int64_t set_up = atomic_load(&_mi_stats.pages.total);
+  taker_t taker = {size, NULL};
+  join(spawn(&alloc_free_then_exit, &taker));
+  CHECK(taker.page == page);
+  CHECK(atomic_load(&_mi_stats.pages.total) == set_up);
 }
 
 /* The owner exits with one block live; the main thread frees it into the
@@ -835,11 +851,7 @@ static void case_new_thread_takes_over(void) {
   CHECK(snapshot().abandoned == base.abandoned + 1);
   mi_page_t* page = page_of(blocks[0]);
   tagged_free(blocks[0], 0);
-  int64_t set_up = atomic_load(&_mi_stats.pages.total);
-  mi_page_t* taken = NULL;
-  join(spawn(&alloc_free_then_exit, &taken));
-  CHECK(taken == page);
-  CHECK(atomic_load(&_mi_stats.pages.total) == set_up); /* no page was set up */
+  check_new_thread_takes(page, BSIZE);
   CHECK(snapshot().reclaimed == base.reclaimed + 1);
   check_baseline();
 }
@@ -851,13 +863,6 @@ static void* alloc_two_free_one_then_exit(void* arg) {
   void* p = tagged_alloc_sz(NULL, OTHER_SIZE, 1);
   *(mi_page_t**)arg = page_of(p);
   tagged_free(p, 1); /* its page is empty at the exit */
-  return NULL;
-}
-
-static void* alloc_other_free_then_exit(void* arg) {
-  void* p = tagged_alloc_sz(NULL, OTHER_SIZE, 2);
-  *(mi_page_t**)arg = page_of(p);
-  tagged_free(p, 2);
   return NULL;
 }
 
@@ -875,11 +880,7 @@ static void case_exit_keeps_empty_page(void) {
   CHECK(snapshot().abandoned == base.abandoned + 1);
   CHECK(page_in_use(emptied) && emptied->used == 0);
   tagged_free(blocks[0], 0);
-  int64_t set_up = atomic_load(&_mi_stats.pages.total);
-  mi_page_t* taken = NULL;
-  join(spawn(&alloc_other_free_then_exit, &taken));
-  CHECK(taken == emptied);
-  CHECK(atomic_load(&_mi_stats.pages.total) == set_up); /* no page was set up */
+  check_new_thread_takes(emptied, OTHER_SIZE);
   check_baseline();
 }
 
