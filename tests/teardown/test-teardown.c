@@ -950,6 +950,55 @@ static void case_kept_page_given_back(void) {
   check_baseline();
 }
 
+/* Adoption takes only segments of the kind the page needs: a thread whose
+   first allocation is small leaves an exited thread's medium segment (a
+   live medium block in it) abandoned, for a thread that wants medium pages.
+   And only a thread's backing heap takes over: a first-class heap's first
+   allocation sets up its page (the kept page is freed on adoption). */
+#define MEDIUM_SIZE ((size_t)16 << 10)
+
+static void* alloc_medium_then_exit(void* arg) {
+  (void)arg;
+  blocks[0] = tagged_alloc_sz(NULL, MEDIUM_SIZE, 0);
+  return NULL;
+}
+
+static void* alloc_small_check_abandoned(void* arg) {
+  (void)arg;
+  void* p = tagged_alloc(NULL, 1);
+  CHECK(snapshot().abandoned == base.abandoned + 1); /* the medium segment is still there */
+  tagged_free(p, 1);
+  return NULL;
+}
+
+static void* alloc_in_new_heap_then_exit(void* arg) {
+  (void)arg;
+  mi_heap_t* heap = mi_heap_new();
+  CHECK(heap != NULL);
+  int64_t set_up = atomic_load(&_mi_stats.pages.total);
+  void* p = tagged_alloc_sz(heap, OTHER_SIZE, 1);
+  CHECK(atomic_load(&_mi_stats.pages.total) == set_up + 1); /* set up, not taken over */
+  CHECK(page_of(p)->heap == heap && !(mi_page_flags(page_of(p)) & MI_PAGE_FLAG_KEPT));
+  tagged_free(p, 1);
+  mi_heap_delete(heap);
+  return NULL;
+}
+
+static void case_take_over_kind_and_heap(void) {
+  mi_option_set(mi_option_abandoned_reclaim_on_free, 0);
+  join(spawn(&alloc_medium_then_exit, NULL));
+  CHECK(snapshot().abandoned == base.abandoned + 1);
+  join(spawn(&alloc_small_check_abandoned, NULL));
+  tagged_free(blocks[0], 0);
+  check_baseline();
+  mi_page_t* emptied = NULL;
+  join(spawn(&alloc_two_free_one_then_exit, &emptied));
+  CHECK(page_in_use(emptied)); /* kept at the exit: a take-over would find it */
+  tagged_free(blocks[0], 0);
+  join(spawn(&alloc_in_new_heap_then_exit, NULL));
+  check_baseline();
+}
+
 /* ---- Driver ---------------------------------------------------------------- */
 
 typedef struct case_s {
@@ -973,6 +1022,7 @@ static const case_t cases[] = {
     {"exit-keeps-empty-page", &case_exit_keeps_empty_page},
     {"exit-kept-page-cleaned", &case_exit_kept_page_cleaned},
     {"kept-page-given-back", &case_kept_page_given_back},
+    {"take-over-kind-and-heap", &case_take_over_kind_and_heap},
 };
 #define CASE_COUNT (sizeof(cases) / sizeof(cases[0]))
 
