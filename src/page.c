@@ -166,6 +166,14 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
 
 /* ---- Retiring pages ------------------------------------------------------------ */
 
+/* Out of its heap and back to its segment (every block of it is back). */
+static void mi_heap_page_free(mi_heap_t* heap, mi_page_t* page) {
+  _mi_page_queue_remove(_mi_page_queue_of(heap, page), page);
+  mi_page_flags_store(page, 0);
+  heap->page_count--;
+  _mi_segment_page_free(page);
+}
+
 /* Every block of the page is back. Keep a small page if it is the only page
    of its size class (the next allocation would just ask for a fresh one);
    otherwise give the page back to its segment. Medium pages are never kept:
@@ -177,10 +185,7 @@ void _mi_page_retire(mi_page_t* page) {
       pq->last == page) {
     return;
   }
-  _mi_page_queue_remove(pq, page);
-  mi_page_flags_store(page, 0);
-  heap->page_count--;
-  _mi_segment_page_free(page);
+  mi_heap_page_free(heap, page);
 }
 
 /* ---- The slow path ------------------------------------------------------------- */
@@ -317,13 +322,6 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
 
 /* ---- Collection ----------------------------------------------------------------- */
 
-static void mi_heap_page_free(mi_heap_t* heap, mi_page_t* page) {
-  _mi_page_queue_remove(_mi_page_queue_of(heap, page), page);
-  mi_page_flags_store(page, 0);
-  heap->page_count--;
-  _mi_segment_page_free(page);
-}
-
 /* Bins of a heap that hold an empty page, one bit each. */
 typedef struct mi_bin_set_s {
   uint64_t bits[2];
@@ -356,9 +354,10 @@ static bool mi_heap_free_empty(mi_heap_t* heap, mi_bin_set_t empty, bool keep_on
   bool kept_any = false;
   for (size_t w = 0; w < 2; w++) {
     for (uint64_t bits = empty.bits[w]; bits != 0; bits &= bits - 1) {
-      mi_page_queue_t* pq = &heap->pages[w * 64 + mi_bsf64(bits)];
+      size_t bin = w * 64 + mi_bsf64(bits);
+      mi_page_queue_t* pq = &heap->pages[bin];
       mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
-      bool kept = !keep_one || w * 64 + mi_bsf64(bits) > MI_BIN_SMALL_MAX;
+      bool kept = !keep_one || bin > MI_BIN_SMALL_MAX;
       while (page != NULL) {
         mi_page_t* next = page->next;
         if (page->used == 0) {
