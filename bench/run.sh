@@ -115,6 +115,7 @@ build() { # build <out> <src> [extra flags...]
 }
 build "$BUILD_DIR/runner" "$BENCH_DIR/runner.c"
 build "$BUILD_DIR/which_alloc" "$BENCH_DIR/which_alloc.c" -fPIE -pie -ldl
+build "$BUILD_DIR/zero_floor" "$BENCH_DIR/zero_floor.c"
 for w in "${ALL_WORKLOADS[@]}"; do
   build "$BUILD_DIR/${WL_SRC[$w]}" "$BENCH_DIR/workloads/${WL_SRC[$w]}.c"
 done
