@@ -202,10 +202,10 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
   }
 #endif
   _mi_heap_check(heap);
-  _mi_heap_collect_pages(heap, force);
+  _mi_heap_collect_pages(heap);
   if (force) {
     _mi_segments_reclaim(heap->tld->heap_backing, SIZE_MAX, true);
-    _mi_heap_collect_pages(heap->tld->heap_backing, force);
+    _mi_heap_collect_pages(heap->tld->heap_backing);
   } else {
     _mi_segments_abandoned_cleanup(); /* what the purge thread does when due (force adopted them all) */
   }

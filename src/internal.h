@@ -423,7 +423,7 @@ void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
 mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) mi_decl_hidden;
 void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
 size_t _mi_bin_size(size_t bin) mi_decl_hidden;
-void _mi_heap_collect_pages(mi_heap_t* heap, bool force) mi_decl_hidden;
+void _mi_heap_collect_pages(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
 
 /* free.c */

@@ -371,8 +371,7 @@ static bool mi_heap_free_empty(mi_heap_t* heap, mi_bin_set_t empty, bool keep_on
   return kept_any;
 }
 
-void _mi_heap_collect_pages(mi_heap_t* heap, bool force) {
-  (void)force;
+void _mi_heap_collect_pages(mi_heap_t* heap) {
   mi_heap_free_empty(heap, mi_heap_collect_all(heap), false);
 }
 
