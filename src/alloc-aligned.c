@@ -218,18 +218,12 @@ void* mi_realloc_aligned(void* p, size_t newsize, size_t alignment) {
 
 void* mi_aligned_recalloc(void* p, size_t newcount, size_t size, size_t alignment) {
   size_t total;
-  if (_mi_mul_overflow(newcount, size, &total)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (!_mi_realloc_total(p, newcount, size, &total)) return NULL;
   return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, 0, true);
 }
 
 void* mi_aligned_offset_recalloc(void* p, size_t newcount, size_t size, size_t alignment, size_t offset) {
   size_t total;
-  if (_mi_mul_overflow(newcount, size, &total)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (!_mi_realloc_total(p, newcount, size, &total)) return NULL;
   return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, offset, true);
 }

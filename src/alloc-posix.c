@@ -53,10 +53,7 @@ void* mi_aligned_alloc(size_t alignment, size_t size) {
 
 void* mi_reallocarray(void* p, size_t count, size_t size) {
   size_t total;
-  if (_mi_mul_overflow(count, size, &total)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (!_mi_realloc_total(p, count, size, &total)) return NULL;
   return mi_realloc(p, total);
 }
 

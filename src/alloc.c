@@ -133,14 +133,17 @@ void* mi_mallocn(size_t count, size_t size) {
 
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   if (p == NULL) return _mi_heap_malloc_zero(heap, newsize, zero);
+#if MI_SECURE
+  /* first: a size that cannot be had does not excuse a bad pointer */
+  size_t size;
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
+#endif
   if (newsize > MI_MAX_ALLOC_SIZE) {
     errno = ENOMEM;
     return NULL; /* the original block stays valid */
   }
 #if MI_SECURE
-  size_t size;
-  mi_page_t* page;
-  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
   /* in place when it fits the block: the canary and trailer move with the size */
   if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(page, block, p, newsize)) {
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
@@ -220,10 +223,7 @@ void* mi_realloc(void* p, size_t newsize) {
 
 void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) {
   size_t total;
-  if (_mi_mul_overflow(count, size, &total)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (!_mi_realloc_total(p, count, size, &total)) return NULL;
   return mi_heap_realloc(heap, p, total);
 }
 
@@ -251,10 +251,7 @@ void* mi_rezalloc(void* p, size_t newsize) {
 
 void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t count, size_t size) {
   size_t total;
-  if (_mi_mul_overflow(count, size, &total)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (!_mi_realloc_total(p, count, size, &total)) return NULL;
   return mi_heap_rezalloc(heap, p, total);
 }
 

@@ -468,6 +468,8 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
 void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
+void _mi_secure_zero_on_free_enabled(void) mi_decl_hidden;
+void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
 void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
@@ -618,6 +620,20 @@ static inline bool _mi_is_power_of_two(size_t x) {
 
 static inline bool _mi_mul_overflow(size_t count, size_t size, size_t* total) {
   return mi_mul_overflow(count, size, total);
+}
+
+/* count * size for the calls that reallocate an array. On overflow, without
+   a block: false, errno ENOMEM. With one: a size no allocation can have, so
+   that the call fails with ENOMEM only after it has validated the pointer
+   (secure builds report a bad one whatever the size). */
+static inline bool _mi_realloc_total(const void* p, size_t count, size_t size, size_t* total) {
+  if (!mi_mul_overflow(count, size, total)) return true;
+  if (p == NULL) {
+    errno = ENOMEM;
+    return false;
+  }
+  *total = SIZE_MAX;
+  return true;
 }
 
 /* Size class of a request; requests above MI_MEDIUM_BLOCK_MAX have no bin. */

@@ -176,6 +176,9 @@ void mi_option_set(mi_option_t option, long value) {
     _mi_guard_options_changed();
   }
 #endif
+#if MI_SECURE
+  if (option == mi_option_zero_on_free && value != 0) _mi_secure_zero_on_free_enabled();
+#endif
 }
 
 void mi_option_set_default(mi_option_t option, long value) {

@@ -73,11 +73,19 @@ void _mi_secure_keys_init(void) {
 #define MI_TRAILER_MUL 0x9E3779B97F4A7C15ULL
 #define MI_TRAILER_MUL_INV 0xF1DE83E19937733DULL
 _Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse of the trailer's multiplier");
+/* A small or medium block's trailer also keeps, above this bit, how far
+   inside the block the program's pointer lies (an aligned allocation's may):
+   the block's start is then not a pointer that was handed out. The check of
+   the common case, a pointer at the start, stays one compare: the value
+   must not exceed the trailer's offset. A single-block segment's block may
+   pass 4 GiB; its page's MI_PAGE_FLAG_HAS_ALIGNED tells the same of its one
+   block. */
+#define MI_TRAILER_START_SHIFT 32
 static inline uintptr_t mi_block_tag(const mi_block_t* block) {
   return (((uintptr_t)block ^ mi_trailer_key_value) * 0xBF58476D1CE4E5B9ULL) | ((uintptr_t)1 << 63);
 }
-static inline uint64_t mi_trailer_encode(uintptr_t tag, size_t user_end) {
-  return tag ^ ((uint64_t)user_end * MI_TRAILER_MUL);
+static inline uint64_t mi_trailer_encode(uintptr_t tag, uint64_t value) {
+  return tag ^ (value * MI_TRAILER_MUL);
 }
 static inline uint64_t mi_trailer_decode(uintptr_t tag, uint64_t trailer) {
   return (trailer ^ tag) * MI_TRAILER_MUL_INV;
@@ -227,20 +235,52 @@ void _mi_secure_page_freed(mi_page_t* page) {
   page->free = NULL;
 }
 
+/* A block of a single-block segment (large, huge, guarded). Not the same as
+   page->reserved == 1: the first small page of a segment, shortened by the
+   segment header, may have room for one block of the larger small sizes. */
+static inline bool mi_page_is_single_block(const mi_page_t* page) {
+  return _mi_page_segment(page)->kind == MI_SEGMENT_SINGLE;
+}
+
+#if MI_GUARDED
+/* A guarded block ends at its guard page, where an overflow faults, and has
+   no trailer. What lies between the data and the guard page (under 16
+   bytes, or up to the alignment for an aligned block) is filled with the
+   block's canary byte, checked when the block is freed or reallocated. */
+static uint8_t mi_guarded_canary(const mi_block_t* block) {
+  return (uint8_t)mi_canary_word(mi_block_tag(block));
+}
+static void mi_guarded_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+  size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
+  page->guarded_size = user_end;
+  memset((uint8_t*)block + user_end, mi_guarded_canary(block), page->block_size - user_end);
+  if ((void*)block != p) mi_tag_store(p);
+}
+static bool mi_guarded_slack_intact(const mi_page_t* page, const mi_block_t* block) {
+  const uint8_t* b = (const uint8_t*)block;
+  uint8_t canary = mi_guarded_canary(block);
+  for (size_t i = page->guarded_size; i < page->block_size; i++) {
+    if (b[i] != canary) return false;
+  }
+  return true;
+}
+#endif
+
 /* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
-static mi_forceinline void mi_set_user(const mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size) {
 #if MI_GUARDED
   if (page->is_guarded) {
-    /* it ends at its guard page: no canary, no trailer */
-    if ((void*)block != p) mi_tag_store(p);
+    mi_guarded_set_user(page, block, p, size);
     return;
   }
 #endif
-  size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
+  size_t start = (size_t)((uint8_t*)p - (uint8_t*)block);
+  size_t user_end = start + size;
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
   mi_canary_fill((uint8_t*)block, user_end, trailer_at, mi_canary_word(tag));
-  *mi_trailer_of(page, block) = mi_trailer_encode(tag, user_end);
+  uint64_t start_bits = (mi_page_is_single_block(page) ? 0 : (uint64_t)start << MI_TRAILER_START_SHIFT);
+  *mi_trailer_of(page, block) = mi_trailer_encode(tag, user_end + start_bits);
   if ((void*)block != p) mi_tag_store(p);
 }
 
@@ -348,13 +388,6 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
   memset(block, 0, block_size);
 }
 
-/* A block of a single-block segment (large, huge, guarded). Not the same as
-   page->reserved == 1: the first small page of a segment, shortened by the
-   segment header, may have room for one block of the larger small sizes. */
-static inline bool mi_page_is_single_block(const mi_page_t* page) {
-  return _mi_page_segment(page)->kind == MI_SEGMENT_SINGLE;
-}
-
 /* A block of a small or medium page just taken from its free list: check it
    was not written since it was freed, mark it handed out, lay out its canary
    and trailer. */
@@ -366,6 +399,9 @@ static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* b
     }
   }
   mi_bit_set(page, idx, true);
+  /* the link: an encoded pointer, a clue to the page's keys, is not the
+     program's to read (before the canary, which may start in this word) */
+  block->next = NULL;
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
   mi_canary_fill((uint8_t*)block, size, trailer_at, mi_canary_word(tag));
@@ -379,8 +415,8 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
 #if MI_GUARDED
   if (page->is_guarded) {
     mi_bit_set(page, 0, true);
-    page->guarded_size = size;
-    return block; /* it ends at its guard page: no canary, no trailer */
+    mi_guarded_set_user(page, block, block, size);
+    return block;
   }
 #endif
   if (!mi_page_is_single_block(page)) {
@@ -470,12 +506,24 @@ static bool mi_was_unmapped(const void* p) {
 
 /* A block freed by another thread and not collected yet: zeroed whole,
    trailer included (a live block's trailer is never zero: it encodes the
-   block's address). Guarded blocks have no trailer. */
+   block's address), but for its first word, the link to the next block of
+   the page's list of remote frees (or to none). An overrun that writes zeros
+   leaves a zero trailer too, but not that shape: the data before it stays as
+   it was, and a word of data decodes to a block of the page only by chance
+   (about one in 2^64 / blocks). Only reports come here. Single-block
+   segments' blocks are freed at once, by any thread; guarded ones have no
+   trailer. */
 static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* block) {
-#if MI_GUARDED
-  if (page->is_guarded) return false;
-#endif
-  return *mi_trailer_of(page, block) == 0 && _mi_option_get_fast(mi_option_zero_on_free) != 0;
+  if (mi_page_is_single_block(page)) return false;
+  if (*mi_trailer_of(page, block) != 0 || _mi_option_get_fast(mi_option_zero_on_free) == 0) return false;
+  const uint64_t* words = (const uint64_t*)block;
+  for (size_t i = 1; i < (page->block_size - MI_SECURE_TRAILER) / 8; i++) {
+    if (words[i] != 0) return false;
+  }
+  const uint8_t* next = (const uint8_t*)mi_block_next(page, block);
+  if (next == NULL) return true;
+  size_t offset = (size_t)(next - page->start);
+  return next >= page->start && offset < (size_t)page->capacity * page->block_size && offset % page->block_size == 0;
 }
 
 /* The segment header must carry our cookie. */
@@ -525,9 +573,10 @@ static mi_forceinline mi_segment_t* mi_validate_segment(const void* p, mi_secure
 static mi_noinline mi_decl_noreturn void mi_report_page_not_in_use(const mi_page_t* page, const void* p,
                                                                    mi_secure_op_t op) {
   const uint8_t* b = (const uint8_t*)p;
-  bool in_blocks = (b >= page->start && b < page->start + (size_t)page->capacity * page->block_size);
-  mi_secure_fatal_op(op, op == MI_OP_FREE && in_blocks ? "double free detected of block" : NULL, p,
-                     in_blocks ? page->block_size : 0);
+  if (b >= page->start && b < page->start + (size_t)page->capacity * page->block_size) {
+    mi_report_freed(op, p, page->block_size);
+  }
+  mi_secure_fatal_op(op, NULL, p, 0);
 }
 
 /* A pointer inside a live block: only an aligned allocation hands one out,
@@ -551,16 +600,33 @@ static mi_noinline mi_decl_noreturn void mi_report_bad_trailer(const mi_page_t* 
   if (mi_freed_by_other_thread(page, block)) {
     mi_report_freed(op, p, page->block_size);
   }
+  /* intact, but the block was handed out at another pointer inside it */
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
+  uint64_t start = value >> MI_TRAILER_START_SHIFT;
+  uint64_t user_end = value & (((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1);
+  if (!mi_page_is_single_block(page) && user_end <= trailer_at && start < user_end &&
+      start != (uint64_t)((const uint8_t*)p - (const uint8_t*)block)) {
+    mi_secure_fatal_op(op, NULL, p, page->block_size);
+  }
   _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
 }
 
 /* The end of a live block: its trailer decodes to where the data ends, and
    the canary after the data is intact. Returns the requested size seen from p. */
 static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_block_t* block, const void* p,
-                                              mi_secure_op_t op) {
+                                              mi_secure_op_t op, bool single) {
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
-  uint64_t user_end = mi_trailer_decode(tag, *mi_trailer_of(page, block));
+  uint64_t value = mi_trailer_decode(tag, *mi_trailer_of(page, block));
+  uint64_t offset = (uint64_t)((const uint8_t*)p - (const uint8_t*)block);
+  uint64_t start_bits = (single ? 0 : offset << MI_TRAILER_START_SHIFT);
+  if (op == MI_OP_VISIT && !single) {
+    /* a visit names a block by its start, wherever its pointer lies */
+    start_bits = value & ~(((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1);
+    if (mi_unlikely((value >> MI_TRAILER_START_SHIFT) > trailer_at)) mi_report_bad_trailer(page, block, p, op);
+  }
+  uint64_t user_end = value - start_bits;
   if (mi_unlikely(user_end > trailer_at)) mi_report_bad_trailer(page, block, p, op);
   if (mi_unlikely(!mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag)))) {
     _mi_secure_fatal("heap buffer overflow detected in block", p,
@@ -597,7 +663,7 @@ static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const
   size_t idx;
   mi_block_t* block = mi_locate_small(segment, p, op, &page, &idx);
   if (mi_unlikely((void*)block != p)) mi_validate_interior(page, block, p, op);
-  size_t size = mi_validate_tail(page, block, p, op);
+  size_t size = mi_validate_tail(page, block, p, op, false);
   if (page_out != NULL) *page_out = page;
   if (size_out != NULL) *size_out = size;
   return block;
@@ -616,16 +682,21 @@ static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const v
   if (!mi_bit_get(page, 0)) {
     mi_report_freed(op, p, page->block_size);
   }
-  if ((void*)block != p) mi_validate_interior(page, block, p, op);
+  if ((void*)block != p) {
+    mi_validate_interior(page, block, p, op);
+  } else if (op != MI_OP_VISIT && (mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED) != 0) {
+    mi_secure_fatal_op(op, NULL, p, page->block_size); /* handed out at a pointer inside */
+  }
   size_t size;
 #if MI_GUARDED
   if (page->is_guarded) {
     size_t offset = (size_t)(b - (uint8_t*)block);
     size = (page->guarded_size > offset ? page->guarded_size - offset : 0);
+    if (!mi_guarded_slack_intact(page, block)) _mi_secure_fatal("heap buffer overflow detected in block", p, size);
   } else
 #endif
   {
-    size = mi_validate_tail(page, block, p, op);
+    size = mi_validate_tail(page, block, p, op, true);
   }
   if (page_out != NULL) *page_out = page;
   if (size_out != NULL) *size_out = size;
@@ -654,18 +725,52 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
 
 /* ---- Freeing ----------------------------------------------------------------- */
 
+/* A block leaves the quarantine for its page's free list. Its first word,
+   where its link now goes, must still be zero: a write there after the free
+   would be overwritten, not seen (the rest of the block is checked when it
+   is handed out). */
+static mi_forceinline void mi_quarantine_release(mi_page_t* page, mi_block_t* block) {
+  if (mi_unlikely(block->next != NULL) && _mi_option_get_after_init(mi_option_zero_on_free) != 0) {
+    _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+  }
+  _mi_free_local_release(page, block);
+}
+
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) {
   for (size_t i = 0; i < MI_SECURE_QUARANTINE; i++) {
     mi_quarantined_t q = tld->quarantine[i];
     if (q.block == NULL) continue;
     if (only == NULL) {
       tld->quarantine[i].block = NULL;
-      _mi_free_local_release(q.page, q.block);
+      mi_quarantine_release(q.page, q.block);
     } else if (q.page->heap == only) {
       tld->quarantine[i].block = NULL; /* its page is about to be freed with its heap */
     }
   }
 }
+
+/* Zero on free switched on at run time: the calling thread's quarantined
+   blocks may have been freed while it was off, unzeroed; zeroed now, they
+   are not taken for written after free when they leave the quarantine or
+   are handed out. (Blocks in other threads' quarantines and on free lists
+   still are: docs/secure-mode.md.) */
+void _mi_secure_zero_on_free_enabled(void) {
+  mi_heap_t* heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) return;
+  for (size_t i = 0; i < MI_SECURE_QUARANTINE; i++) {
+    mi_quarantined_t q = heap->tld->quarantine[i];
+    if (q.block != NULL) memset(q.block, 0, q.page->block_size);
+  }
+}
+
+#if MI_GUARDED
+/* A heap is destroyed with this guarded block live: it is freed as free
+   frees it, fenced off and held, so that a use after the destroy faults. */
+void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) {
+  mi_bit_set(page, 0, false);
+  _mi_guard_free(segment, page);
+}
+#endif
 
 /* A free into a single-block segment (large, huge, guarded). */
 static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p) {
@@ -690,7 +795,7 @@ static mi_forceinline void mi_quarantine_put(mi_tld_t* tld, mi_page_t* page, mi_
   mi_quarantined_t evicted = *slot;
   slot->block = block;
   slot->page = page;
-  if (evicted.block != NULL) _mi_free_local_release(evicted.page, evicted.block);
+  if (evicted.block != NULL) mi_quarantine_release(evicted.page, evicted.block);
 }
 
 /* A block its owner freed, zeroed: back to its page (blocks above the small
@@ -741,7 +846,7 @@ static mi_noinline void mi_secure_free_remote(mi_segment_t* segment, uintptr_t o
    its block, found to be an aligned allocation's. */
 static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
                                                   size_t idx) {
-  mi_validate_tail(page, block, p, MI_OP_FREE);
+  mi_validate_tail(page, block, p, MI_OP_FREE, false);
   uintptr_t owner = atomic_load_explicit(&segment->thread_id, memory_order_relaxed);
   if (mi_unlikely(owner != _mi_thread_id())) {
     mi_secure_free_remote(segment, owner, page, block, idx);

@@ -751,6 +751,8 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   page->block_size = block_end - block_at;
 #if MI_SECURE
   page->block_size_inv = 0; /* its one block has index 0 whatever the offset */
+  page->is_guarded = false; /* a reused segment must not inherit it: the sampling sets it after this */
+  page->guarded_freed = false;
 #endif
   page->reserved = 1;
   page->capacity = 1;
@@ -842,6 +844,12 @@ void _mi_single_heap_destroy(mi_heap_t* heap) {
     if (page == NULL) break;
 #if MI_DHAT
     if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its block is freed */
+#endif
+#if MI_GUARDED
+    if (page->is_guarded) {
+      _mi_secure_guarded_destroyed(_mi_page_segment(page), page);
+      continue;
+    }
 #endif
     _mi_segment_single_free(_mi_page_segment(page));
   }

@@ -124,7 +124,7 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   page->is_guarded = true;
   page->guarded_freed = false;
   _mi_secure_block_prepare(page, (mi_block_t*)page->start, size);
-  if (zero) memset(page->start, 0, bsize);
+  if (zero) memset(page->start, 0, size); /* past it: canary bytes */
   return page->start;
 }
 

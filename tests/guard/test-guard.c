@@ -94,6 +94,39 @@ static void case_size_range(bool misuse) {
   mi_free(big);
 }
 
+/* Between the data and the guard page: under 16 bytes for a plain block
+   (sizes are rounded up to 16), up to the alignment for an aligned one. That
+   slack holds canary bytes, checked at free. */
+static void case_overflow_slack(bool misuse) {
+  guard_every_allocation();
+  char* p = (char*)mi_malloc(100);
+  if (!looks_guarded(p, 112)) exit(5);
+  volatile char* v = p;
+  for (int i = 0; i < 100; i++) v[i] = 'a';
+  if (misuse) v[100] = (char)~v[100]; /* one byte past the end, still before the guard page */
+  mi_free(p);
+}
+static void case_overflow_aligned_slack(bool misuse) {
+  guard_every_allocation();
+  char* p = (char*)mi_malloc_aligned(100, 4096);
+  if (mi_usable_size(p) != 100) exit(6); /* the size asked, as for every block */
+  volatile char* v = p;
+  for (int i = 0; i < 100; i++) v[i] = 'a';
+  if (misuse) v[100] = (char)~v[100];
+  mi_free(p);
+}
+/* A heap destroyed with a sampled block live frees it as free would: fenced
+   off and held, so a use after the destroy faults. */
+static void case_uaf_after_heap_destroy(bool misuse) {
+  guard_every_allocation();
+  mi_heap_t* heap = mi_heap_new();
+  char* p = (char*)mi_heap_malloc(heap, 100);
+  if (!looks_guarded(p, 112)) exit(5);
+  p[0] = 'a';
+  mi_heap_destroy(heap);
+  if (misuse) sink = (char*)(uintptr_t)((volatile char*)p)[0];
+}
+
 MI_CHILD_TEST(overflow_precise, SIGSEGV, "guarded heap buffer overflow detected at")
 MI_CHILD_TEST(overflow_16, SIGSEGV, "guarded heap buffer overflow detected at")
 MI_CHILD_TEST(uaf_read, SIGSEGV, "use-after-free detected in guarded block at")
@@ -101,6 +134,9 @@ MI_CHILD_TEST(uaf_write, SIGSEGV, "use-after-free detected in guarded block at")
 MI_CHILD_TEST(overflow_large, SIGSEGV, "guarded heap buffer overflow detected at")
 MI_CHILD_TEST(rate_zero, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(size_range, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(overflow_slack, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(overflow_aligned_slack, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(uaf_after_heap_destroy, SIGSEGV, "use-after-free detected in guarded block at")
 
 /* 1 in N on average, reproducibly with a seed */
 static int count_guarded(long rate, long seed) {
@@ -150,11 +186,18 @@ int main(int argc, char** argv) {
     return looks_guarded(p, 64) ? 0 : 1;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_overflow_precise), cmocka_unit_test(test_overflow_16),
-      cmocka_unit_test(test_uaf_read),         cmocka_unit_test(test_uaf_write),
-      cmocka_unit_test(test_overflow_large),   cmocka_unit_test(test_rate_zero),
-      cmocka_unit_test(test_size_range),       cmocka_unit_test(test_sample_rate_counts),
+      cmocka_unit_test(test_overflow_precise),
+      cmocka_unit_test(test_overflow_16),
+      cmocka_unit_test(test_uaf_read),
+      cmocka_unit_test(test_uaf_write),
+      cmocka_unit_test(test_overflow_large),
+      cmocka_unit_test(test_rate_zero),
+      cmocka_unit_test(test_size_range),
+      cmocka_unit_test(test_sample_rate_counts),
       cmocka_unit_test(test_environment),
+      cmocka_unit_test(test_overflow_slack),
+      cmocka_unit_test(test_overflow_aligned_slack),
+      cmocka_unit_test(test_uaf_after_heap_destroy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
