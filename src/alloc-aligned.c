@@ -55,7 +55,12 @@ static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, s
     return NULL;
   }
   if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
-    return _mi_heap_malloc_zero(heap, size, zero);
+    void* p = _mi_heap_malloc_zero(heap, size, zero);
+    /* every block is 16-byte aligned but a sampled guarded one with
+       MIMALLOC_GUARDED_PRECISE, which ends at its guard page to the byte: a
+       size that is a multiple of the alignment, below, places it right */
+    if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+    _mi_free_unrecorded(p);
   }
   /* a size class that is a multiple of the alignment gives aligned blocks
      when pages start aligned (pages start on OS page boundaries) */

@@ -65,7 +65,8 @@ typedef struct mi_page_s {
   bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
   bool is_guarded;         /* a sampled guarded block: it ends at its guard page, no trailer */
   bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
-  size_t guarded_size;     /* ... the size asked for */
+  size_t guarded_size;     /* ... where its data ends, from the block's start */
+  size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
 } mi_page_t;

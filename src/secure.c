@@ -78,8 +78,7 @@ _Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse
    the block's start is then not a pointer that was handed out. The check of
    the common case, a pointer at the start, stays one compare: the value
    must not exceed the trailer's offset. A single-block segment's block may
-   pass 4 GiB; its page's MI_PAGE_FLAG_HAS_ALIGNED tells the same of its one
-   block. */
+   pass 4 GiB; its page keeps the offset instead (user_start). */
 #define MI_TRAILER_START_SHIFT 32
 static inline uintptr_t mi_block_tag(const mi_block_t* block) {
   return (((uintptr_t)block ^ mi_trailer_key_value) * 0xBF58476D1CE4E5B9ULL) | ((uintptr_t)1 << 63);
@@ -251,7 +250,8 @@ static uint8_t mi_guarded_canary(const mi_block_t* block) {
   return (uint8_t)mi_canary_word(mi_block_tag(block));
 }
 static void mi_guarded_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size) {
-  size_t user_end = (size_t)((uint8_t*)p - (uint8_t*)block) + size;
+  page->user_start = (size_t)((uint8_t*)p - (uint8_t*)block);
+  size_t user_end = page->user_start + size;
   page->guarded_size = user_end;
   memset((uint8_t*)block + user_end, mi_guarded_canary(block), page->block_size - user_end);
   if ((void*)block != p) mi_tag_store(p);
@@ -279,7 +279,11 @@ static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void*
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
   mi_canary_fill((uint8_t*)block, user_end, trailer_at, mi_canary_word(tag));
-  uint64_t start_bits = (mi_page_is_single_block(page) ? 0 : (uint64_t)start << MI_TRAILER_START_SHIFT);
+  uint64_t start_bits = (uint64_t)start << MI_TRAILER_START_SHIFT;
+  if (mi_page_is_single_block(page)) {
+    page->user_start = start;
+    start_bits = 0;
+  }
   *mi_trailer_of(page, block) = mi_trailer_encode(tag, user_end + start_bits);
   if ((void*)block != p) mi_tag_store(p);
 }
@@ -605,7 +609,7 @@ static mi_noinline mi_decl_noreturn void mi_report_bad_trailer(const mi_page_t* 
   uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
   uint64_t start = value >> MI_TRAILER_START_SHIFT;
   uint64_t user_end = value & (((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1);
-  if (!mi_page_is_single_block(page) && user_end <= trailer_at && start < user_end &&
+  if (!mi_page_is_single_block(page) && user_end <= trailer_at && start <= user_end &&
       start != (uint64_t)((const uint8_t*)p - (const uint8_t*)block)) {
     mi_secure_fatal_op(op, NULL, p, page->block_size);
   }
@@ -682,15 +686,16 @@ static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const v
   if (!mi_bit_get(page, 0)) {
     mi_report_freed(op, p, page->block_size);
   }
-  if ((void*)block != p) {
-    mi_validate_interior(page, block, p, op);
-  } else if (op != MI_OP_VISIT && (mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED) != 0) {
-    mi_secure_fatal_op(op, NULL, p, page->block_size); /* handed out at a pointer inside */
-  }
+  size_t offset = (size_t)(b - (const uint8_t*)block);
+  if (offset != 0) mi_validate_interior(page, block, p, op);
+  /* not the pointer this block was handed out at: its start behind an
+     aligned one, or an aligned pointer from before the segment was reused
+     (large blocks are not zeroed on free: an old tag may still be there).
+     A visit names the block by its start. */
+  if (op != MI_OP_VISIT && offset != page->user_start) mi_secure_fatal_op(op, NULL, p, page->block_size);
   size_t size;
 #if MI_GUARDED
   if (page->is_guarded) {
-    size_t offset = (size_t)(b - (uint8_t*)block);
     size = (page->guarded_size > offset ? page->guarded_size - offset : 0);
     if (!mi_guarded_slack_intact(page, block)) _mi_secure_fatal("heap buffer overflow detected in block", p, size);
   } else

@@ -223,6 +223,28 @@ static void case_usable_size_aligned_block_start(bool misuse) {
   char* p = (char*)mi_malloc_aligned_at(64, 128, 8);
   sink = (void*)(uintptr_t)mi_usable_size(misuse ? aligned_block_start(p) : p);
 }
+/* a block of size 0 behind its aligned pointer: its data ends where the
+   pointer lies */
+static void case_free_aligned_block_start_size0(bool misuse) {
+  char* p = (char*)mi_malloc_aligned_at(0, 128, 8);
+  mi_free(misuse ? aligned_block_start(p) : p);
+}
+/* A large block's segment is cached when it is freed, not zeroed: the next
+   large block of the same size lies where the last one did, and an aligned
+   pointer into the old one still has its tag before it. Freed again, it is
+   not the pointer the new block was handed out at. */
+static void case_double_free_large_aligned_reused(bool misuse) {
+  char* p = (char*)mi_malloc_aligned_at(300000, 4096, 8);
+  memset(p, 1, 300000);
+  mi_free(p);
+  char* q = (char*)mi_malloc(300000 + 4095 + 16 + 4096); /* the block size the aligned one had */
+  uintptr_t segment_mask = ~(uintptr_t)((4u << 20) - 1);
+  if (((uintptr_t)p & segment_mask) != ((uintptr_t)q & segment_mask)) {
+    fprintf(stderr, "double_free_large_aligned_reused: the segment was not reused: the case would test nothing\n");
+    _exit(4);
+  }
+  mi_free(misuse ? p : q);
+}
 static void case_free_large_aligned_block_start(bool misuse) {
   char* p = (char*)mi_malloc_aligned_at(300 * 1024, 4096, 8);
   mi_free(misuse ? aligned_block_start(p) : p);
@@ -491,6 +513,8 @@ MI_CHILD_TEST(free_huge_interior, SIGABRT, "invalid free detected of interior po
 MI_CHILD_TEST(free_aligned_block_start, SIGABRT, "invalid free detected of pointer")
 MI_CHILD_TEST(usable_size_aligned_block_start, SIGABRT, "invalid usable_size detected of pointer")
 MI_CHILD_TEST(free_large_aligned_block_start, SIGABRT, "invalid free detected of pointer")
+MI_CHILD_TEST(free_aligned_block_start_size0, SIGABRT, "invalid free detected of pointer")
+MI_CHILD_TEST(double_free_large_aligned_reused, SIGABRT, "invalid free detected of pointer")
 MI_CHILD_TEST(overflow_1_small, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_1_exact_class, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_nul, SIGABRT, "heap buffer overflow detected in block")
@@ -741,6 +765,8 @@ int main(void) {
       cmocka_unit_test(test_free_aligned_block_start),
       cmocka_unit_test(test_usable_size_aligned_block_start),
       cmocka_unit_test(test_free_large_aligned_block_start),
+      cmocka_unit_test(test_free_aligned_block_start_size0),
+      cmocka_unit_test(test_double_free_large_aligned_reused),
       cmocka_unit_test(test_overflow_1_small),
       cmocka_unit_test(test_overflow_1_exact_class),
       cmocka_unit_test(test_overflow_nul),
