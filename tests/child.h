@@ -85,6 +85,16 @@ __attribute__((unused)) static void expect(mi_case_fn fn, int sig, const char* m
   }
 }
 
+/* A correct program's case (`misuse` false): it exits 0, with no report. */
+__attribute__((unused)) static void expect_clean_exit(mi_case_fn fn) {
+  char err[8192];
+  int status = run_child(fn, false, err, sizeof(err));
+  if (err[0] != 0) print_message("%s", err);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_null(strstr(err, "mimalloc: error:"));
+}
+
 /* One test per case: `case_NAME` must die of `sig` with `message`. */
 #define MI_CHILD_TEST(name, sig, message) \
   static void test_##name(void** state) { \

@@ -160,11 +160,7 @@ static void case_precise_aligned(bool misuse) {
 }
 static void test_precise_aligned(void** state) {
   (void)state;
-  char err[4096];
-  int status = run_child(&case_precise_aligned, false, err, sizeof(err));
-  print_message("%s", err);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+  expect_clean_exit(&case_precise_aligned);
 }
 
 /* 1 in N on average, reproducibly with a seed */
@@ -191,11 +187,7 @@ static void case_rate_count(bool misuse) {
 
 static void test_sample_rate_counts(void** state) {
   (void)state;
-  char err[4096];
-  int status = run_child(&case_rate_count, false, err, sizeof(err));
-  print_message("%s", err);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+  expect_clean_exit(&case_rate_count);
 }
 
 /* the knobs are read from the environment too */
