@@ -80,6 +80,7 @@ _Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse
    must not exceed the trailer's offset. A single-block segment's block may
    pass 4 GiB; its page keeps the offset instead (user_start). */
 #define MI_TRAILER_START_SHIFT 32
+#define MI_TRAILER_END_MASK (((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1)
 static inline uintptr_t mi_block_tag(const mi_block_t* block) {
   return (((uintptr_t)block ^ mi_trailer_key_value) * 0xBF58476D1CE4E5B9ULL) | ((uintptr_t)1 << 63);
 }
@@ -244,8 +245,9 @@ static inline bool mi_page_is_single_block(const mi_page_t* page) {
 #if MI_GUARDED
 /* A guarded block ends at its guard page, where an overflow faults, and has
    no trailer. What lies between the data and the guard page (under 16
-   bytes, or up to the alignment for an aligned block) is filled with the
-   block's canary byte, checked when the block is freed or reallocated. */
+   bytes, or up to about twice the alignment for an aligned block) is filled
+   with the block's canary byte, checked wherever the block is validated
+   (free, realloc, usable size, a visit). */
 static uint8_t mi_guarded_canary(const mi_block_t* block) {
   return (uint8_t)mi_canary_word(mi_block_tag(block));
 }
@@ -508,6 +510,15 @@ static bool mi_was_unmapped(const void* p) {
   return false;
 }
 
+/* The start of one of a small or medium page's carved blocks, whose index
+   it sets (a link read from a block may point anywhere). */
+static bool mi_carved_block_index(const mi_page_t* page, const void* p, size_t* idx) {
+  const uint8_t* b = (const uint8_t*)p;
+  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) return false;
+  *idx = mi_block_index(page, p);
+  return b == page->start + *idx * page->block_size;
+}
+
 /* A block freed by another thread and not collected yet: zeroed whole,
    trailer included (a live block's trailer is never zero: it encodes the
    block's address), but for its first word, the link to the next block of
@@ -524,10 +535,9 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
   for (size_t i = 1; i < (page->block_size - MI_SECURE_TRAILER) / 8; i++) {
     if (words[i] != 0) return false;
   }
-  const uint8_t* next = (const uint8_t*)mi_block_next(page, block);
-  if (next == NULL) return true;
-  size_t offset = (size_t)(next - page->start);
-  return next >= page->start && offset < (size_t)page->capacity * page->block_size && offset % page->block_size == 0;
+  mi_block_t* next = mi_block_next(page, block);
+  size_t idx;
+  return next == NULL || mi_carved_block_index(page, next, &idx);
 }
 
 /* The segment header must carry our cookie. */
@@ -608,7 +618,7 @@ static mi_noinline mi_decl_noreturn void mi_report_bad_trailer(const mi_page_t* 
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
   uint64_t start = value >> MI_TRAILER_START_SHIFT;
-  uint64_t user_end = value & (((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1);
+  uint64_t user_end = value & MI_TRAILER_END_MASK;
   if (!mi_page_is_single_block(page) && user_end <= trailer_at && start <= user_end &&
       start != (uint64_t)((const uint8_t*)p - (const uint8_t*)block)) {
     mi_secure_fatal_op(op, NULL, p, page->block_size);
@@ -627,7 +637,7 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
   uint64_t start_bits = (single ? 0 : offset << MI_TRAILER_START_SHIFT);
   if (op == MI_OP_VISIT && !single) {
     /* a visit names a block by its start, wherever its pointer lies */
-    start_bits = value & ~(((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1);
+    start_bits = value & ~MI_TRAILER_END_MASK;
     if (mi_unlikely((value >> MI_TRAILER_START_SHIFT) > trailer_at)) mi_report_bad_trailer(page, block, p, op);
   }
   uint64_t user_end = value - start_bits;
@@ -716,12 +726,8 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
 
 /* The owner collects a block another thread freed: its bit must still be set. */
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
-  const uint8_t* b = (const uint8_t*)block;
-  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) {
-    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
-  }
-  size_t idx = mi_block_index(page, block);
-  if ((uint8_t*)block != page->start + idx * page->block_size) {
+  size_t idx;
+  if (!mi_carved_block_index(page, block, &idx)) {
     _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
   }
   if (!mi_bit_get(page, idx)) _mi_secure_fatal("double free detected of block", block, page->block_size);
