@@ -498,6 +498,10 @@ static void test_impossible_sizes(void** state) {
   EXPECT_ENOMEM_NULL(mi_recalloc(p, half, 3));
   assert_true(tu_check(p, n, 0x3C));
   assert_true(mi_usable_size(p) >= n);
+  /* without a block, an overflowing count fails as at once */
+  EXPECT_ENOMEM_NULL(mi_reallocarray(NULL, half, 3));
+  EXPECT_ENOMEM_NULL(mi_reallocn(NULL, half, 3));
+  EXPECT_ENOMEM_NULL(mi_recalloc(NULL, half, 3));
 
   /* reallocarr returns an error code and leaves the pointer alone */
   void* q = p;

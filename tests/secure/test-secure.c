@@ -197,22 +197,26 @@ static void case_free_aligned_interior(bool misuse) {
 typedef struct block_probe_s {
   uintptr_t target;
   void* start;
+  size_t block_size;
 } block_probe_t;
 static bool probe_block(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
   (void)heap, (void)size;
   block_probe_t* probe = (block_probe_t*)arg;
   if (block != NULL && probe->target >= (uintptr_t)block && probe->target < (uintptr_t)block + area->block_size) {
     probe->start = block;
+    probe->block_size = area->block_size;
   }
   return true;
 }
+static size_t probed_block_size; /* of the block aligned_block_start found */
 static char* aligned_block_start(char* p) {
-  block_probe_t probe = {(uintptr_t)p, NULL};
+  block_probe_t probe = {(uintptr_t)p, NULL, 0};
   mi_heap_visit_blocks(mi_heap_get_default(), true, &probe_block, &probe);
   if (probe.start == NULL || (char*)probe.start == p) {
     fprintf(stderr, "aligned_block_start: %p is not inside a block: the case would test nothing\n", (void*)p);
     _exit(4);
   }
+  probed_block_size = probe.block_size;
   return (char*)probe.start;
 }
 static void case_free_aligned_block_start(bool misuse) {
@@ -332,6 +336,28 @@ static void case_overflow_checked_by_realloc(bool misuse) {
   if (misuse) overflow_bytes(p + 32, 1);
   p = (char*)mi_realloc(p, 4000);
   mi_free(p);
+}
+/* Visiting a heap validates each live block it reports: an overrun is seen
+   there too, over a canary, and over an aligned block's trailer (which also
+   keeps where its pointer lies, and which a visit reads from the block's
+   start). */
+static bool visit_nothing(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
+  (void)heap, (void)area, (void)block, (void)size, (void)arg;
+  return true;
+}
+static void case_overflow_seen_by_visit(bool misuse) {
+  char* p = (char*)mi_malloc(24);
+  memset(p, 'a', 24);
+  if (misuse) overflow_bytes(p + 24, 1);
+  mi_heap_visit_blocks(mi_heap_get_default(), true, &visit_nothing, NULL);
+  exit(0); /* before any free could see it */
+}
+static void case_trailer_seen_by_visit(bool misuse) {
+  char* p = (char*)mi_malloc_aligned_at(40, 128, 8);
+  char* start = aligned_block_start(p);
+  if (misuse) overflow_bytes(start + probed_block_size - 1, 1); /* the trailer's top byte */
+  mi_heap_visit_blocks(mi_heap_get_default(), true, &visit_nothing, NULL);
+  exit(0);
 }
 /* One byte of the canary or the trailer of a block of canary_size bytes. */
 static size_t canary_size, canary_flip;
@@ -527,6 +553,8 @@ MI_CHILD_TEST(overflow_after_realloc, SIGABRT, "heap buffer overflow detected in
 MI_CHILD_TEST(overflow_after_shrink, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_checked_by_realloc, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(overflow_seen_by_visit, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(trailer_seen_by_visit, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_zeros, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_zeros_zeroed, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(overflow_zeros_realloc, SIGABRT, "heap buffer overflow detected in block")
@@ -775,6 +803,8 @@ int main(void) {
       cmocka_unit_test(test_overflow_after_shrink),
       cmocka_unit_test(test_overflow_aligned),
       cmocka_unit_test(test_overflow_checked_by_realloc),
+      cmocka_unit_test(test_overflow_seen_by_visit),
+      cmocka_unit_test(test_trailer_seen_by_visit),
       cmocka_unit_test(test_overflow_zeros),
       cmocka_unit_test(test_overflow_zeros_zeroed),
       cmocka_unit_test(test_overflow_zeros_realloc),
