@@ -349,6 +349,7 @@ static void case_overflow_seen_by_visit(bool misuse) {
   char* p = (char*)mi_malloc(24);
   memset(p, 'a', 24);
   if (misuse) overflow_bytes(p + 24, 1);
+  sink = p; /* kept: the compiler may drop stores to a block that never escapes */
   mi_heap_visit_blocks(mi_heap_get_default(), true, &visit_nothing, NULL);
   exit(0); /* before any free could see it */
 }
@@ -356,6 +357,7 @@ static void case_trailer_seen_by_visit(bool misuse) {
   char* p = (char*)mi_malloc_aligned_at(40, 128, 8);
   char* start = aligned_block_start(p);
   if (misuse) overflow_bytes(start + probed_block_size - 1, 1); /* the trailer's top byte */
+  sink = p;
   mi_heap_visit_blocks(mi_heap_get_default(), true, &visit_nothing, NULL);
   exit(0);
 }
