@@ -318,6 +318,14 @@ mi_decl_nodiscard mi_decl_export void* mi_aligned_recalloc(void* p, size_t newco
 mi_decl_nodiscard mi_decl_export void* mi_aligned_offset_recalloc(void* p, size_t newcount, size_t size,
                                                                   size_t alignment, size_t offset) mi_attr_noexcept;
 
+/* ---- Sized and aligned deallocation (C++ delete, C23 free_sized) ----------
+   `size` is the size the block was asked with (count * size for a calloc),
+   `alignment` one the pointer has. The default build only frees; the secure
+   build aborts with a report when either does not hold. */
+mi_decl_export void mi_free_size(void* p, size_t size) mi_attr_noexcept;
+mi_decl_export void mi_free_size_aligned(void* p, size_t size, size_t alignment) mi_attr_noexcept;
+mi_decl_export void mi_free_aligned(void* p, size_t alignment) mi_attr_noexcept;
+
 #ifdef __cplusplus
 }
 #endif

@@ -474,6 +474,9 @@ void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) mi_dec
 bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
 void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+/* secure-sized.c (MI_SECURE): sized and aligned deallocation */
+void _mi_secure_free_sized(void* p, size_t size) mi_decl_hidden;
+void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized) mi_decl_hidden;
 /* guard/guard.c (MI_SECURE) */
 void _mi_guard_fault_report(void* addr) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;

@@ -50,6 +50,15 @@ MI_FORWARD size_t malloc_usable_size(void* p) {
   return mi_usable_size(p);
 }
 
+/* C23: the size (and alignment) the block was allocated with; the secure
+   build checks them (mi_free_size) */
+MI_FORWARD void free_sized(void* p, size_t size) {
+  mi_free_size(p, size);
+}
+MI_FORWARD void free_aligned_sized(void* p, size_t alignment, size_t size) {
+  mi_free_size_aligned(p, size, alignment);
+}
+
 /* glibc's internal names, called by a few programs and libraries directly */
 MI_FORWARD void* __libc_malloc(size_t size) {
   return mi_malloc(size);
