@@ -1,107 +1,267 @@
-/* zero_floor: the least time that zeroing freed blocks can take, measured
- * with no allocator at all.
+/* zero_floor: the least time that zeroing a workload's freed blocks can
+ * take, measured with no allocator at all.
  *
- * The secure build zeroes every block it frees (docs/secure-mode.md). This
- * times the zeroing alone on blocks drawn the way the workloads draw them:
- * COUNT blocks with sizes log-uniform in [LO, HI] (common.h's generator,
- * rounded up to 16 bytes), each written first as `touch` writes it (first
- * and last byte, one byte a page), then zeroed. The blocks are slots of a
- * pool larger than the last-level cache, picked at random, as a workload's
- * freed blocks are scattered over its heap. Three passes: the writes alone,
- * then with non-temporal stores (how the secure build zeroes blocks above
- * 8 KiB on x86-64), then with memset. Each pass is the best of RUNS; the
- * zeroing's cost is a pass less the writes alone.
+ * The secure build zeroes every block up to ZF_MAX_BLOCK it frees
+ * (docs/secure-mode.md). COUNTS, written by zero_count.so while the
+ * workload ran, lists those blocks by the secure build's block size. This
+ * zeroes the same blocks the way the secure build does (zero_floor.h): up
+ * to 512 bytes with inline 16-byte stores, 64 bytes a step and the last 64
+ * overlapping; to 8 KiB with memset; above, with non-temporal stores and a
+ * fence per block. Each block is first written as the workloads write the
+ * least (its first and last byte and one byte a page: common.h's touch),
+ * so the zeroing finds it as a freed block is found, not cold and unmapped.
  *
- * usage: zero_floor LO HI COUNT [RUNS]
- * randsizes at scale 1 frees 3,000,000 x 2.7% = 81,000 blocks of 8..128 KiB:
- *   zero_floor 8193 131072 81000  */
+ * The blocks, shuffled with a fixed seed, are laid out one after the other
+ * in a pool of 64 MiB, twice the last-level cache, wrapping around: each is
+ * out of the cache when its turn comes again. With THREADS > 1 they are
+ * dealt in turn to that many threads, each with its own part of the pool,
+ * which zero at once (the workloads split their work evenly over their
+ * threads). Two passes, each REPS times, alternating: the writes alone,
+ * then the writes and the zeroing. The floor is the best of the second
+ * less the best of the first.
+ *
+ * A pass's time is its threads' CPU time, not its wall time: the longest
+ * thread's, or their sum spread over the cores if that is more (4 threads
+ * on 2 cores take twice their CPU time each, as the workloads' do). Time
+ * the machine gives to other processes does not count, so on a shared
+ * machine the floor comes out low rather than high: the adjusted ratio it
+ * serves errs against the secure build, never for it.
+ *
+ * usage: zero_floor [-r REPS] [-o RESULT_FILE] COUNTS THREADS
+ * RESULT_FILE gets one line as runner.c writes it: "<floor_s> <maxrss_kb> 0". */
 #include "workloads/common.h"
+#include "zero_floor.h"
 
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#define POOL_SLOTS 256 /* of HI bytes each: 32 MiB at HI = 128 KiB */
+#define POOL_BYTES ((size_t)64 << 20)
+#define MAX_CLASSES 256 /* block classes are bytes in the shuffled sequence */
 
-typedef enum { PASS_WRITES, PASS_STREAM, PASS_MEMSET } pass_t;
+typedef struct {
+  int id;
+  int threads;
+  uint8_t* pool;
+  size_t pool_bytes;
+  const uint8_t* seq; /* class of each block, all threads' */
+  size_t nblocks;
+  const size_t* class_size;
+  double cpu_s; /* of the last pass */
+  char pad[64];
+} zarg_t;
 
+static pthread_barrier_t start_line, finish_line;
+static int zero_pass; /* set by main between the barriers */
+static int passes_left;
+
+static inline void zero_inline(uint8_t* p, size_t n) {
 #if defined(__SSE2__)
-static void zero_stream(void* p, size_t n) {
+  const __m128i z = _mm_setzero_si128();
+  uint8_t* end = p + n;
+  if (n >= 64) {
+    for (uint8_t* q = p; q < end - 64; q += 64) {
+      _mm_store_si128((__m128i*)q, z);
+      _mm_store_si128((__m128i*)(q + 16), z);
+      _mm_store_si128((__m128i*)(q + 32), z);
+      _mm_store_si128((__m128i*)(q + 48), z);
+      __asm__ volatile("" ::: "memory"); /* a loop of stores, as the secure build's, not a memset call */
+    }
+    _mm_storeu_si128((__m128i*)(end - 64), z);
+    _mm_storeu_si128((__m128i*)(end - 48), z);
+    _mm_storeu_si128((__m128i*)(end - 32), z);
+    _mm_storeu_si128((__m128i*)(end - 16), z);
+  } else {
+    _mm_store_si128((__m128i*)p, z);
+    _mm_storeu_si128((__m128i*)(end - 16), z);
+    if (n > 32) _mm_store_si128((__m128i*)(p + 16), z);
+  }
+#else
+  memset(p, 0, n);
+#endif
+}
+
+static inline void zero_stream(uint8_t* p, size_t n) {
+#if defined(__SSE2__)
+  const __m128i z = _mm_setzero_si128();
   __m128i* b = (__m128i*)p;
-  __m128i* end = (__m128i*)((uint8_t*)p + n);
-  const __m128i zero = _mm_setzero_si128();
-  for (; b < end; b++) _mm_stream_si128(b, zero);
+  __m128i* end = (__m128i*)(p + n);
+  for (; b + 4 <= end; b += 4) {
+    _mm_stream_si128(b, z);
+    _mm_stream_si128(b + 1, z);
+    _mm_stream_si128(b + 2, z);
+    _mm_stream_si128(b + 3, z);
+  }
+  for (; b < end; b++) _mm_stream_si128(b, z);
   _mm_sfence();
-}
+#else
+  memset(p, 0, n);
 #endif
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* one pass: the same blocks (same seed) every time */
-static double run_pass(uint8_t* pool, size_t slot_size, size_t lo, size_t hi, long count, pass_t pass) {
-  rng_t r;
-  rng_seed(&r, 4242);
-  double start = now_ms();
-  for (long i = 0; i < count; i++) {
-    size_t n = (rng_log_uniform(&r, lo, hi) + 15) & ~(size_t)15;
-    uint8_t* p = pool + rng_below(&r, POOL_SLOTS) * slot_size;
+static void run_blocks(const zarg_t* a, int zero) {
+  size_t at = 0;
+  for (size_t i = (size_t)a->id; i < a->nblocks; i += (size_t)a->threads) {
+    size_t n = a->class_size[a->seq[i]];
+    if (at + n > a->pool_bytes) at = 0;
+    uint8_t* p = a->pool + at;
+    at = (at + n + 63) & ~(size_t)63;
     touch(p, n, (uint8_t)i);
-    if (pass == PASS_MEMSET) memset(p, 0, n);
-#if defined(__SSE2__)
-    if (pass == PASS_STREAM) zero_stream(p, n);
-#endif
+    if (zero) {
+      if (n <= ZF_INLINE_MAX) zero_inline(p, n);
+      else if (n <= ZF_STREAM_MIN) memset(p, 0, n);
+      else zero_stream(p, n);
+    }
     sink(p[n - 1]);
   }
-  return now_ms() - start;
+}
+
+static double now_s(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void* worker(void* arg) {
+  zarg_t* a = (zarg_t*)arg;
+  for (;;) {
+    pthread_barrier_wait(&start_line);
+    if (passes_left == 0) return NULL;
+    double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+    run_blocks(a, zero_pass);
+    a->cpu_s = now_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+    pthread_barrier_wait(&finish_line);
+  }
+}
+
+/* the COUNTS file: "block_size count" lines; '#' lines are comments */
+static size_t read_counts(const char* path, size_t* size, size_t* count, size_t* nclasses) {
+  FILE* f = fopen(path, "r");
+  if (f == NULL) {
+    perror(path);
+    exit(2);
+  }
+  char line[256];
+  size_t total = 0;
+  *nclasses = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    unsigned long long s, c;
+    if (line[0] == '#' || sscanf(line, "%llu %llu", &s, &c) != 2 || c == 0) continue;
+    if (s == 0 || s > ZF_MAX_BLOCK || (s & 15) != 0 || *nclasses == MAX_CLASSES) {
+      fprintf(stderr, "zero_floor: %s: bad block size %llu\n", path, s);
+      exit(2);
+    }
+    size[*nclasses] = (size_t)s;
+    count[(*nclasses)++] = (size_t)c;
+    total += (size_t)c;
+  }
+  fclose(f);
+  return total;
 }
 
 int main(int argc, char** argv) {
-  if (argc < 4) {
-    fprintf(stderr, "usage: zero_floor LO HI COUNT [RUNS]\n");
+  int reps = 3, opt;
+  const char* out = NULL;
+  while ((opt = getopt(argc, argv, "r:o:")) != -1) {
+    if (opt == 'r') reps = atoi(optarg);
+    else if (opt == 'o') out = optarg;
+    else optind = argc + 1;
+  }
+  if (optind + 2 != argc || reps <= 0 || atoi(argv[optind + 1]) <= 0) {
+    fprintf(stderr, "usage: zero_floor [-r REPS] [-o RESULT_FILE] COUNTS THREADS\n");
     return 2;
   }
-  size_t lo = (size_t)atol(argv[1]);
-  size_t hi = (size_t)atol(argv[2]);
-  long count = atol(argv[3]);
-  int runs = argc > 4 ? atoi(argv[4]) : 5;
-  if (lo == 0 || hi < lo || count <= 0 || runs <= 0) {
-    fprintf(stderr, "zero_floor: need 0 < LO <= HI, COUNT > 0, RUNS > 0\n");
-    return 2;
-  }
-  size_t slot_size = (hi + 15 + 4095) & ~(size_t)4095;
-  uint8_t* pool = (uint8_t*)xmalloc(POOL_SLOTS * slot_size);
-  memset(pool, 1, POOL_SLOTS * slot_size); /* every page mapped before timing */
+  int threads = atoi(argv[optind + 1]);
+  static size_t size[MAX_CLASSES], count[MAX_CLASSES];
+  size_t nclasses;
+  size_t nblocks = read_counts(argv[optind], size, count, &nclasses);
 
-  static const char* const names[] = {"writes alone", "non-temporal stores", "memset"};
-  double best[3];
-  for (int pass = 0; pass < 3; pass++) {
-    best[pass] = -1;
-#if !defined(__SSE2__)
-    if (pass == PASS_STREAM) continue;
-#endif
-    for (int k = 0; k < runs; k++) {
-      double ms = run_pass(pool, slot_size, lo, hi, count, (pass_t)pass);
-      if (best[pass] < 0 || ms < best[pass]) best[pass] = ms;
-    }
+  /* every block once, in an order of their own (Fisher-Yates, fixed seed) */
+  uint8_t* seq = (uint8_t*)xmalloc(nblocks + 1);
+  double bytes = 0;
+  for (size_t c = 0, k = 0; c < nclasses; c++) {
+    memset(seq + k, (int)c, count[c]);
+    k += count[c];
+    bytes += (double)size[c] * (double)count[c];
   }
   rng_t r;
   rng_seed(&r, 4242);
-  double bytes = 0;
-  for (long i = 0; i < count; i++) {
-    bytes += (double)((rng_log_uniform(&r, lo, hi) + 15) & ~(size_t)15);
-    (void)rng_next(&r); /* the slot pick */
+  for (size_t i = nblocks; i > 1; i--) {
+    size_t j = (size_t)rng_below(&r, i);
+    uint8_t t = seq[i - 1];
+    seq[i - 1] = seq[j];
+    seq[j] = t;
   }
-  printf("zero_floor: %ld blocks of %zu..%zu B, %.2f GB, best of %d\n", count, lo, hi, bytes / 1e9, runs);
-  for (int pass = 0; pass < 3; pass++) {
-    if (best[pass] < 0) continue;
-    if (pass == PASS_WRITES) printf("  %-20s %8.1f ms\n", names[pass], best[pass]);
-    else printf("  %-20s %8.1f ms  (zeroing %.1f ms)\n", names[pass], best[pass], best[pass] - best[PASS_WRITES]);
+
+  /* each thread's part of the pool, cache-line aligned, every page mapped before timing */
+  size_t part = (POOL_BYTES / (size_t)threads) & ~(size_t)4095;
+  if (part < 2 * ZF_MAX_BLOCK) part = (2 * ZF_MAX_BLOCK + 4095) & ~(size_t)4095;
+  uint8_t* pool = (uint8_t*)xmalloc(part * (size_t)threads + 64);
+  uint8_t* base = (uint8_t*)(((uintptr_t)pool + 63) & ~(uintptr_t)63);
+  memset(base, 1, part * (size_t)threads);
+
+  zarg_t* args = (zarg_t*)calloc((size_t)threads, sizeof(zarg_t));
+  pthread_t* tid = (pthread_t*)calloc((size_t)threads, sizeof(pthread_t));
+  if (args == NULL || tid == NULL) return 3;
+  pthread_barrier_init(&start_line, NULL, (unsigned)threads + 1);
+  pthread_barrier_init(&finish_line, NULL, (unsigned)threads + 1);
+  passes_left = 2 * reps;
+  for (int t = 0; t < threads; t++) {
+    args[t].id = t;
+    args[t].threads = threads;
+    args[t].pool = base + (size_t)t * part;
+    args[t].pool_bytes = part;
+    args[t].seq = seq;
+    args[t].nblocks = nblocks;
+    args[t].class_size = size;
+    if (pthread_create(&tid[t], NULL, worker, &args[t]) != 0) {
+      perror("pthread_create");
+      return 3;
+    }
   }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  double spread = (double)(cores > 0 && cores < threads ? cores : threads);
+  double best[2] = {-1, -1}, best_wall[2] = {-1, -1};
+  for (int pass = 0; pass < 2 * reps; pass++) {
+    zero_pass = pass & 1;
+    pthread_barrier_wait(&start_line);
+    double t0 = now_s(CLOCK_MONOTONIC);
+    pthread_barrier_wait(&finish_line);
+    double wall = now_s(CLOCK_MONOTONIC) - t0, longest = 0, sum = 0;
+    for (int t = 0; t < threads; t++) {
+      sum += args[t].cpu_s;
+      if (args[t].cpu_s > longest) longest = args[t].cpu_s;
+    }
+    double dt = sum / spread > longest ? sum / spread : longest;
+    if (best[zero_pass] < 0 || dt < best[zero_pass]) best[zero_pass] = dt;
+    if (best_wall[zero_pass] < 0 || wall < best_wall[zero_pass]) best_wall[zero_pass] = wall;
+    passes_left--;
+  }
+  pthread_barrier_wait(&start_line); /* passes_left is 0: the workers return */
+  for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+
+  double floor_s = best[1] - best[0];
+  if (floor_s < 0) floor_s = 0; /* the zeroing of a few blocks is lost in the noise */
+  printf(
+      "zero_floor: %zu blocks, %.3f GB, %d thread(s), best of %d (CPU time): writes alone %.1f ms, "
+      "with the zeroing %.1f ms, floor %.1f ms (wall: %.1f, %.1f ms)\n",
+      nblocks, bytes / 1e9, threads, reps, best[0] * 1e3, best[1] * 1e3, floor_s * 1e3, best_wall[0] * 1e3,
+      best_wall[1] * 1e3);
+  if (out != NULL) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    FILE* f = fopen(out, "w");
+    if (f == NULL || fprintf(f, "%.6f %ld 0\n", floor_s, ru.ru_maxrss) < 0 || fclose(f) != 0) {
+      perror(out);
+      return 2;
+    }
+  }
+  free(args);
+  free(tid);
   free(pool);
+  free(seq);
   return 0;
 }
