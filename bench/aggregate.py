@@ -16,6 +16,11 @@ Only successful runs (status 0) count. median/min/max are over the runs of one
 (workload, threads, allocator); peak_rss_kb is the median over those runs of
 the child's ru_maxrss. Configurations where every run failed are left out of
 latest.csv and listed as FAILED in latest.md.
+
+The pseudo-allocator `zero-floor` (bench/zero_floor.c) is the time that zeroing
+the blocks the secure build zeroes on free takes alone; it is a row of
+latest.csv like the others and is set against `ours-secure` in latest.md's
+table of the secure build's cost, not in the per-workload tables.
 """
 import argparse
 import csv
@@ -25,7 +30,10 @@ import statistics
 import subprocess
 import sys
 
-ALLOCATORS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo", "ours", "ours-secure"]
+ALLOCATORS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo", "ours", "ours-secure", "zero-floor"]
+FLOOR = "zero-floor"
+# issue 18: (ours-secure - zero-floor) / ours at most this, and ours-secure faster than scudo
+SECURE_TARGET = 2.5
 WORKLOADS = ["churn", "xthread", "falseshare", "randsizes", "realloc", "large", "shortthreads"]
 DESCRIPTION = {
     "churn": "w1: single-thread small-object churn (cfrac/espresso-like)",
@@ -47,6 +55,7 @@ STYLE = {
     "scudo": "lc rgb '#9400d3' lw 2 pt 13",
     "ours": "lc rgb '#d50000' lw 3 pt 7",
     "ours-secure": "lc rgb '#8b0000' lw 3 dt 2 pt 6",
+    "zero-floor": "lc rgb '#999999' lw 2 dt 3 pt 1",
 }
 
 
@@ -153,6 +162,61 @@ def write_idle_csv(path, idle, threads):
             w.writerow([a, threads, d["runs"]] + ["" if d[t] is None else d[t] for t in IDLE_TIMES])
 
 
+def secure_cost_lines(stats, meta):
+    """The secure build against the default build, its zeroing floor and scudo."""
+    keys = sorted({(k[0], k[1]) for k in stats if k[2] == "ours-secure"},
+                  key=lambda k: (order_key(k[0], WORKLOADS), k[1]))
+    if not keys:
+        return []
+    L = ["## The secure build's cost", "",
+         "Per workload and thread count, medians in seconds: `ours`, `ours-secure`, and `zero-floor`, "
+         "the time that zeroing the blocks the secure build zeroes on free in that run takes alone "
+         "(`zero_floor.c`, measured in the same rounds; README, \"The floor of zero on free\"). "
+         f"Targets (issue 18): `(secure − floor) ÷ ours` at most {SECURE_TARGET:g}×, `secure ÷ scudo` below 1×.",
+         ""]
+    if meta.get("mode") == "smoke":
+        L += ["At smoke scale process start-up dominates every time: the ratios mean nothing.", ""]
+    L += ["| workload | threads | ours s | ours-secure s | zero-floor s | secure ÷ ours | "
+          "(secure − floor) ÷ ours | secure ÷ scudo | targets |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    worst_adj = worst_scudo = None
+    for wl, t in keys:
+        sec = stats[(wl, t, "ours-secure")]["median"]
+        ours, floor, scudo = (stats.get((wl, t, a)) for a in ("ours", FLOOR, "scudo"))
+        cells, missed = [], []
+        cells.append(fmt_s(ours["median"]) if ours else "–")
+        cells.append(fmt_s(sec))
+        cells.append(fmt_s(floor["median"]) if floor else "–")
+        cells.append(fmt_ratio(sec / ours["median"]) if ours and ours["median"] > 0 else "–")
+        if ours and floor and ours["median"] > 0:
+            adj = (sec - floor["median"]) / ours["median"]
+            cells.append(fmt_ratio(adj))
+            worst_adj = adj if worst_adj is None else max(worst_adj, adj)
+            if adj > SECURE_TARGET:
+                missed.append(f"over {SECURE_TARGET:g}×")
+        else:
+            cells.append("–")
+        if scudo and scudo["median"] > 0:
+            rs = sec / scudo["median"]
+            cells.append(fmt_ratio(rs))
+            worst_scudo = rs if worst_scudo is None else max(worst_scudo, rs)
+            if rs >= 1:
+                missed.append("not below scudo")
+        else:
+            cells.append("–")
+        cells.append(", ".join(missed) if missed else "met")
+        L.append(f"| {wl} | {t} | " + " | ".join(cells) + " |")
+    L.append("")
+    if worst_adj is not None or worst_scudo is not None:
+        parts = []
+        if worst_adj is not None:
+            parts.append(f"worst `(secure − floor) ÷ ours` {fmt_ratio(worst_adj)}")
+        if worst_scudo is not None:
+            parts.append(f"worst `secure ÷ scudo` {fmt_ratio(worst_scudo)}")
+        L += ["; ".join(parts) + ".", ""]
+    return L
+
+
 def write_markdown(path, stats, failed, idle, meta, allocs, plots):
     L = []
     L.append("# mimalloc-pprof benchmark results")
@@ -183,6 +247,7 @@ def write_markdown(path, stats, failed, idle, meta, allocs, plots):
         lib = f"`{a['library']}`" if a["library"] else ("(no preload: libc.so.6)" if a["allocator"] == "glibc" else "–")
         L.append(f"| {a['allocator']} | {a['state']} | {lib} | {a['note']} |")
     L.append("")
+    L += secure_cost_lines(stats, meta)
 
     by_wl = {}
     for k in set(stats) | set(failed):
@@ -196,6 +261,8 @@ def write_markdown(path, stats, failed, idle, meta, allocs, plots):
         L.append("|---:|---|---:|---:|---:|---:|---:|")
         for k in sorted_keys(by_wl[wl]):
             _, t, a = k
+            if a == FLOOR and k in stats:
+                continue  # in the table of the secure build's cost
             if k not in stats:
                 L.append(f"| {t} | {a} | FAILED ({', '.join(failed[k])}) | | | | |")
                 continue

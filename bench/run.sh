@@ -2,12 +2,16 @@
 # mimalloc-pprof benchmark suite: compares our allocator with glibc, jemalloc,
 # tcmalloc, mimalloc and LLVM scudo on our own workloads (bench/workloads/).
 #
-# usage: bash bench/run.sh [--smoke|--quick|--full]     (default: --quick)
+# usage: bash bench/run.sh [--smoke|--quick|--full|--mimalloc-bench]   (default: --quick)
 #
 #   --smoke  ~1 minute: 1 run each, tiny scale. For CI: proves it all runs
 #            and writes the tables; its numbers mean little.
 #   --quick  at most ~15 minutes on a 2-core machine: 3 runs each, scale 1.
 #   --full   5 runs each, scale 3, 3 runs of the idle-RSS workload.
+#   --mimalloc-bench  instead of our workloads: the mimalloc-bench subset
+#            (../shared/peers) for ours-secure against mimalloc 2.4.1's default
+#            build (the reference) and secure build and 3.4.3's secure build;
+#            ~10 minutes with 3 rounds. Writes BENCH_OUT/mimalloc-bench/.
 #
 # Environment (all optional):
 #   OURS_LIB          our default build   (default: <repo>/build/libmimalloc.so)
@@ -19,10 +23,16 @@
 #   BENCH_RUNS, BENCH_SCALE   override the mode's runs per point / scale factor
 #   BENCH_OUT         output directory (default: bench/results)
 #   BENCH_BUILD_DIR   where the workloads/tools are compiled (default: bench/build)
+#   PEERS_DIR, PEERS_BUILD   --mimalloc-bench: the peers' folder (default <repo>/../shared/peers)
+#                     and its build.sh OUTDIR (default /tmp/peers; built if missing)
+#   BENCH_MB_ROUNDS, BENCH_MB_ROWS   --mimalloc-bench: rounds (default 3), rows (default all 21)
+#   BENCH_MB_EXTRA    --mimalloc-bench: more NAME=LIB to compare, space-separated
 #
 # Outputs (in BENCH_OUT):
 #   latest.csv          workload,threads,allocator,median_s,min_s,max_s,peak_rss_kb
-#   latest.md           Markdown tables (ratios to mimalloc and glibc, spread, RSS)
+#                       (allocator zero-floor: the secure build's zeroing floor, README)
+#   latest.md           Markdown tables (ratios to mimalloc and glibc, spread, RSS;
+#                       the secure build's cost against ours, the floor and scudo)
 #   rss-after-idle.csv  workload 8: RSS before / 0 ms / 100 ms / 1 s / 5 s after free
 #   scaling-*.png, rss-after-idle.png   gnuplot charts (if gnuplot is available)
 #   raw/                every single measurement, verification logs, errors
@@ -34,8 +44,9 @@ for arg in "$@"; do
     --smoke) MODE=smoke ;;
     --quick) MODE=quick ;;
     --full)  MODE=full ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
-    *) echo "run.sh: unknown argument '$arg' (use --smoke, --quick or --full)" >&2; exit 2 ;;
+    --mimalloc-bench) MODE=mimalloc-bench ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument '$arg' (use --smoke, --quick, --full or --mimalloc-bench)" >&2; exit 2 ;;
   esac
 done
 
@@ -46,9 +57,11 @@ OUT_DIR="${BENCH_OUT:-$BENCH_DIR/results}"
 RAW_DIR="$OUT_DIR/raw"
 
 case "$MODE" in
-  smoke) RUNS=1; SCALE=0.1;  IDLE_RUNS=1; IDLE_SCALE=0.1; IDLE_PARALLEL=1; TIMEOUT=60 ;;
-  quick) RUNS=3; SCALE=1;    IDLE_RUNS=1; IDLE_SCALE=1;   IDLE_PARALLEL=0; TIMEOUT=180 ;;
-  full)  RUNS=5; SCALE=3;    IDLE_RUNS=3; IDLE_SCALE=1;   IDLE_PARALLEL=0; TIMEOUT=900 ;;
+  smoke) RUNS=1; SCALE=0.1;  IDLE_RUNS=1; IDLE_SCALE=0.1; IDLE_PARALLEL=1; TIMEOUT=60;  FLOOR_REPS=1 ;;
+  quick) RUNS=3; SCALE=1;    IDLE_RUNS=1; IDLE_SCALE=1;   IDLE_PARALLEL=0; TIMEOUT=180; FLOOR_REPS=3 ;;
+  full)  RUNS=5; SCALE=3;    IDLE_RUNS=3; IDLE_SCALE=1;   IDLE_PARALLEL=0; TIMEOUT=900; FLOOR_REPS=3 ;;
+  mimalloc-bench) RUNS=0; SCALE=0; IDLE_RUNS=0; IDLE_SCALE=0; IDLE_PARALLEL=0; TIMEOUT=0
+    MB_OUT="$OUT_DIR/mimalloc-bench"; RAW_DIR="$MB_OUT/raw"; BENCH_ALLOCATORS=ours-secure ;;
 esac
 RUNS="${BENCH_RUNS:-$RUNS}"
 SCALE="${BENCH_SCALE:-$SCALE}"
@@ -107,18 +120,24 @@ command -v python3 >/dev/null 2>&1 || { echo "run.sh: python3 is required" >&2; 
 # ------------------------------------------------------------ build tools
 log "mode=$MODE runs=$RUNS scale=$SCALE threads='$THREADS' out=$OUT_DIR"
 CFLAGS="-O2 -g0 -Wall -Wextra -pthread"
-build() { # build <out> <src> [extra flags...]
+BUILD_FAILED=0
+build() { # build <out> <src> [extra flags...]: two compilers at a time
   local out="$1" src="$2"; shift 2
-  if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$BENCH_DIR/workloads/common.h" -nt "$out" ]; then
-    gcc $CFLAGS "$@" -o "$out" "$src" || { echo "run.sh: failed to compile $src" >&2; exit 1; }
+  if [ ! -x "$out" ] || [ "$src" -nt "$out" ] || [ "$BENCH_DIR/workloads/common.h" -nt "$out" ] ||
+     [ "$BENCH_DIR/zero_floor.h" -nt "$out" ]; then
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || BUILD_FAILED=1; done
+    { gcc $CFLAGS "$@" -o "$out" "$src" || { echo "run.sh: failed to compile $src" >&2; exit 1; }; } &
   fi
 }
 build "$BUILD_DIR/runner" "$BENCH_DIR/runner.c"
 build "$BUILD_DIR/which_alloc" "$BENCH_DIR/which_alloc.c" -fPIE -pie -ldl
 build "$BUILD_DIR/zero_floor" "$BENCH_DIR/zero_floor.c"
+build "$BUILD_DIR/zero_count.so" "$BENCH_DIR/zero_count.c" -shared -fPIC
 for w in "${ALL_WORKLOADS[@]}"; do
   build "$BUILD_DIR/${WL_SRC[$w]}" "$BENCH_DIR/workloads/${WL_SRC[$w]}.c"
 done
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || BUILD_FAILED=1; done
+[ "$BUILD_FAILED" = 0 ] || exit 1
 
 # ------------------------------------------------------ resolve allocators
 declare -A LIB=()        # allocator -> library path ("" for glibc)
@@ -199,6 +218,39 @@ done
 [ ${#ACTIVE[@]} -gt 0 ] || { echo "run.sh: no allocator available" >&2; exit 1; }
 log "allocators: ${ACTIVE[*]}"
 
+# ------------------------------------------- --mimalloc-bench: the peers' subset
+if [ "$MODE" = mimalloc-bench ]; then
+  PEERS_DIR="${PEERS_DIR:-$REPO_ROOT/../shared/peers}"
+  PEERS_BUILD="${PEERS_BUILD:-/tmp/peers}"
+  [ -x "$PEERS_DIR/build.sh" ] || { echo "run.sh: no $PEERS_DIR/build.sh (set PEERS_DIR)" >&2; exit 1; }
+  log "building the peers into $PEERS_BUILD (log: $RAW_DIR/peers-build.log)"
+  bash "$PEERS_DIR/build.sh" "$PEERS_BUILD" >"$RAW_DIR/peers-build.log" 2>&1 ||
+    { echo "run.sh: $PEERS_DIR/build.sh failed (see $RAW_DIR/peers-build.log)" >&2; exit 1; }
+  # the first is the reference of every ratio: the issue's figures are against mimalloc 2.4.1's default build
+  mb_libs=("mi=$PEERS_BUILD/mimalloc-2.4.1/libmimalloc.so" "ours-secure=${LIB[ours-secure]}"
+           "mi-sec=$PEERS_BUILD/mimalloc-2.4.1-secure/libmimalloc-secure.so"
+           "mi3-sec=$PEERS_BUILD/mimalloc-3.4.3-secure/libmimalloc-secure.so")
+  read -r -a mb_extra <<<"${BENCH_MB_EXTRA:-}"
+  mb_args=(--rounds "${BENCH_MB_ROUNDS:-3}" --build "$PEERS_BUILD")
+  [ -n "${BENCH_MB_ROWS:-}" ] && mb_args+=(--rows "$BENCH_MB_ROWS")
+  log "mimalloc-bench: ${mb_libs[*]%%=*} ${mb_extra[*]%%=*} -> $MB_OUT"
+  bash "$PEERS_DIR/mimalloc-bench.sh" "${mb_args[@]}" "$MB_OUT" "${mb_libs[@]}" "${mb_extra[@]}" ||
+    { echo "run.sh: mimalloc-bench.sh failed" >&2; exit 1; }
+  log "done in $(( $(date +%s) - START_TS )) s; results in $MB_OUT (results.md, results.csv, records.jsonl)"
+  exit 0
+fi
+
+# The zeroing floor of the secure build (README, "The floor of zero on free"):
+# a pseudo-allocator that takes its turn in every round, with the secure build
+# or when asked for by name.
+FLOOR=0
+if in_list ours-secure "$(IFS=,; echo "${ACTIVE[*]}")" ||
+   { [ -n "${BENCH_ALLOCATORS:-}" ] && in_list zero-floor "$BENCH_ALLOCATORS"; }; then
+  FLOOR=1
+  printf 'zero-floor,measured,,"zero_floor: the zeroing of the blocks the secure build zeroes on free, no allocator"\n' \
+    >>"$RAW_DIR/allocators.csv"
+fi
+
 # ------------------------------------------------------------- timed runs
 TIMES="$RAW_DIR/times.csv"
 echo "workload,threads,allocator,run,wall_s,maxrss_kb,status" >"$TIMES"
@@ -215,19 +267,50 @@ for w in "${ALL_WORKLOADS[@]}"; do
   else for t in $THREADS; do CONFIGS+=("$w:$t"); done; fi
 done
 
-N=${#ACTIVE[@]}
+ROTATION=("${ACTIVE[@]}")
+[ "$FLOOR" = 1 ] && ROTATION+=(zero-floor)
+N=${#ROTATION[@]}
+
+# Before any timed run, once per configuration and two at a time (they are not
+# timed): the blocks the run frees, by the secure build's block size.
+count_zeroing() { # count_zeroing <workload> <threads>
+  local w="$1" t="$2" counts="$RAW_DIR/zero-count-$1-$2.txt" st
+  ZERO_COUNT_OUT="$counts" "$BUILD_DIR/runner" -p "$BUILD_DIR/zero_count.so" -t "$TIMEOUT" -o "$TMP/count-$w-$t" \
+    -- "$BUILD_DIR/${WL_SRC[$w]}" "$t" "$SCALE" >/dev/null 2>"$TMP/count-$w-$t.err"
+  if ! read -r _ _ st <"$TMP/count-$w-$t" || [ "$st" != 0 ] || [ ! -s "$counts" ]; then
+    warn "$w t=$t: the zero_count run failed (status ${st:-?}); no zero-floor for it"
+    { echo "== $w t=$t zero_count status ${st:-?}"; tail -n 20 "$TMP/count-$w-$t.err"; } >>"$ERRLOG"
+    rm -f "$counts"
+  fi
+}
+if [ "$FLOOR" = 1 ]; then
+  log "counting the blocks each configuration zeroes on free (zero_count.so)"
+  for cfg in "${CONFIGS[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+    count_zeroing "${cfg%%:*}" "${cfg##*:}" &
+  done
+  wait
+fi
+
 ci=0
 for cfg in "${CONFIGS[@]}"; do
   w="${cfg%%:*}"; t="${cfg##*:}"; ci=$((ci + 1))
   bin="$BUILD_DIR/${WL_SRC[$w]}"
   line="[$ci/${#CONFIGS[@]}] $w t=$t:"
   declare -A last=()
+  counts="$RAW_DIR/zero-count-$w-$t.txt"
   for ((r = 1; r <= RUNS; r++)); do
     # round-robin: every allocator once per round, starting point rotated
     for ((k = 0; k < N; k++)); do
-      a="${ACTIVE[$(( (k + r - 1 + ci) % N ))]}"
-      "$BUILD_DIR/runner" -p "${LIB[$a]}" -t "$TIMEOUT" -o "$TMP/res" -- "$bin" "$t" "$SCALE" \
-        >/dev/null 2>"$TMP/err"
+      a="${ROTATION[$(( (k + r - 1 + ci) % N ))]}"
+      if [ "$a" = zero-floor ]; then
+        [ -f "$counts" ] || continue
+        echo "0 0 runner-error" >"$TMP/res"
+        "$BUILD_DIR/zero_floor" -r "$FLOOR_REPS" -o "$TMP/res" "$counts" "$t" >>"$RAW_DIR/zero-floor.log" 2>"$TMP/err"
+      else
+        "$BUILD_DIR/runner" -p "${LIB[$a]}" -t "$TIMEOUT" -o "$TMP/res" -- "$bin" "$t" "$SCALE" \
+          >/dev/null 2>"$TMP/err"
+      fi
       read -r wall rss st <"$TMP/res" || { wall=0; rss=0; st=runner-error; }
       echo "$w,$t,$a,$r,$wall,$rss,$st" >>"$TIMES"
       if [ "$st" != 0 ]; then
@@ -239,7 +322,7 @@ for cfg in "${CONFIGS[@]}"; do
       fi
     done
   done
-  for a in "${ACTIVE[@]}"; do line+=" $a=${last[$a]}"; done
+  for a in "${ROTATION[@]}"; do [ -n "${last[$a]:-}" ] && line+=" $a=${last[$a]}"; done
   log "$line"
   unset last
 done
@@ -255,8 +338,8 @@ if [ -z "${BENCH_WORKLOADS:-}" ] || in_list idle_rss "$BENCH_WORKLOADS"; then
       "$bin" "$IDLE_THREADS" "$IDLE_SCALE" >"$TMP/idle-$1-$2.out" 2>"$TMP/idle-$1-$2.err"
   }
   for ((r = 1; r <= IDLE_RUNS; r++)); do
-    for ((k = 0; k < N; k++)); do
-      a="${ACTIVE[$(( (k + r - 1) % N ))]}"
+    for ((k = 0; k < ${#ACTIVE[@]}; k++)); do
+      a="${ACTIVE[$(( (k + r - 1) % ${#ACTIVE[@]} ))]}"
       if [ "$IDLE_PARALLEL" = 1 ]; then run_idle "$a" "$r" & else run_idle "$a" "$r"; fi
     done
     wait
