@@ -193,7 +193,7 @@ __attribute__((destructor)) static void zc_report(void) {
   const char* path = getenv("ZERO_COUNT_OUT");
   int fd = path != NULL ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : 2;
   if (fd < 0) return;
-  size_t size[ZC_CLASSES], count[ZC_CLASSES], n = 0;
+  size_t size[ZC_CLASSES] = {0}, count[ZC_CLASSES] = {0}, n = 0;
   for (unsigned i = 0; i < ZC_CLASSES; i++) {
     size_t c = __atomic_load_n(&zc_count[i], __ATOMIC_RELAXED);
     if (c == 0) continue;
