@@ -296,6 +296,7 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
     void* block = page->start + i * page->block_size;
     size_t size;
     _mi_secure_validate(block, MI_OP_VISIT, NULL, &size);
+    if (size == MI_SECURE_VISIT_SKIP) continue; /* another thread is freeing it */
     if (!ctx->visitor(ctx->heap, &area, block, size, ctx->arg)) return false;
   }
   return true;

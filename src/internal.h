@@ -462,6 +462,8 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;
 typedef enum mi_secure_op_e { MI_OP_FREE, MI_OP_REALLOC, MI_OP_USABLE_SIZE, MI_OP_VISIT } mi_secure_op_t;
+/* The size a visit's validation gives a block another thread is freeing. */
+#define MI_SECURE_VISIT_SKIP SIZE_MAX
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
                                 size_t* size_out) mi_decl_hidden;
 void _mi_secure_free(void* p) mi_decl_hidden;

@@ -81,6 +81,13 @@ _Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse
    pass 4 GiB; its page keeps the offset instead (user_start). */
 #define MI_TRAILER_START_SHIFT 32
 #define MI_TRAILER_END_MASK (((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1)
+/* What a free from another thread stores in the trailer before it touches
+   anything else of the block: an end no block has. A visit of the owner's
+   heap that finds it (or finds the block's canary changed and then it) skips
+   the block, which is being freed, instead of taking the zeroing for an
+   overflow; a second free finds it and reports a double free, zero on free
+   on or off. */
+#define MI_TRAILER_FREEING MI_TRAILER_END_MASK
 static inline uintptr_t mi_block_tag(const mi_block_t* block) {
   return (((uintptr_t)block ^ mi_trailer_key_value) * 0xBF58476D1CE4E5B9ULL) | ((uintptr_t)1 << 63);
 }
@@ -607,10 +614,29 @@ static mi_noinline void mi_validate_interior(const mi_page_t* page, const mi_blo
   mi_secure_fatal_op(op, op == MI_OP_FREE ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
 }
 
+/* The owner visits its heap while another thread frees one of its blocks
+   (the bit stays set until the owner collects it). That thread marks the
+   trailer before it zeroes or links the block; a visit that read the block
+   mid-way (a canary or trailer already changed) reads the trailer again
+   after a fence: the mark, or the zero it ends as, says the block is being
+   freed. An overrun of zeros over the trailer looks the same here; it is
+   reported when the block is freed. */
+static mi_noinline bool mi_visit_finds_remote_free(const mi_page_t* page, const mi_block_t* block) {
+  if (mi_page_is_single_block(page)) return false; /* freed under the lock the visit holds */
+  atomic_thread_fence(memory_order_acquire);
+  uint64_t trailer = *(const volatile uint64_t*)mi_trailer_of(page, block);
+  if (trailer == 0) return _mi_option_get_fast(mi_option_zero_on_free) != 0;
+  return mi_trailer_decode(mi_block_tag(block), trailer) == MI_TRAILER_FREEING;
+}
+
 /* A trailer that does not decode: the block was freed by another thread
-   (zeroed, not yet collected), or written past its end. */
+   (marked, or zeroed, and not yet collected), or written past its end. */
 static mi_noinline mi_decl_noreturn void mi_report_bad_trailer(const mi_page_t* page, const mi_block_t* block,
                                                                const void* p, mi_secure_op_t op) {
+  if (!mi_page_is_single_block(page) &&
+      mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block)) == MI_TRAILER_FREEING) {
+    mi_report_freed(op, p, page->block_size);
+  }
   if (mi_freed_by_other_thread(page, block)) {
     mi_report_freed(op, p, page->block_size);
   }
@@ -638,11 +664,18 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
   if (op == MI_OP_VISIT && !single) {
     /* a visit names a block by its start, wherever its pointer lies */
     start_bits = value & ~MI_TRAILER_END_MASK;
-    if (mi_unlikely((value >> MI_TRAILER_START_SHIFT) > trailer_at)) mi_report_bad_trailer(page, block, p, op);
+    if (mi_unlikely((value >> MI_TRAILER_START_SHIFT) > trailer_at)) {
+      if (mi_visit_finds_remote_free(page, block)) return MI_SECURE_VISIT_SKIP;
+      mi_report_bad_trailer(page, block, p, op);
+    }
   }
   uint64_t user_end = value - start_bits;
-  if (mi_unlikely(user_end > trailer_at)) mi_report_bad_trailer(page, block, p, op);
+  if (mi_unlikely(user_end > trailer_at)) {
+    if (op == MI_OP_VISIT && mi_visit_finds_remote_free(page, block)) return MI_SECURE_VISIT_SKIP;
+    mi_report_bad_trailer(page, block, p, op);
+  }
   if (mi_unlikely(!mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag)))) {
+    if (op == MI_OP_VISIT && mi_visit_finds_remote_free(page, block)) return MI_SECURE_VISIT_SKIP;
     _mi_secure_fatal("heap buffer overflow detected in block", p,
                      (size_t)user_end - (size_t)((const uint8_t*)p - (const uint8_t*)block));
   }
@@ -849,7 +882,16 @@ static mi_noinline void mi_secure_free_remote(mi_segment_t* segment, uintptr_t o
     mi_secure_free_local(page, block);
     return;
   }
-  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) mi_block_zero(block, page->block_size);
+  /* the mark first, visible before any of the zeroing (whose stores past
+     the small sizes bypass the cache and are not ordered with it) */
+  *mi_trailer_of(page, block) = mi_trailer_encode(mi_block_tag(block), MI_TRAILER_FREEING);
+  atomic_thread_fence(memory_order_release);
+  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
+#if defined(__SSE2__)
+    if (page->block_size > MI_SECURE_UAF_CHECK_MAX) _mm_sfence();
+#endif
+    mi_block_zero(block, page->block_size);
+  }
   _mi_free_remote(page, block);
 }
 
