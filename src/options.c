@@ -11,7 +11,7 @@
   [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = true}
 
 mi_option_desc_t _mi_options[_mi_option_last] = {
-    MI_OPTION(show_errors, (MI_DEBUG > 0 || MI_SECURE) ? 1 : 0),
+    MI_OPTION(show_errors, MI_DEBUG > 0 ? 1 : 0), /* a failed request is not misuse: secure builds say nothing either */
     MI_OPTION(show_stats, 0),
     MI_OPTION(verbose, 0),
     MI_OPTION(eager_commit, 1),
