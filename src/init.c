@@ -207,6 +207,7 @@ void _mi_process_init_once(void) {
   _mi_process_key = mi_initial_key();
 #if MI_SECURE
   _mi_secure_keys_init();
+  _mi_zero_init();
 #endif
   _mi_lock_init(&mi_threads_lock, MI_LOCK_THREADS);
   _mi_meta_init();

@@ -74,7 +74,8 @@ typedef struct mi_page_s {
 typedef enum mi_segment_kind_e {
   MI_SEGMENT_SMALL = 0,
   MI_SEGMENT_MEDIUM = 1,
-  MI_SEGMENT_SINGLE = 2 /* one block: large or huge */
+  MI_SEGMENT_SINGLE = 2, /* one block: large or huge */
+  MI_SEGMENT_ZERO = 3    /* secure builds: zero-size allocations' slots (secure-zero.c) */
 } mi_segment_kind_t;
 #define MI_SEGMENT_ANY_KIND (-1)
 
@@ -137,6 +138,9 @@ struct mi_heap_s {
   bool is_backing;
   bool has_kept;  /* holds pages flagged MI_PAGE_FLAG_KEPT */
   bool took_over; /* _mi_segments_take_over ran: once, at the heap's first page */
+#if MI_SECURE
+  struct mi_zero_segment_s* zero_segments; /* its zero-size allocations' segments (under the zero lock) */
+#endif
 #if MI_STAT
   uint64_t stat_malloc[MI_BIN_COUNT + 1];
 #endif
@@ -485,6 +489,23 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_
 void _mi_guard_options_changed(void) mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 void _mi_guard_quarantine_flush(void) mi_decl_hidden;
+/* secure-zero.c (MI_SECURE): zero-size allocations, in slots no access reaches */
+typedef enum mi_zero_state_e { MI_ZERO_LIVE, MI_ZERO_FREED, MI_ZERO_INVALID } mi_zero_state_t;
+/* a slot's address is a multiple of 16 in a segment aligned to more than
+   any alignment the API allows */
+static inline bool _mi_zero_can_align(size_t alignment, size_t offset) {
+  return (offset & ((alignment < MI_MAX_ALIGN_SIZE ? alignment : MI_MAX_ALIGN_SIZE) - 1)) == 0 &&
+         alignment <= MI_SEGMENT_SIZE / 2;
+}
+void _mi_zero_init(void) mi_decl_hidden;
+void* _mi_zero_malloc(mi_heap_t* heap, size_t alignment, size_t offset) mi_decl_hidden;
+/* p, in a zero segment: a slot handed out (freed now with `release`), or not */
+mi_zero_state_t _mi_zero_check(mi_segment_t* segment, const void* p, bool release) mi_decl_hidden;
+void _mi_zero_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
+void _mi_zero_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
+/* mi_heap_visit_blocks: an area per zero segment of the heap, its slots
+   handed out as blocks of size 0 */
+bool _mi_zero_visit(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) mi_decl_hidden;
 #endif
 void _mi_free_local_release(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 
