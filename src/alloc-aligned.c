@@ -54,6 +54,11 @@ static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, s
     errno = ENOMEM;
     return NULL;
   }
+#if MI_SECURE
+  /* a slot no access reaches, at the alignment; with an offset no 16-byte
+     slot can meet, an ordinary block with nothing in it (docs/secure-mode.md) */
+  if (size == 0 && _mi_zero_can_align(alignment, offset)) return _mi_zero_malloc(heap, alignment, offset);
+#endif
   if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
     void* p = _mi_heap_malloc_zero(heap, size, zero);
     /* every block is 16-byte aligned but a sampled guarded one with

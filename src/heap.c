@@ -64,6 +64,9 @@ static void mi_heap_absorb(mi_heap_t* to, mi_heap_t* from) {
   }
   from->page_count = 0;
   _mi_single_heap_delete(from, to);
+#if MI_SECURE
+  _mi_zero_heap_delete(from, to);
+#endif
 #if MI_STAT
   _mi_stats_merge_heap(from);
 #endif
@@ -99,6 +102,9 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
   }
   heap->page_count = 0;
   _mi_single_heap_destroy(heap);
+#if MI_SECURE
+  _mi_zero_heap_destroy(heap);
+#endif
 }
 
 #if MI_TRACK_VALGRIND
@@ -164,6 +170,9 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   _mi_heap_check(backing);
   bool kept = _mi_heap_collect_pages_at_exit(backing);
   _mi_single_heap_delete(backing, NULL);
+#if MI_SECURE
+  _mi_zero_heap_delete(backing, NULL);
+#endif
 #if MI_STAT
   _mi_stats_merge_heap(backing);
 #endif
@@ -183,6 +192,9 @@ void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) {
   for (size_t n = 0; heap != NULL && n < 4096; n++) { /* bounded: see the segment walk */
     mi_heap_t* next = heap->next;
     _mi_single_heap_delete(heap, NULL);
+#if MI_SECURE
+    _mi_zero_heap_delete(heap, NULL);
+#endif
     if (heap != tld->heap_backing) _mi_meta_free(heap);
     heap = next;
   }
@@ -330,5 +342,9 @@ bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block
       if (!mi_visit_page(page, &ctx)) return false;
     }
   }
-  return _mi_single_visit(heap, &mi_visit_single, &ctx);
+  if (!_mi_single_visit(heap, &mi_visit_single, &ctx)) return false;
+#if MI_SECURE
+  if (!_mi_zero_visit(heap, visit_all_blocks, visitor, arg)) return false;
+#endif
+  return true;
 }

@@ -446,6 +446,7 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
 /* Everything but a pop from a page of the heap's queues: the size check, the
    guarded sample, a fresh page or a single-block segment. */
 static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
+  if (size == 0) return _mi_zero_malloc(heap, MI_MAX_ALIGN_SIZE, 0); /* a slot no access reaches */
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE - MI_SECURE_TRAILER)) {
     _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
     errno = ENOMEM;
@@ -468,9 +469,18 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
   return block;
 }
 
+/* The bin of a request of size > 0 with its trailer: _mi_bin, but for the
+   case of the smallest bin, which (size + 8 + 15) / 16 gives already when
+   size 0 never comes here (it goes to the slow path, secure-zero.c). */
+static inline size_t mi_secure_bin(size_t size) {
+  size_t n = size + MI_SECURE_TRAILER;
+  return (mi_likely(n <= 128) ? (n + 15) >> 4 : _mi_bin(n));
+}
+
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
-  if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER)) {
-    mi_page_t* page = heap->pages[_mi_bin(size + MI_SECURE_TRAILER)].first;
+  /* size 0 wraps around: the slow path, with no compare of its own here */
+  if (mi_likely(size - 1 < MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER)) {
+    mi_page_t* page = heap->pages[mi_secure_bin(size)].first;
     mi_block_t* block = page->free;
     /* a block on the list: the heap is a real one (the empty heap's pages have none) */
     if (mi_likely(block != NULL)) {
@@ -716,9 +726,24 @@ static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const
   return block;
 }
 
+/* A pointer into a zero segment: a zero-size allocation's slot, handed out
+   and not freed (freed now with `release`), or reported. */
+static mi_noinline mi_block_t* mi_validate_zero(mi_segment_t* segment, const void* p, mi_secure_op_t op, bool release,
+                                                size_t* size_out) {
+  mi_zero_state_t state = _mi_zero_check(segment, p, release);
+  if (state == MI_ZERO_FREED) mi_report_freed(op, p, 0);
+  if (state != MI_ZERO_LIVE) mi_secure_fatal_op(op, NULL, p, 0);
+  if (size_out != NULL) *size_out = 0;
+  return (mi_block_t*)p;
+}
+
 /* The same for a single-block segment's block (large, huge, guarded). */
 static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op,
                                                   mi_page_t** page_out, size_t* size_out) {
+  if (segment->kind == MI_SEGMENT_ZERO) {
+    if (page_out != NULL) *page_out = NULL; /* no page to resize in */
+    return mi_validate_zero(segment, p, op, false, size_out);
+  }
   mi_page_t* page = &segment->pages[0];
   if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
     mi_report_page_not_in_use(page, p, op);
@@ -753,7 +778,8 @@ static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const v
 
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
   mi_segment_t* segment = mi_validate_segment(p, op);
-  if (segment->kind == MI_SEGMENT_SINGLE) return mi_validate_single(segment, p, op, page_out, size_out);
+  /* or a zero segment's */
+  if (segment->kind >= MI_SEGMENT_SINGLE) return mi_validate_single(segment, p, op, page_out, size_out);
   return mi_validate_small(segment, p, op, page_out, size_out);
 }
 
@@ -818,6 +844,10 @@ void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) {
 
 /* A free into a single-block segment (large, huge, guarded). */
 static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p) {
+  if (segment->kind == MI_SEGMENT_ZERO) {
+    mi_validate_zero(segment, p, MI_OP_FREE, true, NULL);
+    return;
+  }
   mi_page_t* page;
   mi_validate_single(segment, p, MI_OP_FREE, &page, NULL);
   mi_bit_set(page, 0, false);
@@ -917,7 +947,7 @@ static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t
 
 /* A free of a pointer in a segment that passed the segment checks. */
 static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p) {
-  if (mi_unlikely(segment->kind == MI_SEGMENT_SINGLE)) {
+  if (mi_unlikely(segment->kind >= MI_SEGMENT_SINGLE)) { /* or a zero segment */
     mi_secure_free_single(segment, p);
     return;
   }
@@ -984,6 +1014,7 @@ void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) 
 
 /* `block` and `page`: p's, as _mi_secure_validate found them */
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) {
+  if (page == NULL) return false; /* a zero-size allocation's slot has no room */
 #if MI_GUARDED
   if (page->is_guarded) return false; /* its end is fixed by its guard page */
 #endif

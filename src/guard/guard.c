@@ -1,6 +1,7 @@
 /* Guard pages at work: sampled guarded allocations (MI_GUARDED) in the
    manner of GWP-ASan and electric fence, and the report printed when a
-   program faults on any guard page of the secure build.
+   program faults on any guard page of the secure build (or on a zero-size
+   allocation, secure-zero.c).
 
    A sampled allocation gets a single-block segment of its own, placed so the
    block ends exactly where the guard page after it begins (to 16 bytes, or to
@@ -24,6 +25,15 @@ void _mi_guard_fault_report(void* addr) {
   if (!_mi_segment_map_contains(addr)) return;
   mi_segment_t* segment = _mi_ptr_segment(addr);
   if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) return;
+  if (segment->kind == MI_SEGMENT_ZERO) {
+    /* nothing of it but its header is ever accessible: the address is a
+       zero-size allocation's slot, or next to one (secure-zero.c) */
+    char buf[128];
+    (void)snprintf(buf, sizeof(buf), "mimalloc: error: access to a zero-size allocation detected at %p (size 0)\n",
+                   addr);
+    mi_prim_out_stderr(buf);
+    return;
+  }
   size_t psize = _mi_os_page_size();
   uint8_t* a = (uint8_t*)addr;
   uint8_t* s = (uint8_t*)segment;
