@@ -271,6 +271,42 @@ ROTATION=("${ACTIVE[@]}")
 [ "$FLOOR" = 1 ] && ROTATION+=(zero-floor)
 N=${#ROTATION[@]}
 
+# ------------------------------------------------- workload 8: idle RSS
+IDLE="$RAW_DIR/idle.csv"
+echo "allocator,run,t_ms,rss_kb" >"$IDLE"
+idle_rss_phase() {
+  local bin a r k st
+  if [ -z "${BENCH_WORKLOADS:-}" ] || in_list idle_rss "$BENCH_WORKLOADS"; then
+    bin="$BUILD_DIR/${WL_SRC[idle_rss]}"
+    log "idle_rss: ${IDLE_THREADS} threads, scale $IDLE_SCALE (~$(python3 -c "print(round(300*$IDLE_SCALE))") MB), $IDLE_RUNS run(s)$([ "$IDLE_PARALLEL" = 1 ] && echo ', allocators in parallel')"
+    run_idle() { # run_idle <allocator> <run>
+      "$BUILD_DIR/runner" -p "${LIB[$1]}" -t "$TIMEOUT" -o "$TMP/idle-$1-$2.res" -- \
+        "$bin" "$IDLE_THREADS" "$IDLE_SCALE" >"$TMP/idle-$1-$2.out" 2>"$TMP/idle-$1-$2.err"
+    }
+    for ((r = 1; r <= IDLE_RUNS; r++)); do
+      for ((k = 0; k < ${#ACTIVE[@]}; k++)); do
+        a="${ACTIVE[$(( (k + r - 1) % ${#ACTIVE[@]} ))]}"
+        if [ "$IDLE_PARALLEL" = 1 ]; then run_idle "$a" "$r" & else run_idle "$a" "$r"; fi
+      done
+      wait
+      for a in "${ACTIVE[@]}"; do
+        st=$(awk '{print $3}' "$TMP/idle-$a-$r.res" 2>/dev/null)
+        if [ "$st" = 0 ]; then
+          tail -n +2 "$TMP/idle-$a-$r.out" | sed "s/^/$a,$r,/" >>"$IDLE"
+        else
+          warn "idle_rss $a run $r failed (status ${st:-?})"
+          { echo "== idle_rss $a run $r status ${st:-?}"; tail -n 20 "$TMP/idle-$a-$r.err"; } >>"$ERRLOG"
+        fi
+      done
+    done
+    log "idle_rss done: $(awk -F, 'NR>1 && $3==5000 {printf "%s=%dMB ", $1, $4/1024}' "$IDLE")"
+  fi
+}
+# With --smoke (allocators in parallel, RSS only) idle_rss runs first, in the
+# background, and the untimed block counts below run while it sleeps; it is
+# over before the first timed run. The other modes run it last, alone.
+if [ "$IDLE_PARALLEL" = 1 ]; then idle_rss_phase & fi
+
 # Before any timed run, once per configuration and two at a time (they are not
 # timed): the blocks the run frees, by the secure build's block size.
 count_zeroing() { # count_zeroing <workload> <threads>
@@ -286,11 +322,11 @@ count_zeroing() { # count_zeroing <workload> <threads>
 if [ "$FLOOR" = 1 ]; then
   log "counting the blocks each configuration zeroes on free (zero_count.so)"
   for cfg in "${CONFIGS[@]}"; do
-    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done # (a --smoke idle_rss counts as one)
     count_zeroing "${cfg%%:*}" "${cfg##*:}" &
   done
-  wait
 fi
+wait # the counts, and a --smoke idle_rss
 
 ci=0
 for cfg in "${CONFIGS[@]}"; do
@@ -327,34 +363,7 @@ for cfg in "${CONFIGS[@]}"; do
   unset last
 done
 
-# ------------------------------------------------- workload 8: idle RSS
-IDLE="$RAW_DIR/idle.csv"
-echo "allocator,run,t_ms,rss_kb" >"$IDLE"
-if [ -z "${BENCH_WORKLOADS:-}" ] || in_list idle_rss "$BENCH_WORKLOADS"; then
-  bin="$BUILD_DIR/${WL_SRC[idle_rss]}"
-  log "idle_rss: ${IDLE_THREADS} threads, scale $IDLE_SCALE (~$(python3 -c "print(round(300*$IDLE_SCALE))") MB), $IDLE_RUNS run(s)$([ "$IDLE_PARALLEL" = 1 ] && echo ', allocators in parallel')"
-  run_idle() { # run_idle <allocator> <run>
-    "$BUILD_DIR/runner" -p "${LIB[$1]}" -t "$TIMEOUT" -o "$TMP/idle-$1-$2.res" -- \
-      "$bin" "$IDLE_THREADS" "$IDLE_SCALE" >"$TMP/idle-$1-$2.out" 2>"$TMP/idle-$1-$2.err"
-  }
-  for ((r = 1; r <= IDLE_RUNS; r++)); do
-    for ((k = 0; k < ${#ACTIVE[@]}; k++)); do
-      a="${ACTIVE[$(( (k + r - 1) % ${#ACTIVE[@]} ))]}"
-      if [ "$IDLE_PARALLEL" = 1 ]; then run_idle "$a" "$r" & else run_idle "$a" "$r"; fi
-    done
-    wait
-    for a in "${ACTIVE[@]}"; do
-      st=$(awk '{print $3}' "$TMP/idle-$a-$r.res" 2>/dev/null)
-      if [ "$st" = 0 ]; then
-        tail -n +2 "$TMP/idle-$a-$r.out" | sed "s/^/$a,$r,/" >>"$IDLE"
-      else
-        warn "idle_rss $a run $r failed (status ${st:-?})"
-        { echo "== idle_rss $a run $r status ${st:-?}"; tail -n 20 "$TMP/idle-$a-$r.err"; } >>"$ERRLOG"
-      fi
-    done
-  done
-  log "idle_rss done: $(awk -F, 'NR>1 && $3==5000 {printf "%s=%dMB ", $1, $4/1024}' "$IDLE")"
-fi
+[ "$IDLE_PARALLEL" = 1 ] || idle_rss_phase
 
 # -------------------------------------------------------------- aggregate
 cat >"$RAW_DIR/meta.txt" <<EOF
