@@ -16,8 +16,8 @@
    A heap's zero segments belong to it (mi_heap_contains_block sees them as
    its blocks; mi_heap_destroy frees them), pass to the backing heap with its
    pages when it is deleted, and lose their heap when its thread exits (they
-   stay until their last slot is freed). Everything here is a rare path: one
-   lock over all of it. */
+   stay until their last slot is freed, or a heap in need of one adopts
+   them). Everything here is a rare path: one lock over all of it. */
 #include "internal.h"
 
 #if MI_SECURE
@@ -209,6 +209,29 @@ static void* mi_zero_take_from_heap(mi_heap_t* heap, size_t step, size_t r) {
   return NULL;
 }
 
+/* A segment of no heap becomes the heap's, with a slot taken (under the
+   lock): the spare, or one its exited thread left with slots live (they are
+   the heap's now, as the blocks of an abandoned page are its reclaimer's),
+   so that threads which leave a zero-size allocation behind do not keep a
+   segment each. */
+static void* mi_zero_adopt(mi_heap_t* heap, size_t step, size_t r) {
+  mi_zero_segment_t* z = mi_zero_spare;
+  size_t pos = (z != NULL ? mi_zero_find(z, step, r) : SIZE_MAX);
+  if (pos != SIZE_MAX) {
+    mi_zero_spare = NULL;
+  } else {
+    for (z = mi_zero_orphans; z != NULL; z = z->next) {
+      pos = mi_zero_find(z, step, r);
+      if (pos != SIZE_MAX) break;
+    }
+    if (z == NULL) return NULL;
+    mi_zero_unlink(&mi_zero_orphans, z);
+  }
+  mi_zero_set_heap(z, heap);
+  mi_zero_link(&heap->zero_segments, z);
+  return mi_zero_take(z, pos);
+}
+
 void* _mi_zero_malloc(mi_heap_t* heap, size_t alignment, size_t offset) {
   mi_assert_internal(_mi_zero_can_align(alignment, offset));
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
@@ -224,14 +247,10 @@ void* _mi_zero_malloc(mi_heap_t* heap, size_t alignment, size_t offset) {
   size_t r = (step == 1 ? 0 : ((alignment - offset % alignment) % alignment) / MI_ZERO_SLOT);
   _mi_lock_acquire(&mi_zero_lock);
   void* p = mi_zero_take_from_heap(heap, step, r);
-  mi_zero_segment_t* z = NULL;
-  if (p == NULL && mi_zero_spare != NULL) {
-    z = mi_zero_spare;
-    mi_zero_spare = NULL;
-  }
+  if (p == NULL) p = mi_zero_adopt(heap, step, r);
   _mi_lock_release(&mi_zero_lock);
   if (p != NULL) return p;
-  if (z == NULL) z = mi_zero_segment_map();
+  mi_zero_segment_t* z = mi_zero_segment_map();
   if (z == NULL) {
     errno = ENOMEM; /* nothing printed: a legal request that failed */
     return NULL;
@@ -239,7 +258,7 @@ void* _mi_zero_malloc(mi_heap_t* heap, size_t alignment, size_t offset) {
   _mi_lock_acquire(&mi_zero_lock);
   mi_zero_set_heap(z, heap);
   mi_zero_link(&heap->zero_segments, z);
-  size_t pos = mi_zero_find(z, step, r); /* the spare may hold slots of no heap: it is empty */
+  size_t pos = mi_zero_find(z, step, r);
   p = (pos != SIZE_MAX ? mi_zero_take(z, pos) : NULL);
   _mi_lock_release(&mi_zero_lock);
   if (p == NULL) errno = ENOMEM; /* no position of that alignment (not asked of this file: see the assert) */

@@ -363,6 +363,32 @@ static void test_many_from_threads_clean(void** state) {
   expect_clean_exit(&case_many_from_threads_clean);
 }
 
+/* Threads that each leave a zero-size allocation behind do not keep a
+   segment each: the next thread's heap adopts the segment of the one before. */
+static void* leave_one(void* arg) {
+  (void)arg;
+  return mi_malloc(0);
+}
+static void test_exited_threads_share_a_segment(void** state) {
+  (void)state;
+  enum { N = 40 };
+  void* left[N];
+  size_t nsegments = 0;
+  uintptr_t segments[N];
+  for (int i = 0; i < N; i++) {
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, &leave_one, NULL), 0);
+    assert_int_equal(pthread_join(t, &left[i]), 0);
+    uintptr_t s = (uintptr_t)left[i] & SEGMENT_MASK;
+    bool known = false;
+    for (size_t k = 0; k < nsegments; k++) known = known || segments[k] == s;
+    if (!known) segments[nsegments++] = s;
+  }
+  print_message("%d exited threads' zero-size allocations in %zu segment(s)\n", N, nsegments);
+  assert_true(nsegments <= 2);
+  for (int i = 0; i < N; i++) mi_free(left[i]);
+}
+
 /* A child of a fork frees the parent's zero-size allocations and makes its own. */
 static void case_fork_clean(bool misuse) {
   (void)misuse;
@@ -443,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_heap_owns_its_zero_size_allocations),
       cmocka_unit_test(test_visit_sees_and_frees_zero_size_allocations),
       cmocka_unit_test(test_many_from_threads_clean),
+      cmocka_unit_test(test_exited_threads_share_a_segment),
       cmocka_unit_test(test_fork_clean),
       cmocka_unit_test(test_million_pairs_keep_rss_flat),
   };
