@@ -279,6 +279,7 @@ typedef enum mi_option_e {
   mi_option_dhat,          /* start the heap profiler at process start; dump at exit (mimalloc/dhat.h) */
   mi_option_dhat_backtrace, /* profiler stacks: 0 frame pointers, unwinder where they break; 1 unwinder; -1 frame pointers */
   mi_option_lockorder,      /* MI_LOCKORDER builds: 0/off, 1/abort (default), 2/warn on a lock-order violation */
+  mi_option_large_quarantine, /* secure builds: freed large blocks held fenced off (at most 64; 0: cached at once) */
   _mi_option_last,
   /* legacy names */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

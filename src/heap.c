@@ -211,6 +211,7 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
 #if MI_GUARDED
     _mi_guard_quarantine_flush();
 #endif
+    _mi_secure_large_quarantine_flush();
   }
 #endif
   _mi_heap_check(heap);

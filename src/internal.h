@@ -65,6 +65,7 @@ typedef struct mi_page_s {
   bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
   bool is_guarded;         /* a sampled guarded block: it ends at its guard page, no trailer */
   bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
+  bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
@@ -489,6 +490,10 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_
 void _mi_guard_options_changed(void) mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 void _mi_guard_quarantine_flush(void) mi_decl_hidden;
+/* secure-large.c (MI_SECURE): freed large blocks fenced off and held */
+void _mi_secure_large_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_secure_block_zero(void* p, size_t size) mi_decl_hidden;
+void _mi_secure_large_quarantine_flush(void) mi_decl_hidden;
 /* secure-zero.c (MI_SECURE): zero-size allocations, in slots no access reaches */
 typedef enum mi_zero_state_e { MI_ZERO_LIVE, MI_ZERO_FREED, MI_ZERO_INVALID } mi_zero_state_t;
 /* a slot's address is a multiple of 16 in a segment aligned to more than

@@ -52,6 +52,7 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(dhat, 0),
     MI_OPTION(dhat_backtrace, 0),
     MI_OPTION(lockorder, 1),
+    MI_OPTION(large_quarantine, MI_SECURE ? 64 : 0),
 };
 
 /* Options that take words as well as numbers (upper case here). */

@@ -401,6 +401,12 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
   memset(block, 0, block_size);
 }
 
+/* A freed large block's bytes (secure-large.c), zeroed as the blocks past the
+   checked sizes are. */
+void _mi_secure_block_zero(void* p, size_t size) {
+  mi_block_zero((mi_block_t*)p, size);
+}
+
 /* A block of a small or medium page just taken from its free list: check it
    was not written since it was freed, mark it handed out, lay out its canary
    and trailer. */
@@ -857,9 +863,7 @@ static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p) {
     return;
   }
 #endif
-  /* large blocks are not zeroed here: their memory goes back to the OS
-     after the purge delay (docs/secure-mode.md) */
-  _mi_segment_single_free(segment);
+  _mi_secure_large_free(segment); /* its memory discarded and fenced off, the segment held (secure-large.c) */
 }
 
 /* A freed small block waits in the thread's quarantine: it takes a random

@@ -753,6 +753,7 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   page->block_size_inv = 0; /* its one block has index 0 whatever the offset */
   page->is_guarded = false; /* a reused segment must not inherit it: the sampling sets it after this */
   page->guarded_freed = false;
+  page->large_fenced = false;
 #endif
   page->reserved = 1;
   page->capacity = 1;
@@ -851,7 +852,11 @@ void _mi_single_heap_destroy(mi_heap_t* heap) {
       continue;
     }
 #endif
+#if MI_SECURE
+    _mi_secure_large_free(_mi_page_segment(page)); /* as free does: a stale use faults or is reported */
+#else
     _mi_segment_single_free(_mi_page_segment(page));
+#endif
   }
 }
 

@@ -49,6 +49,8 @@ void _mi_guard_fault_report(void* addr) {
                    addr, page->start, page->block_size);
     } else if (page->is_guarded && page->guarded_freed && a >= page->start - psize && a < s + page->guard_offset) {
       mi_guard_say("use-after-free detected in guarded block", addr, page->start, page->block_size);
+    } else if (page->large_fenced && a >= page->start - psize && a < s + page->guard_offset) {
+      mi_guard_say("use-after-free detected in freed large block", addr, page->start, page->block_size);
     }
     return;
   }

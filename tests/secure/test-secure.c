@@ -234,11 +234,13 @@ static void case_free_aligned_block_start_size0(bool misuse) {
   char* p = (char*)mi_malloc_aligned_at(0, 128, 8);
   mi_free(misuse ? aligned_block_start(p) : p);
 }
-/* A large block's segment is cached when it is freed, not zeroed: the next
-   large block of the same size lies where the last one did, and an aligned
-   pointer into the old one still has its tag before it. Freed again, it is
-   not the pointer the new block was handed out at. */
+/* With the large quarantine off, a large block's segment is cached when it
+   is freed, not discarded: the next large block of the same size lies where
+   the last one did, and an aligned pointer into the old one still has its
+   tag before it. Freed again, it is not the pointer the new block was
+   handed out at. */
 static void case_double_free_large_aligned_reused(bool misuse) {
+  mi_option_set(mi_option_large_quarantine, 0);
   char* p = (char*)mi_malloc_aligned_at(300000, 4096, 8);
   memset(p, 1, 300000);
   mi_free(p);
@@ -428,6 +430,45 @@ static void case_double_free_after_remote_unzeroed(bool misuse) {
   mi_free(keep);
 }
 
+/* A freed large block is fenced off and held (secure-large.c): a read or a
+   write through a stale pointer faults at once, also after its heap was
+   destroyed, and the next block of its size lies elsewhere. */
+#define LARGE_UAF_SIZE (300 * 1024)
+static void case_uaf_read_large(bool misuse) {
+  char* p = (char*)mi_malloc(LARGE_UAF_SIZE);
+  memset(p, 'S', LARGE_UAF_SIZE);
+  sink = p;
+  mi_free(p);
+  char* q = (char*)mi_malloc(LARGE_UAF_SIZE);
+  memset(q, 'T', LARGE_UAF_SIZE);
+  if (misuse) sink = (void*)(uintptr_t)((volatile char*)p)[LARGE_UAF_SIZE / 2];
+  mi_free(q);
+}
+static void case_uaf_write_large_after_heap_destroy(bool misuse) {
+  mi_heap_t* heap = mi_heap_new();
+  char* p = (char*)mi_heap_malloc(heap, LARGE_UAF_SIZE);
+  memset(p, 'S', LARGE_UAF_SIZE);
+  sink = p;
+  mi_heap_destroy(heap);
+  if (misuse) ((volatile char*)p)[10] = 1;
+}
+/* Every large block handed out reads zero, also once the segments of freed
+   ones come back from the quarantine through the cache: their contents went
+   with their pages (cached as they were, the next block began with the last
+   one's data). */
+static void test_large_freed_contents_gone(void** state) {
+  (void)state;
+  for (int i = 0; i < 100; i++) {
+    char* p = (char*)mi_malloc(LARGE_UAF_SIZE);
+    assert_non_null(p);
+    for (size_t j = 0; j < LARGE_UAF_SIZE; j += 512) {
+      if (p[j] != 0) fail_msg("large block %d: byte %zu reads %d", i, j, p[j]);
+    }
+    memset(p, 'S', LARGE_UAF_SIZE);
+    mi_free(p);
+  }
+}
+
 /* One byte of the canary or the trailer of a block of canary_size bytes. */
 static size_t canary_size, canary_flip;
 static void case_canary_byte(bool misuse) {
@@ -596,6 +637,8 @@ MI_CHILD_TEST(double_free_huge, SIGABRT, "double free detected of block")
 MI_CHILD_TEST(double_free_segment_released, SIGABRT, "double free detected of block")
 MI_CHILD_TEST(double_free_large_purged, SIGABRT, "double free detected of block")
 MI_CHILD_TEST(double_free_after_remote_unzeroed, SIGABRT, "double free detected of block")
+MI_CHILD_TEST(uaf_read_large, SIGSEGV, "use-after-free detected in freed large block at")
+MI_CHILD_TEST(uaf_write_large_after_heap_destroy, SIGSEGV, "use-after-free detected in freed large block at")
 MI_CHILD_TEST(double_free_other_thread, SIGABRT, "double free detected of block")
 MI_CHILD_TEST(double_free_after_remote, SIGABRT, "double free detected of block")
 MI_CHILD_TEST(double_free_aligned_after_remote, SIGABRT, "double free detected of block")
@@ -876,6 +919,9 @@ int main(void) {
       cmocka_unit_test(test_overflow_seen_by_visit),
       cmocka_unit_test(test_visit_racing_remote_frees_no_report),
       cmocka_unit_test(test_double_free_after_remote_unzeroed),
+      cmocka_unit_test(test_uaf_read_large),
+      cmocka_unit_test(test_uaf_write_large_after_heap_destroy),
+      cmocka_unit_test(test_large_freed_contents_gone),
       cmocka_unit_test(test_trailer_seen_by_visit),
       cmocka_unit_test(test_overflow_zeros),
       cmocka_unit_test(test_overflow_zeros_zeroed),
