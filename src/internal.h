@@ -30,7 +30,8 @@ typedef enum mi_page_state_e {
   MI_PAGE_IN_USE = 0,
   MI_PAGE_FREE_DIRTY = 1, /* free, memory still committed */
   MI_PAGE_PURGING = 2,    /* the purge thread is returning its memory */
-  MI_PAGE_FREE_CLEAN = 3  /* free, memory returned (or never touched) */
+  MI_PAGE_FREE_CLEAN = 3, /* free, memory returned (or never touched) */
+  MI_PAGE_HELD = 4        /* secure builds: a destroyed heap's page, not reused yet (page.c) */
 } mi_page_state_t;
 
 #define MI_PAGE_FLAG_IN_FULL 0x01     /* in the heap's full queue */
@@ -191,6 +192,11 @@ struct mi_tld_s {
 #if MI_SECURE
   uintptr_t rng;
   mi_quarantined_t quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
+  /* destroyed heaps' pages not reused yet, oldest first (page.c) */
+  mi_page_t* held_first;
+  mi_page_t* held_last;
+  size_t held_count;
+  size_t held_bytes;
 #endif
 #if MI_GUARDED
   uintptr_t guard_rng;
@@ -377,6 +383,7 @@ size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** 
 void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) mi_decl_hidden;
 void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
+void _mi_segment_page_hold(mi_page_t* page) mi_decl_hidden;
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
 void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
@@ -431,6 +438,10 @@ void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
 size_t _mi_bin_size(size_t bin) mi_decl_hidden;
 void _mi_heap_collect_pages(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
+#if MI_SECURE
+void _mi_page_hold(mi_tld_t* tld, mi_page_t* page) mi_decl_hidden;
+void _mi_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) mi_decl_hidden;
+#endif
 
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;

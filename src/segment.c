@@ -256,12 +256,18 @@ static void mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) {
 
 /* ---- Pages ------------------------------------------------------------------------ */
 
+/* A slot in use, or (secure builds) held: a destroyed heap's page whose
+   blocks must not be handed out again yet (page.c). */
+static inline bool mi_page_slot_taken(uint32_t state) {
+  return (state == MI_PAGE_IN_USE || (MI_SECURE && state == MI_PAGE_HELD));
+}
+
 /* Take a free page slot for use. The purge thread may be returning its memory
    right now (PURGING): then wait for it to finish, which is short. */
 static bool mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
   for (;;) {
     uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
-    if (state == MI_PAGE_IN_USE) return false;
+    if (mi_page_slot_taken(state)) return false;
     if (state == MI_PAGE_PURGING) {
       mi_prim_yield();
       continue;
@@ -285,7 +291,7 @@ static mi_page_t* mi_segment_take_page(mi_segment_t* segment) {
       if (mi_page_claim_slot(page, &was_clean)) return page; /* prefer memory that is still committed */
       state = atomic_load_explicit(&page->state, memory_order_relaxed);
     }
-    if (clean == NULL && state != MI_PAGE_IN_USE) clean = page;
+    if (clean == NULL && !mi_page_slot_taken(state)) clean = page;
   }
   if (clean != NULL) {
     bool was_clean;
@@ -371,6 +377,22 @@ void _mi_segment_page_free(mi_page_t* page) {
     mi_tld_free_list_add(tld, segment);
   }
 }
+
+#if MI_SECURE
+/* A destroyed heap's page, held by its thread (page.c) until it is freed
+   with _mi_segment_page_free: its slot stays taken and counted in the
+   segment's pages in use, so neither the slot nor the segment is reused,
+   while validation, finding it not in use, reports a pointer into its
+   blocks as freed (it keeps its geometry for that). The purge thread
+   takes FREE_DIRTY slots only: it leaves it alone. */
+void _mi_segment_page_hold(mi_page_t* page) {
+  page->heap = NULL;
+  page->free = NULL;
+  page->next = page->prev = NULL;
+  mi_page_flags_store(page, 0);
+  atomic_store_explicit(&page->state, MI_PAGE_HELD, memory_order_release);
+}
+#endif
 
 /* ---- Abandoning and reclaiming ------------------------------------------------ */
 
