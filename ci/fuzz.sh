@@ -4,7 +4,9 @@
 # side by side, one core each), fails on any crash and keeps the crashing
 # inputs in OUT_DIR/crashes/, then runs the positive controls: the planted
 # use-after-free (fuzz-alloc) and the planted undetected misuse (fuzz-secure)
-# must each be found by both engines within SECONDS.
+# must each be found by both engines within SECONDS. Before the campaigns,
+# the memory gate: the same inputs run again and again in one process must
+# not grow its memory (and its planted leak must fail it).
 #   ci/fuzz.sh OUT_DIR [SECONDS]     (CI: 60; hours by hand)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +91,43 @@ libfuzzer_summary() {
 }
 
 status=0
+
+# ---- Memory gate: no state retained from input to input (fuzz/replay.c) -------
+# One process runs the seeds and 24 generated programs 12 times, its address
+# hints aged to where hours of campaign leave them; the last 4 passes must
+# peak, and leave the RSS, within 16 MB of the first 4 (a retention of more
+# than 3.2 MB a pass fails it; a few MB either way are ASan's shadow
+# settling). ASan's quarantine of libc blocks (the driver's, glibc's) fills
+# to its own bound over a campaign: ASan's, bounded, and left out here
+# (quarantine_size_mb=0). Positive control: the seeds, 6 passes, with the
+# planted leak (1 MiB kept per input) must fail it.
+gate() { # gate BINARY SEEDS REPLAY-ARGS...: the replay's exit status
+  local binary=$1 seeds=$2
+  shift 2
+  ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=0" "$bin/$binary" -a -m 16 -l 1024 "$@" "$seeds" \
+    >"$out/runs/$binary.log" 2>&1
+}
+t0=$(date +%s)
+for h in alloc secure; do
+  gate "replay-$h" "$root/fuzz/corpus/$h" -p 12 -g 24
+  rc=$?
+  echo "fuzz: memory gate $h: $(grep '^replay: \(ok\|FAILED\)' "$out/runs/replay-$h.log" | cut -c9-)"
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz: memory gate $h: FAILED (exit $rc); passes in $out/runs/replay-$h.log:"
+    grep -E '^(replay|fuzz):' "$out/runs/replay-$h.log" | tail -8
+    status=1
+  fi
+  gate "replay-$h-leak" "$root/fuzz/corpus/$h" -p 6
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q '^replay: FAILED' "$out/runs/replay-$h-leak.log"; then
+    echo "fuzz: memory gate positive control $h-leak: fails as it must"
+  else
+    echo "fuzz: memory gate positive control $h-leak: NOT failed (exit $rc): the gate cannot see a leak"
+    tail -8 "$out/runs/replay-$h-leak.log"
+    status=1
+  fi
+done
+echo "fuzz: memory gate: $(($(date +%s) - t0)) s"
 
 # ---- Campaigns: every crash fails the job -------------------------------------
 for h in alloc secure; do

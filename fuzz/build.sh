@@ -7,6 +7,10 @@
 #   E-alloc-plant    the same with the planted use-after-free (MI_FUZZ_PLANT_UAF)
 #   E-secure         the secure build, with the corruption cases
 #   E-secure-plant   the same with a planted misuse secure mode does not catch
+# and, linked as the libFuzzer harnesses are, the memory gate (fuzz/replay.c):
+#   replay-alloc, replay-secure              a fixed input set run again and
+#                                            again in one process
+#   replay-alloc-leak, replay-secure-leak    the same with a planted leak
 # Each library is built once per engine and flavour in OUT_DIR/lib-*; the
 # build logs are next to them.
 set -euo pipefail
@@ -64,5 +68,13 @@ for plant in "" "-plant"; do
     "${common[@]}" "$out/bin/pattern.o" "$out/lib-libfuzzer-secure/libmimalloc-secure.a"
   harness "afl-secure$plant" afl-clang-fast "${sflag[@]}" fuzz/afl-main.c fuzz/fuzz-secure.c fuzz/corrupt.c \
     "${common[@]}" "$out/bin/pattern.o" "$out/lib-afl-secure/libmimalloc-secure.a"
+done
+for leak in "" "-leak"; do
+  lflag=()
+  [ -n "$leak" ] && lflag=(-DMI_FUZZ_PLANT_LEAK=1)
+  harness "replay-alloc$leak" clang -fsanitize=address $ubsan "${lflag[@]}" fuzz/replay.c fuzz/fuzz-alloc.c \
+    "${common[@]}" "$out/bin/pattern-asan.o" "$out/lib-libfuzzer-asan/libmimalloc.a"
+  harness "replay-secure$leak" clang $ubsan -DFZ_SECURE=1 "${lflag[@]}" fuzz/replay.c fuzz/fuzz-secure.c fuzz/corrupt.c \
+    "${common[@]}" "$out/bin/pattern.o" "$out/lib-libfuzzer-secure/libmimalloc-secure.a"
 done
 echo "fuzz: built $(ls "$out/bin" | grep -Evc '\.(log|o)$') harnesses in $out/bin"

@@ -12,6 +12,9 @@
 #ifndef MI_FUZZ_PLANT_UAF
 #define MI_FUZZ_PLANT_UAF 0
 #endif
+#ifndef MI_FUZZ_PLANT_LEAK
+#define MI_FUZZ_PLANT_LEAK 0
+#endif
 
 /* ---- Operands ---------------------------------------------------------------- */
 
@@ -480,6 +483,23 @@ static void fz_step(fz_model_t* m, fz_input_t* in, fz_corrupt_fn corrupt, size_t
   }
 }
 
+/* The positive control of the memory gate (fuzz/replay.c): every input
+   keeps 1 MiB, written, on a list. Built only with -DMI_FUZZ_PLANT_LEAK.
+   From a heap of its own, which no program visits: the default heap's
+   visit would take the kept blocks for blocks the model does not know. */
+static void fz_plant_leak(void) {
+#if MI_FUZZ_PLANT_LEAK
+  static mi_heap_t* heap;
+  static void* kept;
+  if (heap == NULL) heap = mi_heap_new();
+  void** p = (heap != NULL ? (void**)mi_heap_malloc(heap, (size_t)1 << 20) : NULL);
+  if (p == NULL) fz_fail("planted leak: the allocation failed");
+  memset(p, 0x5a, (size_t)1 << 20);
+  *p = kept;
+  kept = p;
+#endif
+}
+
 void fz_run(const uint8_t* data, size_t size, fz_corrupt_fn corrupt) {
   static fz_model_t model;
   fz_model_t* m = &model;
@@ -495,4 +515,5 @@ void fz_run(const uint8_t* data, size_t size, fz_corrupt_fn corrupt) {
   }
   fz_worker_sync();
   if (m->live_bytes != 0) fz_fail("%zu bytes still counted live at the end (harness bug)", m->live_bytes);
+  fz_plant_leak();
 }
