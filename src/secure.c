@@ -63,13 +63,20 @@ void _mi_secure_keys_init(void) {
   mi_trailer_key_value = _mi_process_key * 0xBF58476D1CE4E5B9ULL;
 }
 
-/* A block's keyed tag: its canary is a byte of it, its trailer the tag xor
-   the data's end times an odd constant. Decoding multiplies by the
-   constant's inverse: a trailer changed in any bit decodes to an end that is
-   out of range but with a chance of about block size / 2^64 (a plain xor
-   would have left the tag's low bits unchecked: a changed low byte moved the
-   end within the block). The top bit is set, so a live block's trailer is
-   zero only with that chance (a freed block's is zero). */
+/* A block's keyed tag: its canary is derived from it, its trailer the tag
+   xor the data's end times an odd constant, in 55 bits. Decoding multiplies
+   by the constant's inverse: a trailer changed in any bit decodes to an end
+   that is out of range but with a chance of about block size / 2^55 (a
+   plain xor would have left the tag's low bits unchecked: a changed low
+   byte moved the end within the block).
+
+   In memory the trailer's first byte is 7 of those bits with the top bit
+   set, its second byte zero, its last six the other 48 bits. So a live
+   block's trailer is never zero (a freed block's is), a NUL written one past
+   data that ends at the trailer changes it, and a string read past the data
+   stops at the trailer's second byte: an over-read (strlen of a buffer
+   filled to its size) leaks the first canary byte, or the trailer's first
+   byte, never the rest a forged overrun would have to match. */
 #define MI_TRAILER_MUL 0x9E3779B97F4A7C15ULL
 #define MI_TRAILER_MUL_INV 0xF1DE83E19937733DULL
 _Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse of the trailer's multiplier");
@@ -91,11 +98,30 @@ _Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse
 static inline uintptr_t mi_block_tag(const mi_block_t* block) {
   return (((uintptr_t)block ^ mi_trailer_key_value) * 0xBF58476D1CE4E5B9ULL) | ((uintptr_t)1 << 63);
 }
-static inline uint64_t mi_trailer_encode(uintptr_t tag, uint64_t value) {
-  return tag ^ (value * MI_TRAILER_MUL);
+#define MI_TRAILER_BITS_MASK (((uint64_t)1 << 55) - 1)
+/* a word as its bytes lie in memory, first byte lowest */
+static inline uint64_t mi_word_le(uint64_t w) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return __builtin_bswap64(w);
+#else
+  return w;
+#endif
 }
+static inline uint64_t mi_rotl64(uint64_t x, unsigned r) {
+  return (x << r) | (x >> (64 - r));
+}
+/* The 55 bits, then a one and eight zeros above them, rotated so that those
+   nine fixed bits are the top bit of the first byte and the second byte. */
+static inline uint64_t mi_trailer_encode(uintptr_t tag, uint64_t value) {
+  uint64_t e = ((tag ^ (value * MI_TRAILER_MUL)) & MI_TRAILER_BITS_MASK) | ((uint64_t)1 << 55);
+  return mi_word_le(mi_rotl64(e, 16));
+}
+/* A trailer whose fixed bits are not as written decodes to an end of at
+   least 2^55. */
 static inline uint64_t mi_trailer_decode(uintptr_t tag, uint64_t trailer) {
-  return (trailer ^ tag) * MI_TRAILER_MUL_INV;
+  uint64_t e = mi_rotl64(mi_word_le(trailer), 48);
+  uint64_t fixed = (e >> 55) ^ 1;
+  return (((e ^ tag) * MI_TRAILER_MUL_INV) & MI_TRAILER_BITS_MASK) | (fixed << 55);
 }
 
 static inline uintptr_t mi_tag_of(const void* p) {
@@ -126,11 +152,17 @@ static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
   return (size_t)((offset * page->block_size_inv) >> 40);
 }
 
-/* Canary bytes: one random byte per block, repeated, so that learning one
-   block's canary tells nothing of another's. Never zero: the commonest
-   off-by-one writes a NUL terminator, and it must always change the canary. */
+/* Canary bytes: eight keyed bytes per block (repeated after the eighth), so
+   that learning one byte tells nothing of the next, nor one block's canary
+   of another's. The first is never zero: the commonest off-by-one writes a
+   NUL terminator, and it must always change the canary. The second is
+   zero: a string read past the data stops there, having leaked one byte
+   (a lone zero written there goes unseen; a write that reaches it from the
+   data changes the first). The others are never zero either. */
 static inline uint64_t mi_canary_word(uintptr_t tag) {
-  return (0x0101010101010101ULL * (uint8_t)(tag >> 24)) | 0x0101010101010101ULL;
+  /* from the tag's high bits (a product's low bits depend on few of the
+     address's); a byte leaked is 8 of the 55 bits a forged trailer needs */
+  return mi_word_le((mi_rotl64(tag, 40) | 0x0101010101010101ULL) & ~(uint64_t)0xFF00);
 }
 
 /* The canary fills the bytes from the data's end up to the trailer, at most

@@ -695,6 +695,38 @@ static void test_overflow_every_canary_byte(void** state) {
     }
   }
 }
+/* A string over-read (strlen of a block filled to its size, unterminated)
+   stops after at most two bytes, for every size of the small classes: one
+   byte of canary, or of the trailer where the data ends at it, plus one of
+   the trailer where one canary byte is left (the zero byte in the canary
+   and the trailer, secure.c). It read 22-24 bytes past a 16-byte block
+   before. Its twin, the NUL terminator written one past the data, is
+   reported at every size. */
+static size_t nul_size;
+static void case_nul_past_data(bool misuse) {
+  char* p = (char*)mi_malloc(nul_size);
+  memset(p, 'a', nul_size);
+  if (misuse) p[nul_size] = 0;
+  sink = p;
+  mi_free(p);
+}
+static void test_string_overread_at_most_two_bytes(void** state) {
+  (void)state;
+  size_t most = 0;
+  for (size_t size = 1; size <= 1100; size++) {
+    char* p = (char*)mi_malloc(size);
+    assert_int_equal(mi_usable_size(p), size);
+    memset(p, 'a', size);
+    size_t past = strlen(p) - size;
+    if (past > 2) fail_msg("strlen read %zu bytes past a block of %zu", past, size);
+    if (past > most) most = past;
+    mi_free(p);
+  }
+  assert_int_equal(most, 2); /* the slack of one byte exists among these sizes */
+  for (nul_size = 1; nul_size <= 100; nul_size++) {
+    expect(&case_nul_past_data, SIGABRT, "heap buffer overflow detected in block");
+  }
+}
 MI_CHILD_TEST(underflow, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(guard_page_large, SIGSEGV, "heap buffer overflow into a guard page detected at")
 MI_CHILD_TEST(uaf_write, SIGABRT, "use-after-free write detected in block")
@@ -927,6 +959,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_zeros_zeroed),
       cmocka_unit_test(test_overflow_zeros_realloc),
       cmocka_unit_test(test_overflow_every_canary_byte),
+      cmocka_unit_test(test_string_overread_at_most_two_bytes),
       cmocka_unit_test(test_overflow_large_realloc_room),
       cmocka_unit_test(test_trailer_low_byte),
       cmocka_unit_test(test_underflow),
