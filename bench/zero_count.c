@@ -49,7 +49,7 @@ typedef struct {
 #define ZC_CLASSES 288 /* the size classes up to 2^40 bytes */
 
 static size_t zc_count[ZC_CLASSES];
-static size_t zc_size[ZC_CLASSES];
+static size_t zc_bytes[ZC_CLASSES]; /* a large class's blocks differ in size (page-rounded): their mean is written */
 static size_t zc_large_count, zc_large_bytes;
 
 static zc_header_t* zc_header(void* p) {
@@ -71,7 +71,7 @@ static unsigned zc_class(size_t block) {
 static void zc_count_free(size_t block) {
   if (block <= ZF_MAX_BLOCK) {
     unsigned i = zc_class(block);
-    __atomic_store_n(&zc_size[i], block, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&zc_bytes[i], block, __ATOMIC_RELAXED);
     __atomic_fetch_add(&zc_count[i], 1, __ATOMIC_RELAXED);
   } else {
     __atomic_fetch_add(&zc_large_count, 1, __ATOMIC_RELAXED);
@@ -197,7 +197,7 @@ __attribute__((destructor)) static void zc_report(void) {
   for (unsigned i = 0; i < ZC_CLASSES; i++) {
     size_t c = __atomic_load_n(&zc_count[i], __ATOMIC_RELAXED);
     if (c == 0) continue;
-    size_t s = zc_size[i], k = n++;
+    size_t s = (__atomic_load_n(&zc_bytes[i], __ATOMIC_RELAXED) / c + 15) & ~(size_t)15, k = n++;
     for (; k > 0 && size[k - 1] > s; k--) {
       size[k] = size[k - 1];
       count[k] = count[k - 1];
