@@ -62,6 +62,8 @@ typedef struct mi_page_s {
 #if MI_SECURE
   uintptr_t keys[2];       /* free-list link encoding */
   uint64_t block_size_inv; /* ceil(2^40 / block_size): block index by multiplication */
+  uint64_t geometry;       /* keyed check of what free trusts of the page and its segment (secure.c) */
+  uintptr_t heap_check;    /* single-block pages: keyed copy of `heap`, checked when unlinked (segment.c) */
   size_t guard_offset;     /* single-block pages: offset of the guard page after the block (0: none) */
   bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
   bool is_guarded;         /* a sampled guarded block: it ends at its guard page, no trailer */
@@ -474,6 +476,9 @@ void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
 void _mi_secure_keys_init(void) mi_decl_hidden;
 void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;
 void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
+/* the page's geometry is set (and again when it changes): free checks it against its check word */
+void _mi_secure_page_seal(mi_page_t* page) mi_decl_hidden;
+mi_decl_noreturn void _mi_secure_corrupted_header(const mi_segment_t* segment) mi_decl_hidden;
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;

@@ -58,9 +58,12 @@ static mi_decl_noreturn void mi_report_freed(mi_secure_op_t op, const void* p, s
 
 /* Derived from the process key once, at start-up: free and malloc both use it. */
 static uintptr_t mi_trailer_key_value;
+static uint64_t mi_geometry_keys[2]; /* the header's check words (mi_page_geometry); the second odd */
 
 void _mi_secure_keys_init(void) {
   mi_trailer_key_value = _mi_process_key * 0xBF58476D1CE4E5B9ULL;
+  mi_geometry_keys[0] = _mi_process_key * 0x94D049BB133111EBULL;
+  mi_geometry_keys[1] = ((_mi_process_key ^ (_mi_process_key >> 29)) * 0xD6E8FEB86659FD93ULL) | 1;
 }
 
 /* A block's keyed tag: its canary is derived from it, its trailer the tag
@@ -465,6 +468,7 @@ static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* b
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
 #if MI_GUARDED
   if (page->is_guarded) {
+    _mi_secure_page_seal(page); /* its block was just placed (guard.c) */
     mi_bit_set(page, 0, true);
     mi_guarded_set_user(page, block, block, size);
     return block;
@@ -474,6 +478,7 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
     mi_block_prepare_small(page, block, size);
     return block;
   }
+  _mi_secure_page_seal(page); /* its block was just placed (segment.c) */
   mi_bit_set(page, 0, true);
   mi_set_user(page, block, block, size);
   return block;
@@ -595,15 +600,75 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
   return next == NULL || mi_carved_block_index(page, next, &idx);
 }
 
+/* ---- The header's geometry ---------------------------------------------------- */
+
+/* What free trusts of a page to find a block and bound what it reads and
+   writes: where the blocks start, their size and the inverse that divides
+   by it, how many fit, the size class, and the segment's kind and page size
+   (which choose the page). None of it changes while the page is set up, so
+   a keyed check word over it, set when the page is (_mi_secure_page_seal),
+   is checked on every free before any of it is used: a scribbled header is
+   reported instead of followed. Each field enters its word whole (shifts
+   that keep every bit, or rotations), so a change to any one field always
+   changes the word; the two keyed multiplications make a change to several
+   that cancels out a matter of knowing the keys. Bounds on each value would
+   take a dozen compares. What does change (the capacity, the counts, the
+   lists) is bounded where it is used. */
+static inline uint64_t mi_geometry_mix(uint64_t a, uint64_t b) {
+  return (((a ^ mi_geometry_keys[0]) * mi_geometry_keys[1]) ^ b) * mi_geometry_keys[1];
+}
+
+/* the segment's part: its kind and page shift, 16 bits */
+static inline uint64_t mi_segment_bits(uint8_t kind, uint8_t page_shift) {
+  return (uint64_t)kind | ((uint64_t)page_shift << 8);
+}
+
+static inline uint64_t mi_page_geometry(const mi_page_t* page, uint64_t segment_bits) {
+  uint64_t a = (uint64_t)(uintptr_t)page->start ^ mi_rotl(segment_bits, 48);
+  uint64_t b = (uint64_t)page->block_size ^ ((uint64_t)page->reserved << 20) ^ ((uint64_t)page->bin << 40) ^
+               mi_rotl(page->block_size_inv, 24);
+  return mi_geometry_mix(a, b);
+}
+
+/* A single-block segment's page: free also reads (rare path) the segment's
+   size and page count, where the guard page is, whether it is pinned or a
+   guarded block; the block's size changes when realloc resizes it in place
+   (sealed again then). */
+static uint64_t mi_single_geometry(const mi_segment_t* segment, const mi_page_t* page) {
+  uint64_t c = (uint64_t)segment->segment_size ^ mi_rotl(page->guard_offset, 32) ^
+               ((uint64_t)segment->is_pinned << 48) ^ ((uint64_t)page->is_guarded << 56);
+  uint64_t d = (uint64_t)segment->page_count ^ mi_rotl(segment->info_size, 32);
+  uint64_t h = mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift));
+  return mi_geometry_mix(mi_geometry_mix(h, c), d);
+}
+
+void _mi_secure_page_seal(mi_page_t* page) {
+  const mi_segment_t* segment = _mi_page_segment(page);
+  page->geometry = (segment->kind == MI_SEGMENT_SINGLE
+                        ? mi_single_geometry(segment, page)
+                        : mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift)));
+}
+
+/* Nothing of the header is followed once it is found corrupted. The size is
+   the header's, which starts at the address given. */
+static mi_noinline mi_decl_noreturn void mi_report_corrupted_header(const mi_segment_t* segment) {
+  _mi_secure_fatal("corrupted segment header detected at", segment, sizeof(mi_segment_t));
+}
+
+void _mi_secure_corrupted_header(const mi_segment_t* segment) {
+  mi_report_corrupted_header(segment);
+}
+
 /* The segment header must carry our cookie. */
 static inline void mi_validate_cookie(const mi_segment_t* segment, const void* p, mi_secure_op_t op) {
   if (mi_unlikely(segment->cookie != ((uintptr_t)segment ^ _mi_process_key))) {
     /* still ours (in the map) but its header reads as zero: a cached segment
-       the cache has purged, which holds no live block */
-    if (segment->cookie == 0) {
+       the cache has purged, which holds no live block; any other cookie in a
+       segment the map holds was written over */
+    if (segment->cookie == 0 && segment->segment_size == 0) {
       mi_report_freed(op, p, 0);
     }
-    mi_secure_fatal_op(op, NULL, p, 0);
+    mi_report_corrupted_header(segment);
   }
 }
 
@@ -641,10 +706,39 @@ static mi_forceinline mi_segment_t* mi_validate_segment(const void* p, mi_secure
    (the segment header, a guard page) never was a block. */
 static mi_noinline mi_decl_noreturn void mi_report_page_not_in_use(const mi_page_t* page, const void* p,
                                                                    mi_secure_op_t op) {
+  /* no state it can have, or a free page with a heap, or a small or medium
+     one with blocks in use: both are cleared before the state changes
+     (_mi_segment_page_free; a single block's page is unlinked first) */
+  uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
+  const mi_segment_t* segment = _mi_page_segment(page);
+  if (state > MI_PAGE_HELD ||
+      (state != MI_PAGE_HELD && (page->heap != NULL || (!mi_page_is_single_block(page) && page->used != 0)))) {
+    mi_report_corrupted_header(segment);
+  }
+  /* a small or medium page keeps its geometry when freed: its check word
+     holds, or it was never set up (and then the page was picked by a kind
+     and page shift that agree) */
+  if (segment->kind <= MI_SEGMENT_MEDIUM) {
+    uint8_t shift = (segment->kind == MI_SEGMENT_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
+    bool never_set_up = (page->geometry == 0 && page->start == NULL);
+    if (segment->page_shift != shift || segment->page_count != (MI_SEGMENT_SIZE >> shift) ||
+        (!never_set_up && page->geometry != mi_page_geometry(page, mi_segment_bits(segment->kind, shift)))) {
+      mi_report_corrupted_header(segment);
+    }
+  }
   const uint8_t* b = (const uint8_t*)p;
   if (b >= page->start && b < page->start + (size_t)page->capacity * page->block_size) {
     mi_report_freed(op, p, page->block_size);
   }
+  mi_secure_fatal_op(op, NULL, p, 0);
+}
+
+/* A pointer past a page's carved blocks (or before them), whose geometry
+   checked: an invalid one, unless the counts it was bounded by cannot be
+   those of a page in use (a block of it is handed out). */
+static mi_noinline mi_decl_noreturn void mi_report_outside_blocks(const mi_segment_t* segment, const mi_page_t* page,
+                                                                  const void* p, mi_secure_op_t op) {
+  if (page->capacity == 0 || page->used > page->capacity) mi_report_corrupted_header(segment);
   mi_secure_fatal_op(op, NULL, p, 0);
 }
 
@@ -735,21 +829,34 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
    pointer may still be inside the block (see mi_validate_interior). */
 static mi_forceinline mi_block_t* mi_locate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
                                                   mi_page_t** page_out, size_t* idx_out) {
-  mi_page_t* page = _mi_segment_page_of(segment, p);
+  /* the page index masked to the page table: a page shift written over
+     picks a page of this header whose check word then fails */
+  uint8_t kind = segment->kind;
+  uint8_t shift = segment->page_shift;
+  size_t pidx = ((uintptr_t)p - (uintptr_t)segment) >> (shift & 63);
+  mi_page_t* page = &segment->pages[pidx & (MI_SMALL_PAGES_PER_SEGMENT - 1)];
   if (mi_unlikely(atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE)) {
     mi_report_page_not_in_use(page, p, op);
   }
+  /* each value read once, checked, then used */
+  uint8_t* start = page->start;
+  size_t block_size = page->block_size;
+  uint32_t capacity = page->capacity;
+  if (mi_unlikely((page->geometry != mi_page_geometry(page, mi_segment_bits(kind, shift))) |
+                  (capacity > page->reserved))) {
+    mi_report_corrupted_header(segment);
+  }
   /* before the page's first block the offset wraps to a huge value; below a
      segment's size the index is exact (mi_block_index) */
-  size_t offset = (size_t)((const uint8_t*)p - page->start);
-  size_t idx = mi_block_index(page, p);
-  if (mi_unlikely(offset >= MI_SEGMENT_SIZE || idx >= page->capacity)) mi_secure_fatal_op(op, NULL, p, 0);
+  size_t offset = (size_t)((const uint8_t*)p - start);
+  size_t idx = (size_t)((offset * page->block_size_inv) >> 40);
+  if (mi_unlikely(offset >= MI_SEGMENT_SIZE || idx >= capacity)) mi_report_outside_blocks(segment, page, p, op);
   if (mi_unlikely(!mi_bit_get(page, idx))) {
-    mi_report_freed(op, p, page->block_size);
+    mi_report_freed(op, p, block_size);
   }
   *page_out = page;
   *idx_out = idx;
-  return (mi_block_t*)(page->start + idx * page->block_size);
+  return (mi_block_t*)(start + idx * block_size);
 }
 
 static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
@@ -768,6 +875,15 @@ static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const
    and not freed (freed now with `release`), or reported. */
 static mi_noinline mi_block_t* mi_validate_zero(mi_segment_t* segment, const void* p, mi_secure_op_t op, bool release,
                                                 size_t* size_out) {
+  /* a zero segment has no check word (secure-zero.c): its shape tells it
+     from another segment whose kind was written over, whose bitmap would
+     not be where secure-zero.c reads and writes it */
+  const mi_page_t* page = &segment->pages[0];
+  if (segment->page_shift != 63 || segment->page_count != 1 || segment->segment_size != MI_SEGMENT_SIZE ||
+      page->block_size != MI_MAX_ALIGN_SIZE || page->start != (uint8_t*)segment + segment->info_size ||
+      segment->info_size >= MI_SEGMENT_SIZE / 2) {
+    mi_report_corrupted_header(segment);
+  }
   mi_zero_state_t state = _mi_zero_check(segment, p, release);
   if (state == MI_ZERO_FREED) mi_report_freed(op, p, 0);
   if (state != MI_ZERO_LIVE) mi_secure_fatal_op(op, NULL, p, 0);
@@ -785,6 +901,11 @@ static mi_noinline mi_block_t* mi_validate_single(mi_segment_t* segment, const v
   mi_page_t* page = &segment->pages[0];
   if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
     mi_report_page_not_in_use(page, p, op);
+  }
+  /* in use, so sealed as it is (a freed one may be changing: a guarded
+     block's flag is cleared when it leaves its quarantine) */
+  if (segment->kind != MI_SEGMENT_SINGLE || page->geometry != mi_single_geometry(segment, page)) {
+    mi_report_corrupted_header(segment);
   }
   const uint8_t* b = (const uint8_t*)p;
   if (b < page->start || b >= page->start + page->block_size) mi_secure_fatal_op(op, NULL, p, 0);

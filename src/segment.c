@@ -317,6 +317,9 @@ static mi_page_t* mi_segment_page_setup(mi_heap_t* heap, mi_segment_t* segment, 
   _mi_stat_increase(&_mi_stats.pages, 1);
   if (segment->used_pages == segment->page_count) mi_tld_free_list_remove(segment->tld, segment);
   _mi_page_init(heap, page, bin, area);
+#if MI_SECURE
+  _mi_secure_page_seal(page); /* free checks what it reads of the page against it */
+#endif
   return page;
 }
 
@@ -683,8 +686,37 @@ void _mi_segments_abandoned_cleanup(void) {
    frees one directly (large ones go to the segment cache, huge ones to the
    OS at once), so they are kept on their heap's list under one lock. */
 
+#if MI_SECURE
+/* A page's links are followed and written when it is unlinked (its block
+   freed): links written over are reported, not followed. A neighbour must
+   be the page of a single-block segment (in the segment map, with our
+   cookie, before it is read) that links back; nothing tells a heap from
+   other memory, so the page keeps a keyed copy of its heap pointer,
+   checked before the heap is read. */
+static uintptr_t mi_single_heap_check(const mi_page_t* page, const mi_heap_t* heap) {
+  return (((uintptr_t)heap ^ _mi_process_key) * 0x9E3779B97F4A7C15ULL) ^ (uintptr_t)page;
+}
+
+static bool mi_single_page_at(const mi_page_t* q) {
+  if (((uintptr_t)q & MI_SEGMENT_MASK) != offsetof(mi_segment_t, pages) || !_mi_segment_map_contains(q)) return false;
+  const mi_segment_t* segment = _mi_page_segment(q);
+  return (segment->cookie == ((uintptr_t)segment ^ _mi_process_key) && segment->kind == MI_SEGMENT_SINGLE);
+}
+
+static void mi_single_links_check(const mi_page_t* page, mi_page_t* const* head) {
+  const mi_page_t* prev = page->prev;
+  const mi_page_t* next = page->next;
+  bool ok = (prev == NULL ? *head == page : mi_single_page_at(prev) && prev->next == page);
+  if (ok && next != NULL) ok = (mi_single_page_at(next) && next->prev == page);
+  if (!ok) _mi_secure_corrupted_header(_mi_page_segment(page));
+}
+#endif
+
 static void mi_single_link(mi_heap_t* heap, mi_page_t* page) {
   page->heap = heap;
+#if MI_SECURE
+  page->heap_check = mi_single_heap_check(page, heap);
+#endif
   page->prev = NULL;
   mi_page_t** head = (heap != NULL ? &heap->single_first : &mi_single_orphans);
   page->next = *head;
@@ -693,7 +725,14 @@ static void mi_single_link(mi_heap_t* heap, mi_page_t* page) {
 }
 
 static void mi_single_unlink(mi_page_t* page) {
+#if MI_SECURE
+  /* the heap checked before it is read */
+  if (page->heap_check != mi_single_heap_check(page, page->heap)) _mi_secure_corrupted_header(_mi_page_segment(page));
+#endif
   mi_page_t** head = (page->heap != NULL ? &page->heap->single_first : &mi_single_orphans);
+#if MI_SECURE
+  mi_single_links_check(page, head);
+#endif
   if (page->prev != NULL) page->prev->next = page->next;
   else *head = page->next;
   if (page->next != NULL) page->next->prev = page->prev;
@@ -846,6 +885,9 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) {
     page->committed = area;
   }
   page->block_size = needed - offset;
+#if MI_SECURE
+  _mi_secure_page_seal(page);
+#endif
   return true;
 }
 
