@@ -71,6 +71,7 @@ typedef struct mi_page_s {
   bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
+  uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure.c) */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
 } mi_page_t;

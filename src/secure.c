@@ -15,7 +15,8 @@
      racing frees of one block from two threads are caught (at collection).
    - Freed blocks are zeroed (option zero_on_free); blocks up to
      MI_SECURE_UAF_CHECK_MAX are checked to still be zero when handed out
-     again, so a write through a stale pointer is caught at that allocation.
+     again, so a write through a stale pointer is caught at that allocation;
+     larger ones are sample-checked then (their ends and a few lines).
    - Small blocks freed by their owner wait in a per-thread quarantine and
      leave it in random order. Fresh free lists are carved in random order.
    Every violation prints one line and aborts. */
@@ -243,6 +244,7 @@ static inline uint64_t* mi_trailer_of(const mi_page_t* page, const mi_block_t* b
 void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) {
   page->keys[0] = _mi_tld_random(heap->tld);
   page->keys[1] = _mi_tld_random(heap->tld);
+  page->handed_out = 0; /* mi_block_untouched_sampled */
   for (size_t i = 0; i < (blocks + 63) / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }
@@ -372,6 +374,64 @@ static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size
   return (acc == 0);
 }
 
+/* Past MI_SECURE_UAF_CHECK_MAX a block is sample-checked (docs/secure-mode.md):
+   reading it all back would cost as much as zeroing it again, in cache
+   misses on lines the program may never have touched (the zeroing bypassed
+   the cache). Its first and last 64 bytes are always checked: the commonest
+   stale writes (a header, the end), and lines the pop (the link) and the
+   trailer's store bring into the cache anyway. Of the m 64-byte chunks
+   between, MI_SECURE_UAF_SAMPLES evenly spaced from a random start: a write
+   into t of them is caught with probability t * SAMPLES / m per reuse, and
+   for certain once t >= m / SAMPLES; even spacing, not independent picks,
+   so that a wide write cannot slip between them. A block not handed out
+   since its page was set up is not read at all: the memory under it may
+   never have been written (fresh from the OS, or past what the page's
+   last use touched), and reading it would fault its pages in, as the zero
+   page and again when written (`randsizes` took 11% more page faults).
+   After its first free, the zeroing has written all of it. */
+#define MI_SECURE_UAF_SAMPLES 16
+_Static_assert((MI_SECURE_UAF_SAMPLES & (MI_SECURE_UAF_SAMPLES - 1)) == 0, "the spacing is a shift");
+_Static_assert(MI_SECURE_UAF_CHECK_MAX / 64 - 2 >= MI_SECURE_UAF_SAMPLES, "the samples are distinct chunks");
+_Static_assert(MI_MEDIUM_PAGE_SIZE / (MI_SECURE_UAF_CHECK_MAX + 16) < 64, "a bit of handed_out per block");
+
+/* 64 bytes or'ed together, folded at the end (one vector, or one word) */
+#if defined(__GNUC__)
+typedef mi_v16_t mi_or_t;
+#define mi_or64(p) mi_v64_at(p)
+#define mi_or_fold(v) ((v)[0] | (v)[1])
+#else
+typedef uint64_t mi_or_t;
+static inline uint64_t mi_or64(const uint8_t* p) {
+  uint64_t acc = 0;
+  for (size_t i = 0; i < 8; i++) acc |= ((const uint64_t*)p)[i];
+  return acc;
+}
+#define mi_or_fold(v) (v)
+#endif
+
+static mi_noinline bool mi_block_untouched_sampled(mi_page_t* page, const mi_block_t* block, size_t idx) {
+  uint64_t bit = (uint64_t)1 << idx;
+  if ((page->handed_out & bit) == 0) {
+    page->handed_out |= bit;
+    return true;
+  }
+  const uint8_t* b = (const uint8_t*)block;
+  const uint8_t* end = b + page->block_size;
+  const uint8_t* clamp = end - 128; /* the last chunk between, when they do not divide evenly */
+  size_t m = (page->block_size - 128 + 63) / 64;
+  size_t r = (size_t)(_mi_tld_random(page->heap->tld) % m);
+  mi_or_t v = mi_or64(end - 64);
+  for (size_t j = 0; j < MI_SECURE_UAF_SAMPLES; j++) {
+    size_t c = r + j * m / MI_SECURE_UAF_SAMPLES;
+    if (c >= m) c -= m;
+    const uint8_t* q = b + 64 + 64 * c;
+    v |= mi_or64(q < clamp ? q : clamp);
+  }
+  uint64_t acc = mi_or_fold(v);
+  for (size_t i = 1; i < 8; i++) acc |= ((const uint64_t*)b)[i]; /* word 0 held the link */
+  return (acc == 0);
+}
+
 #if defined(__SSE2__)
 /* Zero a block nothing reads back soon with stores that bypass the cache: no
    reading of lines the program may never have touched (a program that fills
@@ -447,10 +507,11 @@ void _mi_secure_block_zero(void* p, size_t size) {
    and trailer. */
 static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* block, size_t size) {
   size_t idx = mi_block_index(page, block);
-  if (page->block_size <= MI_SECURE_UAF_CHECK_MAX && _mi_option_get_after_init(mi_option_zero_on_free) != 0) {
-    if (mi_unlikely(!mi_block_untouched(block, page->block_size))) {
-      _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
-    }
+  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
+    bool untouched =
+        (mi_likely(page->block_size <= MI_SECURE_UAF_CHECK_MAX) ? mi_block_untouched(block, page->block_size)
+                                                                : mi_block_untouched_sampled(page, block, idx));
+    if (mi_unlikely(!untouched)) _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
   }
   mi_bit_set(page, idx, true);
   /* the link: an encoded pointer, a clue to the page's keys, is not the
@@ -512,6 +573,15 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
   return block;
 }
 
+/* A block above MI_SECURE_UAF_CHECK_MAX popped by the fast path: its check
+   is a call, which would have the fast path keep its values across it (in
+   callee-saved registers, pushed and popped on every allocation). */
+static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* block, size_t size, bool zero) {
+  mi_block_prepare_small(page, block, size);
+  if (zero) return memset(block, 0, size);
+  return block;
+}
+
 /* The bin of a request of size > 0 with its trailer: _mi_bin, but for the
    case of the smallest bin, which (size + 8 + 15) / 16 gives already when
    size 0 never comes here (it goes to the slow path, secure-zero.c). */
@@ -534,6 +604,8 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
 #endif
       page->free = mi_block_next_checked(page, block);
       page->used++;
+      if (mi_unlikely(page->block_size > MI_SECURE_UAF_CHECK_MAX))
+        return mi_secure_malloc_medium(page, block, size, zero);
       mi_block_prepare_small(page, block, size);
       if (zero) return memset(block, 0, size); /* a tail call */
       return block;
