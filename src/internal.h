@@ -480,6 +480,7 @@ void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 /* the page's geometry is set (and again when it changes): free checks it against its check word */
 void _mi_secure_page_seal(mi_page_t* page) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_corrupted_header(const mi_segment_t* segment) mi_decl_hidden;
+void _mi_secure_page_check(const mi_page_t* page) mi_decl_hidden;
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;

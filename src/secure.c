@@ -731,6 +731,16 @@ void _mi_secure_corrupted_header(const mi_segment_t* segment) {
   mi_report_corrupted_header(segment);
 }
 
+/* A small or medium page about to go back to its segment, which walks its
+   blocks (_mi_secure_page_freed): its geometry is checked again. */
+void _mi_secure_page_check(const mi_page_t* page) {
+  const mi_segment_t* segment = _mi_page_segment(page);
+  if (page->geometry != mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift)) ||
+      page->capacity > page->reserved) {
+    mi_report_corrupted_header(segment);
+  }
+}
+
 /* The segment header must carry our cookie. */
 static inline void mi_validate_cookie(const mi_segment_t* segment, const void* p, mi_secure_op_t op) {
   if (mi_unlikely(segment->cookie != ((uintptr_t)segment ^ _mi_process_key))) {

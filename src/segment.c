@@ -37,6 +37,18 @@ size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** 
   return area;
 }
 
+/* The segment's page count, for a walk of its page table: in secure builds
+   a count written over is reported, not walked past. */
+static size_t mi_segment_pages(const mi_segment_t* segment) {
+#if MI_SECURE
+  size_t expected = (segment->kind == MI_SEGMENT_SMALL    ? MI_SMALL_PAGES_PER_SEGMENT
+                     : segment->kind == MI_SEGMENT_MEDIUM ? MI_MEDIUM_PAGES_PER_SEGMENT
+                                                          : 1);
+  if (mi_unlikely(segment->page_count != expected)) _mi_secure_corrupted_header(segment);
+#endif
+  return segment->page_count;
+}
+
 /* ---- The owner word ----------------------------------------------------------- */
 
 /* Generations come from one counter for the whole process, not from the
@@ -184,7 +196,7 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
 /* Bytes of the segment counted as committed: its header and its pages' areas. */
 int64_t _mi_segment_committed(const mi_segment_t* segment) {
   int64_t committed = (int64_t)segment->info_size;
-  for (size_t i = 0; i < segment->page_count; i++) committed += (int64_t)segment->pages[i].committed;
+  for (size_t i = 0; i < mi_segment_pages(segment); i++) committed += (int64_t)segment->pages[i].committed;
   return committed;
 }
 
@@ -283,7 +295,7 @@ static bool mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
 
 static mi_page_t* mi_segment_take_page(mi_segment_t* segment) {
   mi_page_t* clean = NULL;
-  for (size_t i = 0; i < segment->page_count; i++) {
+  for (size_t i = 0; i < mi_segment_pages(segment); i++) {
     mi_page_t* page = &segment->pages[i];
     uint32_t state = atomic_load_explicit(&page->state, memory_order_relaxed);
     if (state == MI_PAGE_FREE_DIRTY) {
@@ -356,9 +368,64 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) {
 
 /* A page's blocks are all back: return the slot to its segment and schedule
    its memory to go back to the OS after the purge delay. */
+#if MI_SECURE
+/* A segment of ours, or none: in the segment map (which is never read
+   through a pointer) and with our cookie, before anything else of it is
+   read. */
+static bool mi_segment_at(const mi_segment_t* segment) {
+  return (segment == NULL || (((uintptr_t)segment & MI_SEGMENT_MASK) == 0 && _mi_segment_map_contains(segment) &&
+                              segment->cookie == ((uintptr_t)segment ^ _mi_process_key)));
+}
+
+/* Freeing a page reads and writes what free did not: the page's blocks
+   (their links are cleared), the segment's count of pages in use, its
+   sizes (when it goes), its owner's thread data and its links in that
+   thread's lists. Checked first: the page's geometry again, the segment's
+   sizes against its kind, the count against the page table, the owner
+   against the calling thread (only the owner frees its pages; the purge
+   thread frees abandoned ones, which have none), and each link as a
+   segment that links back. */
+static void mi_segment_page_free_check(mi_segment_t* segment, mi_page_t* page) {
+  _mi_secure_page_check(page);
+  size_t shift = (segment->kind == MI_SEGMENT_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
+  bool ok = (segment->page_count == (MI_SEGMENT_SIZE >> shift) && segment->segment_size == MI_SEGMENT_SIZE &&
+             segment->info_size == mi_segment_info_size() && segment->used_pages >= 1 &&
+             segment->used_pages <= segment->page_count);
+  mi_tld_t* tld = segment->tld;
+  if (ok && tld != NULL) {
+    mi_heap_t* heap = mi_get_default_heap();
+    ok = (!mi_heap_is_initialized(heap) || heap->tld == tld);
+  }
+  if (ok && tld != NULL) {
+    const mi_segment_t* prev = segment->prev;
+    const mi_segment_t* next = segment->next;
+    ok = (mi_segment_at(prev) && mi_segment_at(next) && (prev == NULL ? tld->segments == segment : prev->next == segment) &&
+          (next == NULL || next->prev == segment));
+    const mi_segment_t* free_prev = segment->free_prev;
+    const mi_segment_t* free_next = segment->free_next;
+    bool listed = (free_prev != NULL || tld->free_segments[segment->kind] == segment);
+    ok = ok && mi_segment_at(free_prev) && mi_segment_at(free_next) &&
+         (listed ? (free_prev == NULL || free_prev->free_next == segment) &&
+                       (free_next == NULL || free_next->free_prev == segment)
+                 : free_next == NULL);
+  }
+  ok = ok && mi_segment_at(segment->purge_next) && mi_segment_at(segment->purge_prev);
+  if (!ok) _mi_secure_corrupted_header(segment);
+}
+
+/* The last page in use is going: no other slot may still be taken. */
+static void mi_segment_empty_check(const mi_segment_t* segment) {
+  for (size_t i = 0; i < segment->page_count; i++) {
+    uint32_t state = atomic_load_explicit(&segment->pages[i].state, memory_order_relaxed);
+    if (state == MI_PAGE_IN_USE || state == MI_PAGE_HELD) _mi_secure_corrupted_header(segment);
+  }
+}
+#endif
+
 void _mi_segment_page_free(mi_page_t* page) {
   mi_segment_t* segment = _mi_page_segment(page);
 #if MI_SECURE
+  mi_segment_page_free_check(segment, page);
   _mi_secure_page_freed(page);
 #endif
   page->heap = NULL;
@@ -373,6 +440,9 @@ void _mi_segment_page_free(mi_page_t* page) {
   mi_tld_t* tld = segment->tld;
   if (tld == NULL) return; /* abandoned: whoever holds it decides about the segment */
   if (segment->used_pages == 0) {
+#if MI_SECURE
+    mi_segment_empty_check(segment);
+#endif
     mi_tld_segment_remove(tld, segment);
     _mi_purge_unlink_segment(segment);
     mi_segment_release(segment);
@@ -403,7 +473,7 @@ void _mi_segment_page_hold(mi_page_t* page) {
    collected their frees): the segment outlives its thread's exit. */
 bool _mi_segment_has_live_blocks(const mi_segment_t* segment) {
   size_t left = segment->used_pages; /* pages in use: the walk stops at the last */
-  for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
+  for (size_t i = 0; left > 0 && i < mi_segment_pages(segment); i++) {
     const mi_page_t* page = &segment->pages[i];
     if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
     if (page->used > 0) return true;
@@ -472,7 +542,7 @@ void _mi_segments_abandon(mi_tld_t* tld) {
     mi_tld_segment_remove(tld, segment);
     segment->tld = NULL;
     size_t left = segment->used_pages;
-    for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
+    for (size_t i = 0; left > 0 && i < mi_segment_pages(segment); i++) {
       mi_page_t* page = &segment->pages[i];
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
       left--;
@@ -531,7 +601,7 @@ void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) {
 static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment, bool keep_empty) {
   mi_sched_point(MI_SCHED_RECLAIM_CLAIMED);
   size_t left = segment->used_pages; /* pages in use (only the holder changes it): the walk stops at the last */
-  for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
+  for (size_t i = 0; left > 0 && i < mi_segment_pages(segment); i++) {
     mi_page_t* page = &segment->pages[i];
     if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
     left--;
@@ -660,7 +730,7 @@ void _mi_segments_abandoned_cleanup(void) {
       continue;
     }
     size_t left = segment->used_pages;
-    for (size_t i = 0; left > 0 && i < segment->page_count; i++) {
+    for (size_t i = 0; left > 0 && i < mi_segment_pages(segment); i++) {
       mi_page_t* page = &segment->pages[i];
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
       left--;

@@ -205,6 +205,60 @@ static void test_scribbled_single_links_are_reported(void** state) {
   expect_reported(B_HUGE, PAGE(heap), (uint64_t)1 << 44);
 }
 
+/* ---- What freeing a page reads of its segment ---------------------------------------- */
+
+/* read when the page goes back to its segment (here at mi_collect) */
+static void test_scribbled_segment_counts_are_reported(void** state) {
+  (void)state;
+  expect_reported(B_SMALL, SEG(page_count), 0x01);
+  expect_reported(B_MEDIUM, SEG(page_count), 0x80);
+  expect_reported(B_SMALL, SEG(segment_size), 0x400000);
+  expect_reported(B_SMALL, SEG(info_size), 0x1000);
+  expect_reported(B_SMALL, SEG(used_pages), 0x100); /* more pages than the table has */
+}
+
+/* the count written over, then a page of another size is set up: the walk
+   over the page table for a free slot stops at its end */
+static void case_page_count_then_new_page(bool misuse) {
+  void* p = mi_malloc(32);
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (misuse) segment->page_count ^= 0x100;
+  void* q = mi_malloc(1000); /* a fresh page: its segment's slots are walked */
+  sink = q;
+  mi_free(q);
+  mi_free(p);
+}
+
+/* a count of pages in use lowered to 1 while two are: freeing one would
+   release the segment under the other */
+static void case_used_pages_lowered(bool misuse) {
+  void* p = mi_malloc(32);
+  void* q = mi_malloc(1000);
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  assert_ptr_equal(segment, _mi_ptr_segment(q));
+  if (misuse) segment->used_pages = 1;
+  mi_free(q);
+  mi_collect(true); /* q's page goes back to its segment */
+  sink = p;
+  mi_free(p);
+}
+
+static void test_scribbled_segment_walks_are_reported(void** state) {
+  (void)state;
+  expect(&case_page_count_then_new_page, SIGABRT, CORRUPTED);
+  expect(&case_used_pages_lowered, SIGABRT, CORRUPTED);
+}
+
+static void test_scribbled_segment_links_are_reported(void** state) {
+  (void)state;
+  expect_reported(B_SMALL, SEG(tld), 0x40);
+  expect_reported(B_SMALL, SEG(next), 0x10);
+  expect_reported(B_SMALL, SEG(prev), 0x1000);
+  expect_reported(B_SMALL, SEG(free_next), 0x10);
+  expect_reported(B_MEDIUM, SEG(free_prev), 0x400000);
+  expect_reported(B_SMALL, SEG(purge_next), 0x08);
+}
+
 /* ---- Every byte of what is sealed ---------------------------------------------------- */
 
 typedef struct field_s {
@@ -267,6 +321,9 @@ int main(void) {
       cmocka_unit_test(test_scribbled_check_word_is_reported),
       cmocka_unit_test(test_scribbled_single_page_is_reported),
       cmocka_unit_test(test_scribbled_single_links_are_reported),
+      cmocka_unit_test(test_scribbled_segment_counts_are_reported),
+      cmocka_unit_test(test_scribbled_segment_walks_are_reported),
+      cmocka_unit_test(test_scribbled_segment_links_are_reported),
       cmocka_unit_test(test_every_sealed_byte_flipped_is_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
