@@ -206,6 +206,14 @@ static int run_env(const char* nth, const char* count, const char* kind, char* e
 
 static int env_child(void) {
   /* every allocation may fail here: say what happened in the exit code */
+  if (getenv("MI_TEST_ZERO_FIRST") != NULL) {
+    /* a zero-size allocation first: its slot's segment is the process's
+       first (secure builds: src/secure-zero.c), with its header's commit
+       and the segment map; failed, NULL with ENOMEM (exit 40), else a slot */
+    void* z = mi_malloc(0);
+    if (z == NULL) return (errno == ENOMEM ? 40 : 4);
+    mi_free(z);
+  }
   void* p = mi_malloc(100);
   int small_enomem = (p == NULL && errno == ENOMEM);
   void* q = mi_malloc(LARGE_SIZE);
@@ -266,6 +274,38 @@ static void test_environment_startup_failures(void** state) {
     assert_int_equal(injected, (calls >= (unsigned long long)n ? 1 : 0));
   }
 }
+
+#if MI_SECURE && !defined(_WIN32)
+/* A fresh process whose first allocation is a zero-size one, with the n-th
+   reserve or commit failing (thread data, the zero segment, its header, the
+   segment map): it must fail with ENOMEM or be served, and the ordinary
+   allocations after it be served once the failure has passed. */
+static void test_environment_zero_first_failures(void** state) {
+  (void)state;
+  char err[8192];
+  setenv("MI_TEST_ZERO_FIRST", "1", 1);
+  static const char* const kinds[] = {"reserve", "commit"};
+  int failed_zero = 0;
+  for (int k = 0; k < 2; k++) {
+    for (int n = 1; n <= 6; n++) {
+      char nth[8];
+      snprintf(nth, sizeof(nth), "%d", n);
+      int status = run_env(nth, "1", kinds[k], err, sizeof(err));
+      if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 40))
+        print_error("%s n=%d: status %d: %s\n", kinds[k], n, status, err);
+      assert_true(WIFEXITED(status));
+      assert_true(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 40);
+      if (WEXITSTATUS(status) == 40) failed_zero++;
+    }
+  }
+  /* all failures at once: the thread's data cannot be had either */
+  int status = run_env("1", "-1", "reserve", err, sizeof(err));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 40);
+  unsetenv("MI_TEST_ZERO_FIRST");
+  assert_true(failed_zero >= 2); /* some of them hit the zero-size allocation itself */
+}
+#endif
 
 static void heap_new_fails_body(void) {
   mi_option_set(mi_option_retry_on_oom, 0);
@@ -931,6 +971,9 @@ int main(int argc, char** argv) {
     cmocka_unit_test(test_probability_reproducible),
     cmocka_unit_test(test_environment_all_fail),
     cmocka_unit_test(test_environment_kind),
+#if MI_SECURE && !defined(_WIN32)
+    cmocka_unit_test(test_environment_zero_first_failures),
+#endif
     cmocka_unit_test(test_environment_startup_failures),
     cmocka_unit_test(test_heap_new_fails),
     cmocka_unit_test(test_retry_transient),
