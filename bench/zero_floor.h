@@ -12,11 +12,11 @@
 /* the secure build's last size class (MI_MEDIUM_BLOCK_MAX); larger blocks
    have a segment of their own */
 #define ZF_MEDIUM_MAX ((size_t)128 * 1024 + 16)
-/* The largest block counted in the floor: freed large blocks up to 1 MiB
+/* The largest block counted in the floor: freed large blocks up to 4 MiB
    are zeroed too (src/secure-large.c, MI_LARGE_ZERO_MAX) before they are
-   fenced off; past it their pages are given back to the OS instead, which
-   costs no zeroing. */
-#define ZF_MAX_BLOCK ((size_t)1 << 20)
+   fenced off, while those held stay under 64 MiB; past it their pages are
+   given back to the OS instead, which costs no zeroing. */
+#define ZF_MAX_BLOCK ((size_t)4 << 20)
 /* blocks above ZF_STREAM_MIN are zeroed with non-temporal stores and never
    read back (MI_SECURE_UAF_CHECK_MAX); up to ZF_INLINE_MAX with inline
    16-byte stores; memset between */

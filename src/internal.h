@@ -69,6 +69,7 @@ typedef struct mi_page_s {
   bool is_guarded;         /* a sampled guarded block: it ends at its guard page, no trailer */
   bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
   bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
+  bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
   uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure.c) */
