@@ -399,8 +399,8 @@ static void mi_segment_page_free_check(mi_segment_t* segment, mi_page_t* page) {
   if (ok && tld != NULL) {
     const mi_segment_t* prev = segment->prev;
     const mi_segment_t* next = segment->next;
-    ok = (mi_segment_at(prev) && mi_segment_at(next) && (prev == NULL ? tld->segments == segment : prev->next == segment) &&
-          (next == NULL || next->prev == segment));
+    ok = (mi_segment_at(prev) && mi_segment_at(next) &&
+          (prev == NULL ? tld->segments == segment : prev->next == segment) && (next == NULL || next->prev == segment));
     const mi_segment_t* free_prev = segment->free_prev;
     const mi_segment_t* free_next = segment->free_next;
     bool listed = (free_prev != NULL || tld->free_segments[segment->kind] == segment);
