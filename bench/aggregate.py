@@ -18,8 +18,9 @@ the child's ru_maxrss. Configurations where every run failed are left out of
 latest.csv and listed as FAILED in latest.md.
 
 The pseudo-allocator `zero-floor` (bench/zero_floor.c) is the time that zeroing
-the blocks the secure build zeroes on free takes alone; it is a row of
-latest.csv like the others and is set against `ours-secure` in latest.md's
+the blocks the secure build zeroes on free takes alone, and `fence-floor` that
+zeroing with the fence of the freed large blocks (zero_floor -F); they are rows
+of latest.csv like the others and are set against `ours-secure` in latest.md's
 table of the secure build's cost, not in the per-workload tables.
 """
 import argparse
@@ -30,8 +31,10 @@ import statistics
 import subprocess
 import sys
 
-ALLOCATORS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo", "ours", "ours-secure", "zero-floor"]
+ALLOCATORS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo", "ours", "ours-secure", "zero-floor", "fence-floor"]
 FLOOR = "zero-floor"
+FENCE_FLOOR = "fence-floor"
+FLOORS = (FLOOR, FENCE_FLOOR)
 # issue 18: (ours-secure - zero-floor) / ours at most this, and ours-secure faster than scudo
 SECURE_TARGET = 2.5
 WORKLOADS = ["churn", "xthread", "falseshare", "randsizes", "realloc", "large", "shortthreads"]
@@ -56,6 +59,7 @@ STYLE = {
     "ours": "lc rgb '#d50000' lw 3 pt 7",
     "ours-secure": "lc rgb '#8b0000' lw 3 dt 2 pt 6",
     "zero-floor": "lc rgb '#999999' lw 2 dt 3 pt 1",
+    "fence-floor": "lc rgb '#666666' lw 2 dt 4 pt 2",
 }
 
 
@@ -172,21 +176,25 @@ def secure_cost_lines(stats, meta):
          "Per workload and thread count, medians in seconds: `ours`, `ours-secure`, and `zero-floor`, "
          "the time that zeroing the blocks the secure build zeroes on free in that run takes alone "
          "(`zero_floor.c`, measured in the same rounds; README, \"The floor of zero on free\"). "
-         f"Targets (issue 18): `(secure − floor) ÷ ours` at most {SECURE_TARGET:g}×, `secure ÷ scudo` below 1×.",
+         f"Targets (issue 18): `(secure − floor) ÷ ours` at most {SECURE_TARGET:g}×, `secure ÷ scudo` below 1×. "
+         "`fence-floor`: that zeroing and the fence the secure build puts on each freed large block "
+         "(two `mprotect` calls), also with no allocator (`zero_floor -F`); "
+         "`(secure − fence floor) ÷ ours` is the ratio with both subtracted.",
          ""]
     if meta.get("mode") == "smoke":
         L += ["At smoke scale process start-up dominates every time: the ratios mean nothing.", ""]
-    L += ["| workload | threads | ours s | ours-secure s | zero-floor s | secure ÷ ours | "
-          "(secure − floor) ÷ ours | secure ÷ scudo | targets |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    L += ["| workload | threads | ours s | ours-secure s | zero-floor s | fence-floor s | secure ÷ ours | "
+          "(secure − floor) ÷ ours | (secure − fence floor) ÷ ours | secure ÷ scudo | targets |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     worst_adj = worst_scudo = None
     for wl, t in keys:
         sec = stats[(wl, t, "ours-secure")]["median"]
-        ours, floor, scudo = (stats.get((wl, t, a)) for a in ("ours", FLOOR, "scudo"))
+        ours, floor, fence, scudo = (stats.get((wl, t, a)) for a in ("ours", FLOOR, FENCE_FLOOR, "scudo"))
         cells, missed = [], []
         cells.append(fmt_s(ours["median"]) if ours else "–")
         cells.append(fmt_s(sec))
         cells.append(fmt_s(floor["median"]) if floor else "–")
+        cells.append(fmt_s(fence["median"]) if fence else "–")
         cells.append(fmt_ratio(sec / ours["median"]) if ours and ours["median"] > 0 else "–")
         if ours and floor and ours["median"] > 0:
             adj = (sec - floor["median"]) / ours["median"]
@@ -194,6 +202,10 @@ def secure_cost_lines(stats, meta):
             worst_adj = adj if worst_adj is None else max(worst_adj, adj)
             if adj > SECURE_TARGET:
                 missed.append(f"over {SECURE_TARGET:g}×")
+        else:
+            cells.append("–")
+        if ours and fence and ours["median"] > 0:
+            cells.append(fmt_ratio((sec - fence["median"]) / ours["median"]))
         else:
             cells.append("–")
         if scudo and scudo["median"] > 0:
@@ -261,7 +273,7 @@ def write_markdown(path, stats, failed, idle, meta, allocs, plots):
         L.append("|---:|---|---:|---:|---:|---:|---:|")
         for k in sorted_keys(by_wl[wl]):
             _, t, a = k
-            if a == FLOOR and k in stats:
+            if a in FLOORS and k in stats:
                 continue  # in the table of the secure build's cost
             if k not in stats:
                 L.append(f"| {t} | {a} | FAILED ({', '.join(failed[k])}) | | | | |")

@@ -30,7 +30,8 @@
 #
 # Outputs (in BENCH_OUT):
 #   latest.csv          workload,threads,allocator,median_s,min_s,max_s,peak_rss_kb
-#                       (allocator zero-floor: the secure build's zeroing floor, README)
+#                       (allocators zero-floor and fence-floor: the secure build's
+#                       zeroing floor, and that with the large blocks' fence, README)
 #   latest.md           Markdown tables (ratios to mimalloc and glibc, spread, RSS;
 #                       the secure build's cost against ours, the floor and scudo)
 #   rss-after-idle.csv  workload 8: RSS before / 0 ms / 100 ms / 1 s / 5 s after free
@@ -249,6 +250,8 @@ if in_list ours-secure "$(IFS=,; echo "${ACTIVE[*]}")" ||
   FLOOR=1
   printf 'zero-floor,measured,,"zero_floor: the zeroing of the blocks the secure build zeroes on free, no allocator"\n' \
     >>"$RAW_DIR/allocators.csv"
+  printf 'fence-floor,measured,,"zero_floor -F: that zeroing and the fence of the freed large blocks (two mprotect calls each), no allocator"\n' \
+    >>"$RAW_DIR/allocators.csv"
 fi
 
 # ------------------------------------------------------------- timed runs
@@ -342,7 +345,13 @@ for cfg in "${CONFIGS[@]}"; do
       if [ "$a" = zero-floor ]; then
         [ -f "$counts" ] || continue
         echo "0 0 runner-error" >"$TMP/res"
-        "$BUILD_DIR/zero_floor" -r "$FLOOR_REPS" -o "$TMP/res" "$counts" "$t" >>"$RAW_DIR/zero-floor.log" 2>"$TMP/err"
+        echo "0 0 runner-error" >"$TMP/fence-res"
+        "$BUILD_DIR/zero_floor" -r "$FLOOR_REPS" -o "$TMP/res" -F "$TMP/fence-res" "$counts" "$t" \
+          >>"$RAW_DIR/zero-floor.log" 2>"$TMP/err"
+        # the same process's third pass: a row of its own, in the same round
+        read -r wall rss st <"$TMP/fence-res" || { wall=0; rss=0; st=runner-error; }
+        echo "$w,$t,fence-floor,$r,$wall,$rss,$st" >>"$TIMES"
+        [ "$st" = 0 ] && last[fence-floor]=$(printf '%.2f' "$wall")
       else
         "$BUILD_DIR/runner" -p "${LIB[$a]}" -t "$TIMEOUT" -o "$TMP/res" -- "$bin" "$t" "$SCALE" \
           >/dev/null 2>"$TMP/err"
@@ -358,7 +367,7 @@ for cfg in "${CONFIGS[@]}"; do
       fi
     done
   done
-  for a in "${ROTATION[@]}"; do [ -n "${last[$a]:-}" ] && line+=" $a=${last[$a]}"; done
+  for a in "${ROTATION[@]}" fence-floor; do [ -n "${last[$a]:-}" ] && line+=" $a=${last[$a]}"; done
   log "$line"
   unset last
 done
