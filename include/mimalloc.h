@@ -267,11 +267,14 @@ typedef enum mi_option_e {
   mi_option_disallow_arena_alloc,
   mi_option_retry_on_oom, /* ms budget for retrying an OS allocation that failed for lack of memory */
   mi_option_visit_abandoned,
-  mi_option_guarded_min,         /* sampled guard-page allocations: smallest size sampled */
-  mi_option_guarded_max,         /* ... largest size sampled */
-  mi_option_guarded_precise,     /* end the block exactly at the guard page (gives up 16-byte alignment) */
-  mi_option_guarded_sample_rate, /* 1 in N allocations gets guard pages (1: all, 0: none) */
-  mi_option_guarded_sample_seed, /* seed of the sampling (0: random) */
+  mi_option_guarded_min,                /* sampled guard-page allocations: smallest size sampled */
+  mi_option_guarded_max,                /* ... largest size sampled */
+  mi_option_guarded_precise,            /* end the block exactly at the guard page (gives up 16-byte alignment) */
+  mi_option_guarded_sample_rate,        /* 1 in N allocations gets guard pages (1: all, 0: none) */
+  mi_option_guarded_sample_seed,        /* seed of the sampling (0: random) */
+  mi_option_target_segments_per_thread, /* accepted for mimalloc's sake; no effect */
+  mi_option_generic_collect,            /* accepted for mimalloc's sake; no effect */
+  mi_option_allow_thp,                  /* transparent huge pages for large blocks' segments (=1); 0: never asked for */
   /* options of mimalloc-pprof, appended only */
   mi_option_purge_thread = 64, /* purge freed memory from a background thread while the program is idle */
   mi_option_zero_on_free,

@@ -57,7 +57,7 @@ typedef struct mi_page_s {
   struct mi_page_s* next;            /* in the heap's queue */
   struct mi_page_s* prev;
   _Atomic(uint32_t) state;   /* mi_page_state_t */
-  _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned */
+  _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned; FREE_CLEAN: when it was */
   size_t committed;          /* bytes of this page's area counted as committed */
 #if MI_SECURE
   uintptr_t keys[2];       /* free-list link encoding */
@@ -293,7 +293,6 @@ void _mi_meta_free(void* p) mi_decl_hidden;
 void _mi_segment_cache_init(void) mi_decl_hidden;
 mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
-bool _mi_segment_cache_has_dirty(void) mi_decl_hidden;
 
 /* init.c */
 mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
@@ -349,6 +348,7 @@ void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allo
                            bool* is_pinned) mi_decl_hidden;
 void _mi_os_free(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_purge(void* p, size_t size) mi_decl_hidden;
+void _mi_os_hint_huge_pages(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_commit(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_decommit(void* p, size_t size) mi_decl_hidden;
 int _mi_os_protect(void* p, size_t size, bool protect) mi_decl_hidden;
@@ -363,6 +363,7 @@ bool _mi_arena_contains(const void* p) mi_decl_hidden;
 void* _mi_os_alloc_meta(size_t size) mi_decl_hidden;
 void _mi_os_free_meta(void* p, size_t size) mi_decl_hidden;
 size_t _mi_os_page_size(void) mi_decl_hidden;
+size_t _mi_os_large_page_size(void) mi_decl_hidden; /* 0: none */
 
 /* segment-map.c */
 bool _mi_segment_map_set(const mi_segment_t* segment, size_t size, bool present) mi_decl_hidden;
@@ -409,11 +410,31 @@ static inline bool _mi_free_claims(mi_segment_t* segment, uintptr_t owner) {
   return (owner == 0 && _mi_option_get_fast(mi_option_abandoned_reclaim_on_free) != 0 &&
           _mi_segment_claim_on_free(segment));
 }
-void _mi_segment_cache_purge(bool force) mi_decl_hidden;
+
 int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
 void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
 void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
+
+/* purge-delay.c: how long freed memory waits, per purge pass */
+typedef struct mi_purge_pass_s {
+  int64_t now;
+  int64_t base;  /* the purge delay option (ms, at least 0) */
+  int64_t extra; /* added to it while purged memory keeps coming back */
+  bool idle;     /* nothing took memory for one plain delay: it is enough */
+} mi_purge_pass_t;
+void _mi_purge_pass_begin(mi_purge_pass_t* pass, int64_t now, long delay) mi_decl_hidden;
+/* `due` is when the memory was freed plus the plain delay: true if it goes
+   now, else *next_due is lowered to when to look at it again */
+bool _mi_purge_pass_due(const mi_purge_pass_t* pass, int64_t due, int64_t* next_due) mi_decl_hidden;
+void _mi_purge_note_taken(void) mi_decl_hidden;               /* a page or segment set up */
+void _mi_purge_note_reused(int64_t purged_at, int64_t now, long base) mi_decl_hidden;
+/* purged memory taken back (purged_at 0: it never was) */
+static inline void _mi_purge_reused(int64_t purged_at) {
+  if (purged_at > 0) _mi_purge_note_reused(purged_at, mi_prim_clock_now(), _mi_option_get_fast(mi_option_purge_delay));
+}
+long _mi_purge_delay_shift(void) mi_decl_hidden;
+int64_t _mi_segment_cache_purge(bool force, const mi_purge_pass_t* pass) mi_decl_hidden; /* segment-cache.c */
 
 /* purge.c */
 void _mi_purge_init(void) mi_decl_hidden;
@@ -422,6 +443,7 @@ void _mi_purge_unlink_segment(mi_segment_t* segment) mi_decl_hidden;
 void _mi_purge_track_segment(mi_segment_t* segment) mi_decl_hidden;
 void _mi_purge_wake(void) mi_decl_hidden;
 void _mi_purge_due_after_delay(void) mi_decl_hidden;
+void _mi_purge_due_in(long ms) mi_decl_hidden;
 void _mi_purge_run(bool force) mi_decl_hidden;
 void _mi_purge_maybe(void) mi_decl_hidden;
 void _mi_purge_thread_stop(void) mi_decl_hidden;

@@ -46,11 +46,15 @@ static bool mi_purge_due_at(int64_t at) {
   return false;
 }
 
+/* Something becomes purgeable `ms` from now. */
+void _mi_purge_due_in(long ms) {
+  if (mi_purge_due_at(mi_prim_clock_now() + ms)) _mi_purge_wake();
+}
+
 /* Something becomes purgeable after the purge delay from now. */
 void _mi_purge_due_after_delay(void) {
   long delay = _mi_option_get_fast(mi_option_purge_delay);
-  if (delay < 0) return;
-  if (mi_purge_due_at(mi_prim_clock_now() + delay)) _mi_purge_wake();
+  if (delay >= 0) _mi_purge_due_in(delay);
 }
 
 /* Under the purge lock. */
@@ -135,7 +139,8 @@ typedef struct mi_purge_item_s {
 /* Under the purge lock: claim up to `max` due pages (FREE_DIRTY -> PURGING),
    drop segments with no dirty page left from the list, and lower *next_due
    to the earliest page not yet due. */
-static size_t mi_purge_claim(int64_t now, bool force, int64_t* next_due, mi_purge_item_t* items, size_t max) {
+static size_t mi_purge_claim(const mi_purge_pass_t* pass, bool force, int64_t* next_due, mi_purge_item_t* items,
+                             size_t max) {
   size_t n = 0;
   mi_segment_t* segment = mi_purge_first;
   while (segment != NULL && n < max) {
@@ -146,9 +151,13 @@ static size_t mi_purge_claim(int64_t now, bool force, int64_t* next_due, mi_purg
       uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
       if (state != MI_PAGE_FREE_DIRTY) continue;
       int64_t due = atomic_load_explicit(&page->purge_at, memory_order_relaxed);
-      if (n >= max || (!force && due > now)) {
+      if (n >= max) {
         dirty_left = true;
         if (due < *next_due) *next_due = due;
+        continue;
+      }
+      if (!force && !_mi_purge_pass_due(pass, due, next_due)) {
+        dirty_left = true;
         continue;
       }
       if (atomic_compare_exchange_strong_explicit(&page->state, &state, MI_PAGE_PURGING, memory_order_acq_rel,
@@ -172,6 +181,7 @@ static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
     mi_segment_t* segment = items[i].segment;
     mi_page_t* page = items[i].page;
     bool ok = true;
+    int64_t purged_at = 0; /* nothing to return: no regret if it comes back */
     if (page->committed > 0) {
       uint8_t* start;
       size_t area = _mi_segment_page_area(segment, page->index, &start);
@@ -179,8 +189,10 @@ static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
       if (ok) {
         _mi_stat_decrease(&_mi_stats.committed, (int64_t)page->committed);
         page->committed = 0;
+        purged_at = now;
       }
     }
+    if (ok) atomic_store_explicit(&page->purge_at, purged_at, memory_order_relaxed); /* purge-delay.c */
     if (!ok) {
       /* the OS refused: the memory stays committed and is tried again one
          delay later (not at once, which would spin while the OS refuses) */
@@ -221,12 +233,14 @@ static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
 void _mi_purge_run(bool force) {
   int64_t now = mi_prim_clock_now();
   atomic_store_explicit(&mi_purge_next_due, INT64_MAX, memory_order_relaxed);
+  mi_purge_pass_t pass;
+  _mi_purge_pass_begin(&pass, now, _mi_option_get_fast(mi_option_purge_delay));
   mi_purge_item_t items[MI_PURGE_BATCH];
   for (;;) {
     int64_t next_due = INT64_MAX;
     _mi_lock_acquire(&mi_purge_run_lock);
     _mi_lock_acquire(&_mi_purge_lock);
-    size_t n = mi_purge_claim(now, force, &next_due, items, MI_PURGE_BATCH);
+    size_t n = mi_purge_claim(&pass, force, &next_due, items, MI_PURGE_BATCH);
     _mi_lock_release(&_mi_purge_lock);
     if (n > 0) mi_sched_point(MI_SCHED_PURGE_CLAIMED);
     if (next_due != INT64_MAX) mi_purge_due_at(next_due);
@@ -236,12 +250,9 @@ void _mi_purge_run(bool force) {
     if (n == 0 || failed > 0) break;
   }
   _mi_lock_acquire(&mi_purge_run_lock);
-  _mi_segment_cache_purge(force);
+  int64_t cache_next = _mi_segment_cache_purge(force, &pass);
   _mi_lock_release(&mi_purge_run_lock);
-  if (_mi_segment_cache_has_dirty()) {
-    long delay = _mi_option_get_fast(mi_option_purge_delay);
-    if (delay >= 0) mi_purge_due_at(now + delay);
-  }
+  if (cache_next != INT64_MAX) mi_purge_due_at(cache_next);
 }
 
 /* What is due: the pages' purges, then the abandoned segments' cleanup

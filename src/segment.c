@@ -181,6 +181,12 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
     return NULL;
   }
   _mi_stat_increase(&_mi_stats.segments, 1);
+  /* only past one segment size: every block such a segment holds is more
+     than MI_SEGMENT_SIZE - a page, so at most its last huge page is partly
+     unused, where a 200 KiB block in a huge page would keep 2 MiB resident */
+  if (kind == MI_SEGMENT_SINGLE && !is_pinned && segment_size > MI_SEGMENT_SIZE) {
+    _mi_os_hint_huge_pages(segment, segment_size);
+  }
   mi_segment_init_header(segment, kind, segment_size);
   segment->is_pinned = is_pinned;
   _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
@@ -288,6 +294,9 @@ static bool mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
     if (atomic_compare_exchange_weak_explicit(&page->state, &state, MI_PAGE_IN_USE, memory_order_acq_rel,
                                               memory_order_relaxed)) {
       *was_clean = (state == MI_PAGE_FREE_CLEAN);
+      _mi_purge_note_taken();
+      if (state == MI_PAGE_FREE_CLEAN)
+        _mi_purge_reused(atomic_load_explicit(&page->purge_at, memory_order_relaxed));
       return true;
     }
   }
@@ -860,6 +869,19 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
     page->committed = area;
   }
+#if !MI_SECURE
+  else {
+    /* a larger cached segment (segment-cache.c) gives back what this block
+       leaves of it, from a huge page boundary on (splitting none) */
+    size_t huge = _mi_os_large_page_size();
+    size_t keep = (huge != 0 ? _mi_align_up(info + area, huge) : _mi_align_up(info + area, psize)) - info;
+    if (page->committed > keep && !segment->is_pinned &&
+        _mi_os_purge((uint8_t*)segment + info + keep, page->committed - keep)) {
+      _mi_stat_decrease(&_mi_stats.committed, (int64_t)(page->committed - keep));
+      page->committed = keep;
+    }
+  }
+#endif
 #if MI_SECURE
   if (page->guard_offset != guard_at) {
     int err = 0;

@@ -185,6 +185,15 @@ int mi_prim_protect(void* addr, size_t size, bool protect) {
   return 0;
 }
 
+void mi_prim_hint_huge_pages(void* addr, size_t size) {
+#if defined(MADV_HUGEPAGE)
+  if (prim_config.large_page_size != 0 && size >= prim_config.large_page_size) (void)madvise(addr, size, MADV_HUGEPAGE);
+#else
+  (void)addr;
+  (void)size;
+#endif
+}
+
 int mi_prim_alloc_huge_os_pages(size_t size, void** addr) {
   *addr = NULL;
 #if defined(MAP_HUGETLB) && defined(MAP_HUGE_SHIFT)

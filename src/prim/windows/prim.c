@@ -257,6 +257,13 @@ int mi_prim_protect(void* addr, size_t size, bool protect) {
   return 0;
 }
 
+/* Windows has no transparent huge pages: large pages are only the explicit,
+   locked ones below. */
+void mi_prim_hint_huge_pages(void* addr, size_t size) {
+  (void)addr;
+  (void)size;
+}
+
 /* ---- Large and huge OS pages --------------------------------------------------------
    Both need SeLockMemoryPrivilege, which an administrator grants to the
    account ("Lock pages in memory") and the process must enable in its

@@ -1,0 +1,218 @@
+/* The purge policy (src/purge-delay.c, src/segment-cache.c): the delay grows
+   while purged memory comes back soon after its purge and shrinks once it
+   stops, an idle program's memory still goes at the plain delay, a large
+   segment still committed serves a smaller block, and the dirty segment
+   cache stays within its budget.
+
+   The policy's functions take the time as an argument, so the first cases
+   drive them with a clock of their own: nothing here depends on how fast
+   the machine runs. The library's own purges are kept out of the way (a
+   delay of -1 schedules none). */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include "internal.h" /* the policy's entry points, reached through the static library */
+
+#define BASE 10L /* ms: the plain delay the cases pass in */
+
+static int64_t test_clock = 1000000;
+
+/* Bring the policy back to the plain delay: a calm second per halving. */
+static void settle(void) {
+  mi_purge_pass_t pass;
+  for (int i = 0; i < 8; i++) {
+    test_clock += 2000;
+    _mi_purge_pass_begin(&pass, test_clock, BASE);
+  }
+  assert_int_equal(pass.extra, 0);
+}
+
+static int64_t extra_now(void) {
+  mi_purge_pass_t pass;
+  _mi_purge_pass_begin(&pass, test_clock, BASE);
+  return pass.extra;
+}
+
+static int setup(void** state) {
+  (void)state;
+  mi_option_set(mi_option_purge_delay, -1);
+  return 0;
+}
+
+static void test_delay_reuse_soon_after_purge_doubles(void** state) {
+  (void)state;
+  settle();
+  /* purged at t, back 5 ms later: a delay of 20 would have kept it */
+  _mi_purge_note_reused(test_clock, test_clock + 5, BASE);
+  test_clock += 5;
+  assert_int_equal(extra_now(), BASE);                      /* 2 x BASE in all */
+  _mi_purge_note_reused(test_clock, test_clock + 15, BASE); /* within the 20 now */
+  test_clock += 15;
+  assert_int_equal(extra_now(), 3 * BASE);
+}
+
+static void test_delay_reuse_long_after_purge_unchanged(void** state) {
+  (void)state;
+  settle();
+  _mi_purge_note_reused(test_clock, test_clock + BASE, BASE); /* a whole delay later: not the delay's fault */
+  test_clock += BASE;
+  assert_int_equal(extra_now(), 0);
+  _mi_purge_note_reused(0, test_clock, BASE); /* never purged (fresh from the OS) */
+  assert_int_equal(extra_now(), 0);
+}
+
+static void test_delay_grows_at_most_64_times(void** state) {
+  (void)state;
+  settle();
+  for (int i = 0; i < 20; i++) {
+    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
+    test_clock += 1;
+  }
+  assert_int_equal(extra_now(), 63 * BASE);
+}
+
+static void test_delay_calm_second_halves(void** state) {
+  (void)state;
+  settle();
+  for (int i = 0; i < 3; i++) {
+    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
+    test_clock += 1;
+  }
+  assert_int_equal(extra_now(), 7 * BASE);
+  test_clock += 999; /* not a whole second yet */
+  assert_int_equal(extra_now(), 7 * BASE);
+  test_clock += 1;
+  assert_int_equal(extra_now(), 3 * BASE);
+  test_clock += 1000;
+  assert_int_equal(extra_now(), BASE);
+}
+
+static void test_pass_busy_waits_the_grown_delay(void** state) {
+  (void)state;
+  settle();
+  for (int i = 0; i < 2; i++) {
+    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
+    test_clock += 1;
+  }
+  int64_t freed = test_clock;
+  _mi_purge_note_taken(); /* the program keeps taking memory */
+  test_clock += 2 * BASE;
+  mi_purge_pass_t pass;
+  _mi_purge_pass_begin(&pass, test_clock, BASE);
+  assert_false(pass.idle);
+  int64_t next = INT64_MAX;
+  assert_false(_mi_purge_pass_due(&pass, freed + BASE, &next));
+  /* look again one plain delay on (has it gone idle?), before the grown time */
+  assert_int_equal(next, test_clock + BASE);
+  test_clock = freed + 4 * BASE; /* the grown delay (4 x BASE) has passed */
+  _mi_purge_note_taken();
+  _mi_purge_pass_begin(&pass, test_clock, BASE);
+  assert_false(pass.idle);
+  next = INT64_MAX;
+  assert_true(_mi_purge_pass_due(&pass, freed + BASE, &next));
+  assert_int_equal(next, INT64_MAX);
+}
+
+static void test_pass_idle_purges_at_the_plain_delay(void** state) {
+  (void)state;
+  settle();
+  for (int i = 0; i < 6; i++) {
+    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
+    test_clock += 1;
+  }
+  int64_t freed = test_clock;
+  _mi_purge_note_taken(); /* the last memory taken, then nothing */
+  test_clock += BASE;
+  mi_purge_pass_t pass;
+  _mi_purge_pass_begin(&pass, test_clock, BASE); /* sees the taking */
+  assert_false(pass.idle);
+  int64_t next = INT64_MAX;
+  assert_false(_mi_purge_pass_due(&pass, freed + BASE, &next));
+  assert_int_equal(next, test_clock + BASE);
+  test_clock = next;
+  _mi_purge_pass_begin(&pass, test_clock, BASE); /* nothing taken for a plain delay */
+  assert_true(pass.idle);
+  assert_int_equal(pass.extra, 63 * BASE); /* still grown: only idleness lets it go */
+  next = INT64_MAX;
+  assert_true(_mi_purge_pass_due(&pass, freed + BASE, &next));
+  /* what is not due at the plain delay yet waits for it, not for the grown one */
+  assert_false(_mi_purge_pass_due(&pass, test_clock + 3, &next));
+  assert_int_equal(next, test_clock + 3);
+}
+
+static void test_pass_never_due_stays(void** state) {
+  (void)state;
+  settle();
+  mi_purge_pass_t pass;
+  _mi_purge_pass_begin(&pass, test_clock, BASE);
+  int64_t next = INT64_MAX;
+  assert_false(_mi_purge_pass_due(&pass, INT64_MAX, &next)); /* freed with a delay below 0 */
+  assert_int_equal(next, INT64_MAX);
+}
+
+/* ---- The segment cache ----------------------------------------------------- */
+
+static size_t committed_now(void) {
+  size_t commit = 0;
+  mi_process_info(NULL, NULL, NULL, NULL, NULL, &commit, NULL, NULL);
+  return commit;
+}
+
+static void test_cache_larger_dirty_segment_serves_smaller_block(void** state) {
+  (void)state;
+#if MI_SECURE
+  skip(); /* exact sizes: a block ends at its segment's guard page */
+#else
+  mi_option_set(mi_option_purge_delay, 100000); /* nothing purged by time while the case runs */
+  uint8_t* big = (uint8_t*)mi_malloc(20 * MiB);
+  assert_non_null(big);
+  memset(big, 1, 20 * MiB);
+  mi_free(big);
+  uint8_t* smaller = (uint8_t*)mi_malloc(15 * MiB); /* a segment size below, within half */
+  assert_ptr_equal(smaller, big);
+  mi_free(smaller);
+  uint8_t* far = (uint8_t*)mi_malloc(6 * MiB); /* less than half: its own segment */
+  assert_ptr_not_equal(far, big);
+  mi_free(far);
+  mi_collect(true);
+  mi_option_set(mi_option_purge_delay, -1);
+#endif
+}
+
+static void test_cache_dirty_over_budget_purged(void** state) {
+  (void)state;
+  mi_option_set(mi_option_purge_delay, 100000);
+  mi_option_set(mi_option_large_quarantine, 0); /* secure builds: freed large blocks straight to the cache */
+  mi_collect(true);
+  size_t before = committed_now();
+  enum { N = 8 };
+  void* blocks[N];
+  for (int i = 0; i < N; i++) {
+    blocks[i] = mi_malloc(20 * MiB);
+    assert_non_null(blocks[i]);
+    memset(blocks[i], 1, 20 * MiB);
+  }
+  for (int i = 0; i < N; i++) mi_free(blocks[i]);
+  mi_collect(false); /* a pass: none is due by time, 160 MiB is over budget */
+  size_t after = committed_now();
+  /* at most 64 MiB of dirty segments (more than a quarter of the little in use) */
+  assert_true(after < before + 64 * MiB + 8 * MiB);
+  mi_collect(true);
+  mi_option_set(mi_option_large_quarantine, MI_SECURE ? 64 : 0);
+  mi_option_set(mi_option_purge_delay, -1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_delay_reuse_soon_after_purge_doubles),
+      cmocka_unit_test(test_delay_reuse_long_after_purge_unchanged),
+      cmocka_unit_test(test_delay_grows_at_most_64_times),
+      cmocka_unit_test(test_delay_calm_second_halves),
+      cmocka_unit_test(test_pass_busy_waits_the_grown_delay),
+      cmocka_unit_test(test_pass_idle_purges_at_the_plain_delay),
+      cmocka_unit_test(test_pass_never_due_stays),
+      cmocka_unit_test(test_cache_larger_dirty_segment_serves_smaller_block),
+      cmocka_unit_test(test_cache_dirty_over_budget_purged),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
