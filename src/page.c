@@ -54,11 +54,14 @@ static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* pag
   mi_page_queue_push_back(&heap->pages[MI_BIN_FULL], page);
 }
 
+/* A full page that got a block back goes to the back of its queue: at the
+   front, the next allocation would take its one block and find it full
+   again, a slow path per block when frees come in random order (`larson`). */
 void _mi_page_unfull(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
   _mi_page_queue_remove(&heap->pages[MI_BIN_FULL], page);
   mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
-  _mi_page_queue_push(heap, &heap->pages[page->bin], page);
+  mi_page_queue_push_back(&heap->pages[page->bin], page);
 }
 
 /* ---- Collecting frees ---------------------------------------------------------- */

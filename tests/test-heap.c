@@ -611,6 +611,44 @@ static void test_cross_thread_free(void** state) {
   free(extra);
 }
 
+/* A full page that gets a block back goes behind the pages with room: the
+   next allocation carries on in the page it was using, instead of taking
+   that one block and finding the page full again (a slow path per block
+   when frees come in random order). */
+static void test_heap_unfull_page_after_pages_with_room(void** state) {
+  (void)state;
+#if MI_TEST_SECURE
+  skip(); /* shuffled free lists and a quarantine: no order to observe */
+#else
+  mi_heap_t* heap = mi_heap_new();
+  assert_non_null(heap);
+  enum { N = 4096, SIZE = 1024 };
+  uint8_t** blocks = (uint8_t**)calloc(N, sizeof(uint8_t*));
+  assert_non_null(blocks);
+  /* a fresh page hands out its blocks one after the other: the first jump
+     in address starts the second page, when the first is full */
+  size_t first_of_second = 0;
+  for (size_t i = 0; i < N && first_of_second == 0; i++) {
+    blocks[i] = (uint8_t*)mi_heap_malloc(heap, SIZE);
+    assert_non_null(blocks[i]);
+    if (i > 0 && blocks[i] != blocks[i - 1] + SIZE) first_of_second = i;
+  }
+  assert_true(first_of_second > 1);
+  size_t n = first_of_second + 1;
+  blocks[n] = (uint8_t*)mi_heap_malloc(heap, SIZE); /* the second page is in use */
+  assert_ptr_equal(blocks[n], blocks[n - 1] + SIZE);
+  n++;
+  uint8_t* back = blocks[0];
+  mi_free(back); /* the full first page has room again */
+  uint8_t* next = (uint8_t*)mi_heap_malloc(heap, SIZE);
+  assert_ptr_equal(next, blocks[n - 1] + SIZE); /* from the second page, not `back` */
+  blocks[n++] = next;
+  for (size_t i = 1; i < n; i++) mi_free(blocks[i]);
+  free(blocks);
+  mi_heap_delete(heap);
+#endif
+}
+
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
@@ -623,6 +661,7 @@ int main(void) {
       cmocka_unit_test(test_visit_blocks),
       cmocka_unit_test(test_heap_collect),
       cmocka_unit_test(test_cross_thread_free),
+      cmocka_unit_test(test_heap_unfull_page_after_pages_with_room),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
