@@ -31,7 +31,10 @@ import statistics
 import subprocess
 import sys
 
-ALLOCATORS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "scudo", "ours", "ours-secure", "zero-floor", "fence-floor"]
+ALLOCATORS = ["glibc", "jemalloc", "tcmalloc", "mimalloc-2.0.9", "mimalloc-2.4.1", "mimalloc-3.4.3", "scudo", "ours",
+              "ours-secure", "zero-floor", "fence-floor"]
+# the ratio column's reference: the current peer when it ran, else Debian's (2022)
+MIMALLOC_REFERENCES = ["mimalloc-2.4.1", "mimalloc-2.0.9"]
 FLOOR = "zero-floor"
 FENCE_FLOOR = "fence-floor"
 FLOORS = (FLOOR, FENCE_FLOOR)
@@ -54,7 +57,9 @@ STYLE = {
     "glibc": "lc rgb '#555555' lw 2 pt 7",
     "jemalloc": "lc rgb '#009e73' lw 2 pt 5",
     "tcmalloc": "lc rgb '#0072b2' lw 2 pt 9",
-    "mimalloc": "lc rgb '#e69f00' lw 2 pt 11",
+    "mimalloc-2.0.9": "lc rgb '#e6c060' lw 2 dt 2 pt 11",
+    "mimalloc-2.4.1": "lc rgb '#e69f00' lw 2 pt 11",
+    "mimalloc-3.4.3": "lc rgb '#b35900' lw 2 pt 12",
     "scudo": "lc rgb '#9400d3' lw 2 pt 13",
     "ours": "lc rgb '#d50000' lw 3 pt 7",
     "ours-secure": "lc rgb '#8b0000' lw 3 dt 2 pt 6",
@@ -243,8 +248,9 @@ def write_markdown(path, stats, failed, idle, meta, allocs, plots):
         L.append("**Smoke run**: tiny scale, single runs. These numbers only prove the suite works; "
                  "do not compare allocators with them.")
     L.append("")
+    ref = next((r for r in MIMALLOC_REFERENCES if any(k[2] == r for k in stats)), MIMALLOC_REFERENCES[0])
     L.append("Times are wall-clock seconds of the whole process (median of the runs, runs interleaved "
-             "round-robin across allocators). `×mimalloc` / `×glibc`: median time divided by that "
+             f"round-robin across allocators). `×{ref}` / `×glibc`: median time divided by that "
              "allocator's median for the same workload and thread count (lower is better). "
              "`min–max`: spread over the runs. `RSS`: peak resident set (ru_maxrss, median over runs), MB. "
              "Multi-threaded workloads divide a fixed total amount of work among the threads; "
@@ -269,7 +275,7 @@ def write_markdown(path, stats, failed, idle, meta, allocs, plots):
         L.append("")
         L.append(DESCRIPTION.get(wl, ""))
         L.append("")
-        L.append("| threads | allocator | median s | ×mimalloc | ×glibc | min–max s | RSS MB |")
+        L.append(f"| threads | allocator | median s | ×{ref} | ×glibc | min–max s | RSS MB |")
         L.append("|---:|---|---:|---:|---:|---:|---:|")
         for k in sorted_keys(by_wl[wl]):
             _, t, a = k
@@ -279,7 +285,7 @@ def write_markdown(path, stats, failed, idle, meta, allocs, plots):
                 L.append(f"| {t} | {a} | FAILED ({', '.join(failed[k])}) | | | | |")
                 continue
             s = stats[k]
-            mi = stats.get((wl, t, "mimalloc"))
+            mi = stats.get((wl, t, ref))
             gl = stats.get((wl, t, "glibc"))
             rm = fmt_ratio(s["median"] / mi["median"]) if mi and mi["median"] > 0 else "–"
             rg = fmt_ratio(s["median"] / gl["median"]) if gl and gl["median"] > 0 else "–"
@@ -347,7 +353,9 @@ def make_plots(out_dir, raw_dir, stats, idle):
         threads = sorted({k[1] for k in stats if k[0] == wl})
         if len(threads) < 2:
             continue
-        allocs = sorted({k[2] for k in stats if k[0] == wl}, key=lambda a: order_key(a, ALLOCATORS))
+        # the floors are no allocators (and may be 0, which a log axis cannot show)
+        allocs = sorted({k[2] for k in stats if k[0] == wl and k[2] not in FLOORS},
+                        key=lambda a: order_key(a, ALLOCATORS))
         dat = os.path.join(plot_dir, f"scaling-{wl}.dat")
         with open(dat, "w") as f:
             for a in allocs:
@@ -366,11 +374,11 @@ def make_plots(out_dir, raw_dir, stats, idle):
             f"set output {gp_quote(png)}",
             f"set title {gp_quote(wl + ': ' + DESCRIPTION.get(wl, ''))} noenhanced",
             "set xlabel 'threads'",
-            "set ylabel 'wall time, s (median; bars: min..max)'",
+            "set ylabel 'wall time, s (median; bars: min..max; log scale)'",
             "set logscale x 2",
+            "set logscale y",  # one slow allocator would squash the others into a band
             f"set xtics ({', '.join(str(t) for t in threads)})",
             f"set xrange [{threads[0] / 1.3}:{threads[-1] * 1.3}]",
-            "set yrange [0:*]",
             "set grid",
             "set key outside right noenhanced",
             f"plot {plots}",

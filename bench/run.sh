@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mimalloc-pprof benchmark suite: compares our allocator with glibc, jemalloc,
-# tcmalloc, mimalloc and LLVM scudo on our own workloads (bench/workloads/).
+# tcmalloc, mimalloc (2.4.1 and 3.4.3 built from ../shared/peers, and Debian's
+# 2.0.9) and LLVM scudo on our own workloads (bench/workloads/).
 #
 # usage: bash bench/run.sh [--smoke|--quick|--full|--mimalloc-bench]   (default: --quick)
 #
@@ -9,9 +10,11 @@
 #   --quick  at most ~15 minutes on a 2-core machine: 3 runs each, scale 1.
 #   --full   5 runs each, scale 3, 3 runs of the idle-RSS workload.
 #   --mimalloc-bench  instead of our workloads: the mimalloc-bench subset
-#            (../shared/peers) for ours-secure against mimalloc 2.4.1's default
-#            build (the reference) and secure build and 3.4.3's secure build;
-#            ~10 minutes with 3 rounds. Writes BENCH_OUT/mimalloc-bench/.
+#            (../shared/peers): ours and ours-secure against mimalloc 2.4.1's
+#            default build (the reference), 3.4.3's, tcmalloc, jemalloc, scudo,
+#            hardened_malloc, glibc, and mimalloc 2.4.1's and 3.4.3's secure
+#            builds; ~35 minutes with 3 rounds (BENCH_MB_SET=secure: ours and
+#            the secure builds only, ~12 minutes). Writes BENCH_OUT/mimalloc-bench/.
 #
 # Environment (all optional):
 #   OURS_LIB          our default build   (default: <repo>/build/libmimalloc.so)
@@ -27,6 +30,7 @@
 #                     and its build.sh OUTDIR (default /tmp/peers; built if missing)
 #   BENCH_MB_ROUNDS, BENCH_MB_ROWS   --mimalloc-bench: rounds (default 3), rows (default all 21)
 #   BENCH_MB_EXTRA    --mimalloc-bench: more NAME=LIB to compare, space-separated
+#   BENCH_MB_SET      --mimalloc-bench: full (default) or secure (fewer allocators)
 #
 # Outputs (in BENCH_OUT):
 #   latest.csv          workload,threads,allocator,median_s,min_s,max_s,peak_rss_kb
@@ -62,7 +66,7 @@ case "$MODE" in
   quick) RUNS=3; SCALE=1;    IDLE_RUNS=1; IDLE_SCALE=1;   IDLE_PARALLEL=0; TIMEOUT=180; FLOOR_REPS=3 ;;
   full)  RUNS=5; SCALE=3;    IDLE_RUNS=3; IDLE_SCALE=1;   IDLE_PARALLEL=0; TIMEOUT=900; FLOOR_REPS=3 ;;
   mimalloc-bench) RUNS=0; SCALE=0; IDLE_RUNS=0; IDLE_SCALE=0; IDLE_PARALLEL=0; TIMEOUT=0
-    MB_OUT="$OUT_DIR/mimalloc-bench"; RAW_DIR="$MB_OUT/raw"; BENCH_ALLOCATORS=ours-secure ;;
+    MB_OUT="$OUT_DIR/mimalloc-bench"; RAW_DIR="$MB_OUT/raw"; BENCH_ALLOCATORS=ours,ours-secure ;;
 esac
 RUNS="${BENCH_RUNS:-$RUNS}"
 SCALE="${BENCH_SCALE:-$SCALE}"
@@ -77,7 +81,12 @@ declare -A WL_SRC=(
   [shortthreads]=w7_shortthreads [idle_rss]=w8_idle_rss )
 declare -A WL_SINGLE=( [churn]=1 )
 
-ALL_ALLOCATORS=(glibc jemalloc tcmalloc mimalloc scudo ours ours-secure)
+# mimalloc-2.4.1 and mimalloc-3.4.3 are the peers built from ../shared/peers
+# (PEERS_DIR) into PEERS_BUILD; mimalloc-2.0.9 is Debian's package (2022),
+# kept as such and labelled so.
+ALL_ALLOCATORS=(glibc jemalloc tcmalloc mimalloc-2.0.9 mimalloc-2.4.1 mimalloc-3.4.3 scudo ours ours-secure)
+PEERS_DIR="${PEERS_DIR:-$REPO_ROOT/../shared/peers}"
+PEERS_BUILD="${PEERS_BUILD:-/tmp/peers}"
 
 log()  { printf '[bench] %s\n' "$*"; }
 warn() { printf '[bench] WARNING: %s\n' "$*" >&2; }
@@ -163,13 +172,31 @@ build_ours() { # build_ours <builddir-name> <log> [cmake args...]
   return 0
 }
 
+# The peers' libraries: built by their build.sh when the folder is there
+# (never in --smoke, which only uses them when built already).
+PEERS_TRIED=0
+peer_lib() { # peer_lib <version>; prints the path, or the reason on stderr
+  local p="$PEERS_BUILD/mimalloc-$1/libmimalloc.so"
+  if [ ! -f "$p" ] && [ "$PEERS_TRIED" = 0 ] && [ "$MODE" != smoke ] && [ "${BENCH_NO_BUILD:-0}" != 1 ] &&
+     [ -x "$PEERS_DIR/build.sh" ]; then
+    PEERS_TRIED=1
+    log "building the peers into $PEERS_BUILD (log: $RAW_DIR/peers-build.log)" >&2
+    bash "$PEERS_DIR/build.sh" "$PEERS_BUILD" >"$RAW_DIR/peers-build.log" 2>&1 ||
+      warn "the peers' build.sh failed (see $RAW_DIR/peers-build.log)"
+  fi
+  [ -f "$p" ] && echo "$p"
+}
+
 resolve_lib() { # resolve_lib <allocator>; sets LIB / NOTE, returns 1 if unavailable
   local a="$1" p msg
   case "$a" in
     glibc)    LIB[$a]=""; return 0 ;;
     jemalloc) p=$(lib_from_pkg libjemalloc2 '/libjemalloc\.so\.2$') ;;
     tcmalloc) p=$(lib_from_pkg libtcmalloc-minimal4 '/libtcmalloc_minimal\.so\.4$') ;;
-    mimalloc) p=$(lib_from_pkg libmimalloc2.0 '/libmimalloc\.so\.2(\.[0-9]+)*$') ;;
+    mimalloc-2.0.9) p=$(lib_from_pkg libmimalloc2.0 '/libmimalloc\.so\.2(\.[0-9]+)*$') ;;
+    mimalloc-2.4.1|mimalloc-3.4.3)
+      p=$(peer_lib "${a#mimalloc-}")
+      [ -n "$p" ] || { NOTE[$a]="not built (no $PEERS_BUILD/$a; PEERS_DIR=$PEERS_DIR)"; return 1; } ;;
     scudo)    p=$(lib_from_pkg libclang-rt-14-dev '/libclang_rt\.scudo_standalone-x86_64\.so$') ;;
     ours)
       p="${OURS_LIB:-$REPO_ROOT/build/libmimalloc.so}"
@@ -221,16 +248,25 @@ log "allocators: ${ACTIVE[*]}"
 
 # ------------------------------------------- --mimalloc-bench: the peers' subset
 if [ "$MODE" = mimalloc-bench ]; then
-  PEERS_DIR="${PEERS_DIR:-$REPO_ROOT/../shared/peers}"
-  PEERS_BUILD="${PEERS_BUILD:-/tmp/peers}"
   [ -x "$PEERS_DIR/build.sh" ] || { echo "run.sh: no $PEERS_DIR/build.sh (set PEERS_DIR)" >&2; exit 1; }
   log "building the peers into $PEERS_BUILD (log: $RAW_DIR/peers-build.log)"
   bash "$PEERS_DIR/build.sh" "$PEERS_BUILD" >"$RAW_DIR/peers-build.log" 2>&1 ||
     { echo "run.sh: $PEERS_DIR/build.sh failed (see $RAW_DIR/peers-build.log)" >&2; exit 1; }
-  # the first is the reference of every ratio: the issue's figures are against mimalloc 2.4.1's default build
-  mb_libs=("mi=$PEERS_BUILD/mimalloc-2.4.1/libmimalloc.so" "ours-secure=${LIB[ours-secure]}"
-           "mi-sec=$PEERS_BUILD/mimalloc-2.4.1-secure/libmimalloc-secure.so"
-           "mi3-sec=$PEERS_BUILD/mimalloc-3.4.3-secure/libmimalloc-secure.so")
+  # the first is the reference of every ratio: mimalloc 2.4.1's default build
+  mb_libs=("mi=$PEERS_BUILD/mimalloc-2.4.1/libmimalloc.so")
+  [ -n "${LIB[ours]:-}" ] && mb_libs+=("ours=${LIB[ours]}")
+  [ -n "${LIB[ours-secure]:-}" ] && mb_libs+=("ours-secure=${LIB[ours-secure]}")
+  if [ "${BENCH_MB_SET:-full}" = full ]; then
+    mb_libs+=("mi3=$PEERS_BUILD/mimalloc-3.4.3/libmimalloc.so")
+    # the others build.sh found (Debian's, hardened_malloc): libs.txt, "name path" lines
+    for name in tc je scudo hm; do
+      p=$(awk -v n="$name" '$1 == n {print $2}' "$PEERS_BUILD/libs.txt" 2>/dev/null)
+      [ -n "$p" ] && [ -f "$p" ] && mb_libs+=("$name=$p")
+    done
+    mb_libs+=("glibc=none")
+  fi
+  mb_libs+=("mi-sec=$PEERS_BUILD/mimalloc-2.4.1-secure/libmimalloc-secure.so"
+            "mi3-sec=$PEERS_BUILD/mimalloc-3.4.3-secure/libmimalloc-secure.so")
   read -r -a mb_extra <<<"${BENCH_MB_EXTRA:-}"
   mb_args=(--rounds "${BENCH_MB_ROUNDS:-3}" --build "$PEERS_BUILD")
   [ -n "${BENCH_MB_ROWS:-}" ] && mb_args+=(--rows "$BENCH_MB_ROWS")
