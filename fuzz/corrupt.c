@@ -158,12 +158,19 @@ static void fz_run_case(const fz_case_t* c) {
     _exit(0);
   }
   close(fds[1]);
-  char err[4096];
+  /* The report comes first; after it may come pages of the fuzzing engine's
+     own crash report (a libFuzzer child's SIGSEGV handler prints the input,
+     escaped), which once pushed the report out of a 4 KiB window that kept
+     the end. Keep the beginning, drain the rest. */
+  static char err[1 << 18];
+  char drain[4096];
   size_t n = 0;
   ssize_t r;
-  while ((r = read(fds[0], err + n, sizeof(err) - 1 - n)) > 0) {
-    n += (size_t)r;
-    if (n == sizeof(err) - 1) n = 0; /* keep the end, where the report is */
+  for (;;) {
+    bool room = (n < sizeof(err) - 1);
+    r = read(fds[0], room ? err + n : drain, room ? sizeof(err) - 1 - n : sizeof(drain));
+    if (r <= 0) break;
+    if (room) n += (size_t)r;
   }
   err[n] = 0;
   close(fds[0]);
@@ -180,6 +187,7 @@ static void fz_run_case(const fz_case_t* c) {
   /* the fault's end depends on the harness's handlers (a libFuzzer child
      exits 1, ASan aborts): any end but a clean exit, with the report */
   if (zero_fault && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) return;
+  if (n > 2048) err[2048] = 0; /* the message: the report's part of the output */
   fz_fail(
       "secure build: case %d (trigger %d) on block %p of %zu bytes not detected as \"%s\": child %s %d, "
       "stderr: %s",

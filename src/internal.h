@@ -427,7 +427,7 @@ void _mi_purge_pass_begin(mi_purge_pass_t* pass, int64_t now, long delay) mi_dec
 /* `due` is when the memory was freed plus the plain delay: true if it goes
    now, else *next_due is lowered to when to look at it again */
 bool _mi_purge_pass_due(const mi_purge_pass_t* pass, int64_t due, int64_t* next_due) mi_decl_hidden;
-void _mi_purge_note_taken(void) mi_decl_hidden;               /* a page or segment set up */
+void _mi_purge_note_taken(void) mi_decl_hidden; /* a page or segment set up */
 void _mi_purge_note_reused(int64_t purged_at, int64_t now, long base) mi_decl_hidden;
 /* purged memory taken back (purged_at 0: it never was) */
 static inline void _mi_purge_reused(int64_t purged_at) {

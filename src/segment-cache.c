@@ -172,7 +172,10 @@ static bool mi_cache_purge_slot(mi_cache_slot_t* slot, int64_t now) {
     slot->purged_at = now;
   }
   _mi_lock_release(&mi_cache_lock);
-  return purged;
+  if (!purged) {
+    return false; /* fault path: the slot stays dirty */
+  }
+  return true;
 }
 
 /* Under the cache lock: the oldest dirty slot not being purged that has
@@ -209,14 +212,14 @@ int64_t _mi_segment_cache_purge(bool force, const mi_purge_pass_t* pass) {
                 (force || _mi_purge_pass_due(pass, slot->cached_at + delay, &next_due)));
     if (due) slot->purging = true;
     _mi_lock_release(&mi_cache_lock);
-    if (due && !mi_cache_purge_slot(slot, pass->now)) refused = true; /* fault path */
+    if (due && !mi_cache_purge_slot(slot, pass->now)) refused = true;
   }
   while (!refused && mi_cache_over_budget()) {
     _mi_lock_acquire(&mi_cache_lock);
     mi_cache_slot_t* slot = mi_cache_claim_oldest(pass->now - delay);
     _mi_lock_release(&mi_cache_lock);
     if (slot == NULL) break;
-    if (!mi_cache_purge_slot(slot, pass->now)) refused = true; /* fault path */
+    if (!mi_cache_purge_slot(slot, pass->now)) refused = true;
   }
   if (refused && again < next_due) next_due = again;
   return next_due;

@@ -295,8 +295,7 @@ static bool mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
                                               memory_order_relaxed)) {
       *was_clean = (state == MI_PAGE_FREE_CLEAN);
       _mi_purge_note_taken();
-      if (state == MI_PAGE_FREE_CLEAN)
-        _mi_purge_reused(atomic_load_explicit(&page->purge_at, memory_order_relaxed));
+      if (state == MI_PAGE_FREE_CLEAN) _mi_purge_reused(atomic_load_explicit(&page->purge_at, memory_order_relaxed));
       return true;
     }
   }
