@@ -27,6 +27,14 @@ static void settle(void) {
   assert_int_equal(pass.extra, 0);
 }
 
+/* n reuses, each 1 ms after its purge: a regret each while the delay is above 1 ms */
+static void regrets(int n) {
+  for (int i = 0; i < n; i++) {
+    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
+    test_clock += 1;
+  }
+}
+
 static int64_t extra_now(void) {
   mi_purge_pass_t pass;
   _mi_purge_pass_begin(&pass, test_clock, BASE);
@@ -64,20 +72,14 @@ static void test_delay_reuse_long_after_purge_unchanged(void** state) {
 static void test_delay_grows_at_most_64_times(void** state) {
   (void)state;
   settle();
-  for (int i = 0; i < 20; i++) {
-    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
-    test_clock += 1;
-  }
+  regrets(20);
   assert_int_equal(extra_now(), 63 * BASE);
 }
 
 static void test_delay_calm_second_halves(void** state) {
   (void)state;
   settle();
-  for (int i = 0; i < 3; i++) {
-    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
-    test_clock += 1;
-  }
+  regrets(3);
   assert_int_equal(extra_now(), 7 * BASE);
   test_clock += 999; /* not a whole second yet */
   assert_int_equal(extra_now(), 7 * BASE);
@@ -90,10 +92,7 @@ static void test_delay_calm_second_halves(void** state) {
 static void test_pass_busy_waits_the_grown_delay(void** state) {
   (void)state;
   settle();
-  for (int i = 0; i < 2; i++) {
-    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
-    test_clock += 1;
-  }
+  regrets(2);
   int64_t freed = test_clock;
   _mi_purge_note_taken(); /* the program keeps taking memory */
   test_clock += 2 * BASE;
@@ -116,10 +115,7 @@ static void test_pass_busy_waits_the_grown_delay(void** state) {
 static void test_pass_idle_purges_at_the_plain_delay(void** state) {
   (void)state;
   settle();
-  for (int i = 0; i < 6; i++) {
-    _mi_purge_note_reused(test_clock, test_clock + 1, BASE);
-    test_clock += 1;
-  }
+  regrets(6);
   int64_t freed = test_clock;
   _mi_purge_note_taken(); /* the last memory taken, then nothing */
   test_clock += BASE;
