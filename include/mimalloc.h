@@ -274,7 +274,7 @@ typedef enum mi_option_e {
   mi_option_guarded_sample_seed,        /* seed of the sampling (0: random) */
   mi_option_target_segments_per_thread, /* accepted for mimalloc's sake; no effect */
   mi_option_generic_collect,            /* accepted for mimalloc's sake; no effect */
-  mi_option_allow_thp,                  /* transparent huge pages for large blocks' segments past 4 MiB (=0) */
+  mi_option_allow_thp,                  /* huge pages for large blocks, while they are used densely (=1) */
   /* options of mimalloc-pprof, appended only */
   mi_option_purge_thread = 64, /* purge freed memory from a background thread while the program is idle */
   mi_option_zero_on_free,

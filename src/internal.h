@@ -113,8 +113,11 @@ typedef struct mi_segment_s {
   uint8_t page_shift;    /* log2 of the page size; 63 for single-block segments */
   uint8_t in_purge_list; /* protected by the purge lock */
   uint8_t is_pinned;     /* large or huge OS pages: never purged, never cached */
+  uint8_t thp_hinted;    /* asked for transparent huge pages (os-thp.c); 0 again once purged */
+  uint8_t thp_probe;     /* its block measures how densely large blocks are used (os-thp.c) */
   uint32_t page_count;
   uint32_t used_pages;       /* pages in use (owner only) */
+  size_t thp_resident;       /* a probe's pages resident when it was handed out */
   size_t info_size;          /* header bytes before page 0's blocks */
   mi_tld_t* tld;             /* owner thread data (owner only) */
   struct mi_segment_s* next; /* tld's segment list, abandoned list or cache */
@@ -348,7 +351,14 @@ void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allo
                            bool* is_pinned) mi_decl_hidden;
 void _mi_os_free(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_purge(void* p, size_t size) mi_decl_hidden;
-void _mi_os_hint_huge_pages(void* p, size_t size) mi_decl_hidden;
+
+/* os-thp.c: huge pages for large blocks the program uses in whole */
+typedef enum mi_thp_use_e { MI_THP_NONE, MI_THP_ASK, MI_THP_PROBE } mi_thp_use_t;
+mi_thp_use_t _mi_os_thp_decide(bool clean) mi_decl_hidden; /* for a large block handed out */
+size_t _mi_os_thp_resident(const void* start, size_t size, size_t* measured) mi_decl_hidden; /* SIZE_MAX: unknown */
+void _mi_os_thp_note(size_t before, size_t after, size_t measured) mi_decl_hidden;           /* a probe freed */
+int _mi_os_thp_density(void) mi_decl_hidden; /* the running mean, in 256ths; -1: none yet */
+void _mi_os_hint_huge_pages(void* p, size_t size, bool on) mi_decl_hidden;
 bool _mi_os_commit(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_decommit(void* p, size_t size) mi_decl_hidden;
 int _mi_os_protect(void* p, size_t size, bool protect) mi_decl_hidden;

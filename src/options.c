@@ -48,7 +48,7 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(guarded_sample_seed, 0),
     MI_OPTION(target_segments_per_thread, 0),
     MI_OPTION(generic_collect, 10000),
-    MI_OPTION(allow_thp, 0), /* off: a block touched a byte a page would fault in 2 MiB a page (os.c) */
+    MI_OPTION(allow_thp, 1), /* where the program's large blocks are used densely (os-thp.c) */
     MI_OPTION(purge_thread, 1),
     MI_OPTION(zero_on_free, MI_SECURE),
     MI_OPTION(segment_cache, MI_SEGMENT_CACHE_MAX),

@@ -340,20 +340,6 @@ void _mi_os_free_meta(void* p, size_t size) {
 
 /* Guard pages on (`protect`) or off. A failure is counted here; the caller
    reports it and keeps the memory out of use. */
-/* Transparent huge pages for a large block's memory (option allow_thp, off
-   by default): a fault then maps 2 MiB instead of 4 KiB. A block of
-   megabytes written in whole takes a fault every 4 KiB otherwise, each 2 to
-   3 µs in a virtual machine (`malloc-large`: 2.8 M faults, 1,400 with them;
-   2.7 s against 1.0 s). But a block the program touches a byte a page
-   faults in 2 MiB at every touch: bench/ `large` took 2.7 s and 272 MiB
-   against 1.0 s and 30 MiB. Which programs write their large blocks in
-   whole cannot be told from here, so they opt in. Small and medium segments
-   never ask: their pages are purged in parts, which splits a huge page, and
-   a huge page faulted in for a few small blocks is resident in whole. */
-void _mi_os_hint_huge_pages(void* p, size_t size) {
-  if (_mi_option_get_fast(mi_option_allow_thp) != 0) mi_prim_hint_huge_pages(p, size);
-}
-
 int _mi_os_protect(void* p, size_t size, bool protect) {
   int err = mi_prim_protect(p, size, protect);
   if (err != 0) {

@@ -102,6 +102,8 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
   }
   segment->used_pages = 0;
   segment->in_purge_list = 0;
+  segment->thp_hinted = 0;
+  segment->thp_probe = 0;
   atomic_store_explicit(&segment->owner, mi_owner_word(MI_OWNER_RELEASED), memory_order_relaxed);
   segment->next = segment->prev = NULL;
   segment->free_next = segment->free_prev = NULL;
@@ -148,6 +150,8 @@ static void mi_segment_unmap(mi_segment_t* segment) {
 #if MI_DHAT
   _mi_dhat_segment_unmapped(segment); /* the profiler's records kept beside it */
 #endif
+  /* an arena hands the range out again, maybe to small segments (os-thp.c) */
+  if (segment->thp_hinted && _mi_arena_contains(segment)) _mi_os_hint_huge_pages(segment, size, false);
   if (!_mi_arena_free(segment, size)) _mi_os_free(segment, size);
 }
 
@@ -181,12 +185,6 @@ static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_siz
     return NULL;
   }
   _mi_stat_increase(&_mi_stats.segments, 1);
-  /* only past one segment size: every block such a segment holds is more
-     than MI_SEGMENT_SIZE - a page, so at most its last huge page is partly
-     unused, where a 200 KiB block in a huge page would keep 2 MiB resident */
-  if (kind == MI_SEGMENT_SINGLE && !is_pinned && segment_size > MI_SEGMENT_SIZE) {
-    _mi_os_hint_huge_pages(segment, segment_size);
-  }
   mi_segment_init_header(segment, kind, segment_size);
   segment->is_pinned = is_pinned;
   _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
@@ -817,6 +815,38 @@ static void mi_single_unlink(mi_page_t* page) {
   page->next = page->prev = NULL;
 }
 
+#if !MI_SECURE
+/* Huge pages for a large block's segment while the program's large blocks
+   are used densely, or the block is a probe that measures it (os-thp.c).
+   Only past one segment size: every block such a segment holds is more than
+   MI_SEGMENT_SIZE - a page, so at most its last huge page is partly unused,
+   where a 200 KiB block in a huge page would keep 2 MiB resident. */
+static void mi_segment_thp_advise(mi_segment_t* segment, const mi_page_t* page, bool clean) {
+  segment->thp_probe = 0;
+  if (segment->is_pinned || segment->segment_size <= MI_SEGMENT_SIZE) return;
+  mi_thp_use_t use = _mi_os_thp_decide(clean);
+  bool want = (use == MI_THP_ASK);
+  if (want != (segment->thp_hinted != 0)) {
+    _mi_os_hint_huge_pages(segment, segment->segment_size, want);
+    segment->thp_hinted = (uint8_t)want;
+  }
+  if (use != MI_THP_PROBE) return;
+  size_t measured;
+  segment->thp_resident = _mi_os_thp_resident(page->start, page->block_size, &measured);
+  segment->thp_probe = (segment->thp_resident != SIZE_MAX);
+}
+
+/* A probe's block freed (its memory as the program left it). */
+static void mi_segment_thp_measure(mi_segment_t* segment) {
+  if (!segment->thp_probe) return;
+  segment->thp_probe = 0;
+  const mi_page_t* page = &segment->pages[0];
+  size_t measured;
+  size_t after = _mi_os_thp_resident(page->start, page->block_size, &measured);
+  _mi_os_thp_note(segment->thp_resident, after, measured);
+}
+#endif
+
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) {
   size_t info = mi_segment_info_size();
   size_t psize = _mi_os_page_size();
@@ -901,6 +931,9 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
 #endif
   page->start = (uint8_t*)segment + block_at;
   page->block_size = block_end - block_at;
+#if !MI_SECURE
+  mi_segment_thp_advise(segment, page, is_zero);
+#endif
 #if MI_SECURE
   page->block_size_inv = 0; /* its one block has index 0 whatever the offset */
   page->is_guarded = false; /* a reused segment must not inherit it: the sampling sets it after this */
@@ -938,6 +971,9 @@ void _mi_segment_single_unlink(mi_segment_t* segment) {
 }
 
 void _mi_segment_single_free(mi_segment_t* segment) {
+#if !MI_SECURE
+  mi_segment_thp_measure(segment);
+#endif
   _mi_segment_single_unlink(segment);
   _mi_segment_single_release(segment);
 }
@@ -976,6 +1012,7 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) {
     page->committed = area;
   }
   page->block_size = needed - offset;
+  segment->thp_probe = 0; /* what it measured was another size */
 #if MI_SECURE
   _mi_secure_page_seal(page);
 #endif

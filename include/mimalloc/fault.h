@@ -28,6 +28,7 @@ typedef enum mi_fault_kind_e {
   mi_fault_release,  /* give address space back (munmap / MEM_RELEASE) */
   mi_fault_huge,     /* 1 GiB pages */
   mi_fault_large,    /* 2 MiB pages */
+  mi_fault_resident, /* which pages of a range are resident (mincore) */
   mi_fault_kind_count
 } mi_fault_kind_t;
 

@@ -122,7 +122,7 @@ void mi_fault_reset(void) {
 }
 
 static const char* const mi_fault_kind_names[mi_fault_kind_count] = {
-    "any", "reserve", "commit", "decommit", "purge", "protect", "release", "huge", "large"};
+    "any", "reserve", "commit", "decommit", "purge", "protect", "release", "huge", "large", "resident"};
 static const char* const mi_fault_event_names[mi_fault_event_count] = {
     "oom_retry",      "oom_fail_fast", "aligned_trim",    "large_fallback", "large_skipped",  "huge_fallback",
     "arena_fallback", "commit_failed", "decommit_failed", "purge_failed",   "protect_failed", "release_failed"};

@@ -52,11 +52,15 @@ int mi_prim_decommit(void* addr, size_t size);
 int mi_prim_purge(void* addr, size_t size, bool allow_lazy, bool* is_zero);
 /* Make a range inaccessible (protect) or read/write again. */
 int mi_prim_protect(void* addr, size_t size, bool protect);
-/* Ask that transparent huge pages back a committed range, which stays
-   purgeable and protectable in parts (the OS splits them). Only a hint: where
-   there are none, or the OS refuses, the range keeps its normal pages and
-   nothing else changes, so it has no failure to report or inject. */
-void mi_prim_hint_huge_pages(void* addr, size_t size);
+/* Ask that transparent huge pages back a committed range (`on`), which stays
+   purgeable and protectable in parts (the OS splits them), or take that back.
+   Only a hint: where there are none, or the OS refuses, the range keeps the
+   pages it has and nothing else changes, so it has no failure to report or
+   inject. */
+void mi_prim_hint_huge_pages(void* addr, size_t size, bool on);
+/* Count the OS pages of a page-aligned range that are resident (touched and
+   not given back); ENOTSUP where the OS cannot tell. */
+int mi_prim_resident(const void* addr, size_t size, size_t* resident);
 /* Reserve explicit huge (1 GiB) pages; fails with ENOTSUP where unavailable.
    `size` is a multiple of 1 GiB. */
 int mi_prim_alloc_huge_os_pages(size_t size, void** addr);

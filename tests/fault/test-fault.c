@@ -447,6 +447,45 @@ static void test_large_pages_circuit_breaker(void** state) {
   in_child(&large_breaker_body);
 }
 
+/* Large blocks written in whole, each on fresh memory (the cache purged
+   before it), so that each may measure how densely they are used (os-thp.c). */
+static void free_dense_blocks(int n) {
+  for (int i = 0; i < n; i++) {
+    mi_collect(true);
+    void* p = mi_malloc(2 * LARGE_SIZE);
+    CHECK(p != NULL);
+    memset(p, 1, 2 * LARGE_SIZE);
+    mi_free(p);
+  }
+}
+
+static void resident_query_fails_body(void) {
+#if !MI_SECURE
+  int before = _mi_os_thp_density();
+#endif
+  set_policy(mi_fault_resident, 1, -1, mi_fault_error_oom);
+  free_dense_blocks(4);
+  mi_fault_counters_t k = counters();
+  mi_fault_set_policy(NULL);
+#if MI_SECURE
+  CHECK(k.calls[mi_fault_resident] == 0); /* secure builds never ask for huge pages */
+#else
+  /* unknown, so nothing learnt: the mean stays */
+  CHECK(k.injected[mi_fault_resident] >= 1);
+  CHECK(_mi_os_thp_density() == before);
+  /* the twin: with the OS answering, such blocks make the use dense (16:
+     at least 4 probes, whatever the mean was) */
+  free_dense_blocks(16);
+  CHECK(_mi_os_thp_density() >= 128);
+#endif
+  check_accounting();
+}
+
+static void test_resident_query_fails_density_kept(void** state) {
+  (void)state;
+  in_child(&resident_query_fails_body);
+}
+
 static void aligned_trim_body(void) {
   /* the aligned attempt fails: the over-reserve-and-trim path serves it */
   mi_option_set(mi_option_retry_on_oom, 0);
@@ -981,6 +1020,7 @@ int main(int argc, char** argv) {
     cmocka_unit_test(test_retry_not_for_other_errors),
     cmocka_unit_test(test_retry_meets_other_error),
     cmocka_unit_test(test_large_pages_circuit_breaker),
+    cmocka_unit_test(test_resident_query_fails_density_kept),
     cmocka_unit_test(test_aligned_trim),
     cmocka_unit_test(test_misaligned_trim_release_fails),
     cmocka_unit_test(test_arena_table_full),

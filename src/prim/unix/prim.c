@@ -185,12 +185,40 @@ int mi_prim_protect(void* addr, size_t size, bool protect) {
   return 0;
 }
 
-void mi_prim_hint_huge_pages(void* addr, size_t size) {
-#if defined(MADV_HUGEPAGE)
-  if (prim_config.large_page_size != 0 && size >= prim_config.large_page_size) (void)madvise(addr, size, MADV_HUGEPAGE);
+void mi_prim_hint_huge_pages(void* addr, size_t size, bool on) {
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  if (prim_config.large_page_size != 0 && size >= prim_config.large_page_size) {
+    (void)madvise(addr, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  }
 #else
   (void)addr;
   (void)size;
+  (void)on;
+#endif
+}
+
+int mi_prim_resident(const void* addr, size_t size, size_t* resident) {
+  *resident = 0;
+#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
+  /* a vector of 256 pages at a time: bounded stack, whatever the range */
+  unsigned char vec[256];
+  const uint8_t* p = (const uint8_t*)addr;
+  const uint8_t* end = p + size;
+  while (p < end) {
+    size_t len = (size_t)(end - p);
+    if (len > sizeof(vec) * prim_config.page_size) len = sizeof(vec) * prim_config.page_size;
+    if (mi_prim_fault(mi_fault_resident) || mincore((void*)p, len, (void*)vec) != 0) {
+      return mi_prim_errno(); /* fault path */
+    }
+    size_t pages = (len + prim_config.page_size - 1) / prim_config.page_size;
+    for (size_t i = 0; i < pages; i++) *resident += (vec[i] & 1);
+    p += len;
+  }
+  return 0;
+#else
+  (void)addr;
+  (void)size;
+  return ENOTSUP;
 #endif
 }
 

@@ -258,10 +258,18 @@ int mi_prim_protect(void* addr, size_t size, bool protect) {
 }
 
 /* Windows has no transparent huge pages: large pages are only the explicit,
-   locked ones below. */
-void mi_prim_hint_huge_pages(void* addr, size_t size) {
+   locked ones below. So nothing asks which pages are resident either. */
+void mi_prim_hint_huge_pages(void* addr, size_t size, bool on) {
   (void)addr;
   (void)size;
+  (void)on;
+}
+
+int mi_prim_resident(const void* addr, size_t size, size_t* resident) {
+  (void)addr;
+  (void)size;
+  *resident = 0;
+  return ENOTSUP;
 }
 
 /* ---- Large and huge OS pages --------------------------------------------------------
