@@ -401,6 +401,7 @@ void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
 void _mi_segment_page_hold(mi_page_t* page) mi_decl_hidden;
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
 void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_thp_measure(mi_segment_t* segment) mi_decl_hidden; /* a large block freed (os-thp.c) */
 void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_discard(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;

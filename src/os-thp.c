@@ -29,8 +29,10 @@
 
    Small and medium segments never ask: their pages are purged in parts,
    which splits a huge page, and a huge page faulted in for a few small
-   blocks is resident in whole. Secure builds never ask: the fence on a freed
-   large block (secure-large.c) would split its huge pages at every free. */
+   blocks is resident in whole. Secure builds ask as the default build does,
+   and gain more: a freed large block past 4 MiB is given back at once there
+   (secure-large.c), so each reuse faults it in again (`malloc-large`, secure:
+   9.6x mimalloc 2.4.1 with 4 KiB faults, 1.6x with huge pages). */
 #include "internal.h"
 
 #define MI_THP_WINDOWS 4
@@ -45,7 +47,7 @@ static _Atomic(int) mi_thp_density = -1;
 static _Atomic(size_t) mi_thp_handouts;
 
 static bool mi_thp_enabled(void) {
-  return (!MI_SECURE && _mi_option_get_fast(mi_option_allow_thp) != 0 && _mi_os_large_page_size() != 0);
+  return (_mi_option_get_fast(mi_option_allow_thp) != 0 && _mi_os_large_page_size() != 0);
 }
 
 /* The OS pages resident in the windows of a block; SIZE_MAX if the OS does

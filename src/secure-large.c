@@ -56,6 +56,7 @@ static void mi_large_release(mi_segment_t* segment) {
 
 /* A large block freed (validated, its bit cleared), by any thread. */
 void _mi_secure_large_free(mi_segment_t* segment) {
+  _mi_segment_thp_measure(segment); /* before its memory is zeroed or given back (os-thp.c) */
   mi_page_t* page = &segment->pages[0];
   long held = _mi_option_get_fast(mi_option_large_quarantine);
   if (held > MI_LARGE_QUARANTINE) held = MI_LARGE_QUARANTINE;

@@ -163,7 +163,6 @@ static bool mi_cache_purge_slot(mi_cache_slot_t* slot, int64_t now) {
     }
   }
 #endif
-#if !MI_SECURE
   /* purging zeroes the header, and with it whether the segment asked for
      huge pages (os-thp.c): take that back first, so that reused clean it
      asks anew, or not at all */
@@ -171,7 +170,6 @@ static bool mi_cache_purge_slot(mi_cache_slot_t* slot, int64_t now) {
     _mi_os_hint_huge_pages(slot->segment, slot->size, false);
     slot->segment->thp_hinted = 0;
   }
-#endif
   purged = purged && _mi_os_purge(slot->segment, slot->size);
   _mi_lock_acquire(&mi_cache_lock);
   slot->purging = false;

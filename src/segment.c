@@ -815,7 +815,6 @@ static void mi_single_unlink(mi_page_t* page) {
   page->next = page->prev = NULL;
 }
 
-#if !MI_SECURE
 /* Huge pages for a large block's segment while the program's large blocks
    are used densely, or the block is a probe that measures it (os-thp.c).
    Only past one segment size: every block such a segment holds is more than
@@ -837,7 +836,7 @@ static void mi_segment_thp_advise(mi_segment_t* segment, const mi_page_t* page, 
 }
 
 /* A probe's block freed (its memory as the program left it). */
-static void mi_segment_thp_measure(mi_segment_t* segment) {
+void _mi_segment_thp_measure(mi_segment_t* segment) {
   if (!segment->thp_probe) return;
   segment->thp_probe = 0;
   const mi_page_t* page = &segment->pages[0];
@@ -845,7 +844,6 @@ static void mi_segment_thp_measure(mi_segment_t* segment) {
   size_t after = _mi_os_thp_resident(page->start, page->block_size, &measured);
   _mi_os_thp_note(segment->thp_resident, after, measured);
 }
-#endif
 
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) {
   size_t info = mi_segment_info_size();
@@ -931,9 +929,7 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
 #endif
   page->start = (uint8_t*)segment + block_at;
   page->block_size = block_end - block_at;
-#if !MI_SECURE
   mi_segment_thp_advise(segment, page, is_zero);
-#endif
 #if MI_SECURE
   page->block_size_inv = 0; /* its one block has index 0 whatever the offset */
   page->is_guarded = false; /* a reused segment must not inherit it: the sampling sets it after this */
@@ -971,9 +967,7 @@ void _mi_segment_single_unlink(mi_segment_t* segment) {
 }
 
 void _mi_segment_single_free(mi_segment_t* segment) {
-#if !MI_SECURE
-  mi_segment_thp_measure(segment);
-#endif
+  _mi_segment_thp_measure(segment);
   _mi_segment_single_unlink(segment);
   _mi_segment_single_release(segment);
 }

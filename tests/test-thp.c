@@ -5,8 +5,7 @@
    the kernel (the `hg` flag of its mapping in /proc/self/smaps), not from
    the allocator. Each case first frees enough blocks of its kind to bring
    the running mean where it wants it, from wherever the cases before left
-   it. Linux with transparent huge pages, default builds only; elsewhere the
-   cases skip. */
+   it. Linux with transparent huge pages only; elsewhere the cases skip. */
 #define _GNU_SOURCE
 #include "testutil.h"
 
@@ -17,16 +16,12 @@
 #define DENSE 128       /* os-thp.c: the threshold, in 256ths */
 
 static bool thp_available(void) {
-#if MI_SECURE
-  return false; /* secure builds never ask (the fence splits huge pages) */
-#else
   FILE* f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (f == NULL) return false;
   char line[128] = {0};
   bool ok = (fgets(line, sizeof(line), f) != NULL && strstr(line, "[never]") == NULL);
   fclose(f);
   return ok;
-#endif
 }
 
 /* The VmFlags of the mapping holding p contain "hg" (MADV_HUGEPAGE). */
