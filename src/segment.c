@@ -144,14 +144,14 @@ static void mi_segment_unmap(mi_segment_t* segment) {
 #if MI_SECURE
   _mi_secure_segment_unmapped(segment, size); /* a later free into it is a double free */
 #endif
+  /* an arena hands the range out again, maybe to small segments (os-thp.c) */
+  if (segment->thp_hinted && _mi_arena_contains(segment)) _mi_os_hint_huge_pages(segment, size, false);
   /* whoever maps this range next must not inherit our poisoned blocks (the
      header is not read after this: memcheck would see it as undefined) */
   mi_track_mem_undefined(segment, size);
 #if MI_DHAT
   _mi_dhat_segment_unmapped(segment); /* the profiler's records kept beside it */
 #endif
-  /* an arena hands the range out again, maybe to small segments (os-thp.c) */
-  if (segment->thp_hinted && _mi_arena_contains(segment)) _mi_os_hint_huge_pages(segment, size, false);
   if (!_mi_arena_free(segment, size)) _mi_os_free(segment, size);
 }
 
