@@ -14,7 +14,9 @@
      3  xor (arg1 % 8) + 1 bytes right after the block's end, then trigger
      4  trigger on the interior pointer p + 1 + (arg1 | arg2 << 8) % (size - 1)
      5  write after free into a fresh block of the slot's size and heap
-        (17..8184 bytes, offset 8 + arg1 % (size - 8)), then reuse it
+        (17..8184 bytes, offset 8 + arg1 % (size - 8)), then blocks of its
+        size taken until one covers the byte: detected then, or (its page
+        emptied and purged, or not reached) nothing to detect
      6  trigger on a pointer never handed out (arg1 % 5: stack, global, libc
         malloc, mmap, the segment header of the slot's block)
      7  free, then realloc
