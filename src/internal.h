@@ -445,6 +445,19 @@ static inline void _mi_purge_reused(int64_t purged_at) {
   if (purged_at > 0) _mi_purge_note_reused(purged_at, mi_prim_clock_now(), _mi_option_get_fast(mi_option_purge_delay));
 }
 long _mi_purge_delay_shift(void) mi_decl_hidden;
+/* The budget of dirty free pages inside segments: what a pass found of them,
+   the bytes of each by how long past its plain delay it has waited */
+#define MI_PURGE_AGE_STEPS 64 /* of one plain delay each: the grown delay's reach */
+typedef struct mi_purge_budget_s {
+  int64_t dirty;                      /* all dirty free pages */
+  int64_t waited[MI_PURGE_AGE_STEPS]; /* past the plain delay, not the grown one */
+} mi_purge_budget_t;
+void _mi_purge_budget_add(mi_purge_budget_t* budget, const mi_purge_pass_t* pass, int64_t due,
+                          int64_t bytes) mi_decl_hidden;
+/* the due time at and before which pages go for the budget (INT64_MIN: none) */
+int64_t _mi_purge_budget_cutoff(const mi_purge_budget_t* budget, const mi_purge_pass_t* pass,
+                                int64_t in_use) mi_decl_hidden;
+int64_t _mi_segment_cache_dirty(void) mi_decl_hidden;                                    /* segment-cache.c */
 int64_t _mi_segment_cache_purge(bool force, const mi_purge_pass_t* pass) mi_decl_hidden; /* segment-cache.c */
 
 /* purge.c */

@@ -136,11 +136,35 @@ typedef struct mi_purge_item_s {
 
 #define MI_PURGE_BATCH 64
 
+/* Under the purge lock: with the delay grown and the program busy, how far
+   back the budget of dirty free pages reaches (purge-delay.c): the due time
+   at and before which a page goes though the grown delay has not passed
+   (INT64_MIN: none). Otherwise every page past the plain delay goes anyway. */
+static int64_t mi_purge_budget_cutoff(const mi_purge_pass_t* pass) {
+  if (pass->extra == 0 || pass->idle) return INT64_MIN;
+  mi_purge_budget_t budget;
+  memset(&budget, 0, sizeof(budget));
+  for (mi_segment_t* segment = mi_purge_first; segment != NULL; segment = segment->purge_next) {
+    /* a page's full size: its `committed` is its owner's to write once it
+       takes the page back, which it may be doing now */
+    if (segment->page_shift >= 32) continue; /* single-block segments are never listed */
+    int64_t page_size = (int64_t)1 << segment->page_shift;
+    for (size_t i = 0; i < segment->page_count; i++) {
+      mi_page_t* page = &segment->pages[i];
+      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_FREE_DIRTY) continue;
+      _mi_purge_budget_add(&budget, pass, atomic_load_explicit(&page->purge_at, memory_order_relaxed), page_size);
+    }
+  }
+  int64_t in_use = atomic_load_explicit(&_mi_stats.committed.current, memory_order_relaxed) - budget.dirty -
+                   _mi_segment_cache_dirty();
+  return _mi_purge_budget_cutoff(&budget, pass, in_use);
+}
+
 /* Under the purge lock: claim up to `max` due pages (FREE_DIRTY -> PURGING),
-   drop segments with no dirty page left from the list, and lower *next_due
-   to the earliest page not yet due. */
-static size_t mi_purge_claim(const mi_purge_pass_t* pass, bool force, int64_t* next_due, mi_purge_item_t* items,
-                             size_t max) {
+   those due at or before `cutoff` too, drop segments with no dirty page left
+   from the list, and lower *next_due to the earliest page not yet due. */
+static size_t mi_purge_claim(const mi_purge_pass_t* pass, bool force, int64_t cutoff, int64_t* next_due,
+                             mi_purge_item_t* items, size_t max) {
   size_t n = 0;
   mi_segment_t* segment = mi_purge_first;
   while (segment != NULL && n < max) {
@@ -156,7 +180,7 @@ static size_t mi_purge_claim(const mi_purge_pass_t* pass, bool force, int64_t* n
         if (due < *next_due) *next_due = due;
         continue;
       }
-      if (!force && !_mi_purge_pass_due(pass, due, next_due)) {
+      if (!force && due > cutoff && !_mi_purge_pass_due(pass, due, next_due)) {
         dirty_left = true;
         continue;
       }
@@ -236,11 +260,17 @@ void _mi_purge_run(bool force) {
   mi_purge_pass_t pass;
   _mi_purge_pass_begin(&pass, now, _mi_option_get_fast(mi_option_purge_delay));
   mi_purge_item_t items[MI_PURGE_BATCH];
+  int64_t cutoff = INT64_MIN;
+  if (!force) {
+    _mi_lock_acquire(&_mi_purge_lock);
+    cutoff = mi_purge_budget_cutoff(&pass);
+    _mi_lock_release(&_mi_purge_lock);
+  }
   for (;;) {
     int64_t next_due = INT64_MAX;
     _mi_lock_acquire(&mi_purge_run_lock);
     _mi_lock_acquire(&_mi_purge_lock);
-    size_t n = mi_purge_claim(&pass, force, &next_due, items, MI_PURGE_BATCH);
+    size_t n = mi_purge_claim(&pass, force, cutoff, &next_due, items, MI_PURGE_BATCH);
     _mi_lock_release(&_mi_purge_lock);
     if (n > 0) mi_sched_point(MI_SCHED_PURGE_CLAIMED);
     if (next_due != INT64_MAX) mi_purge_due_at(next_due);

@@ -43,6 +43,10 @@ static bool mi_cache_over_budget(void) {
   return (dirty > in_use / 4);
 }
 
+int64_t _mi_segment_cache_dirty(void) {
+  return atomic_load_explicit(&mi_cache_dirty_bytes, memory_order_relaxed);
+}
+
 void _mi_segment_cache_init(void) {
   _mi_lock_init(&mi_cache_lock, MI_LOCK_SEGMENT_CACHE);
 }

@@ -154,6 +154,99 @@ static size_t committed_now(void) {
   return commit;
 }
 
+/* ---- The budget of dirty free pages ---------------------------------------- */
+
+static mi_purge_pass_t busy_grown_pass(void) {
+  settle();
+  regrets(6);
+  _mi_purge_note_taken(); /* the program keeps taking memory */
+  mi_purge_pass_t pass;
+  _mi_purge_pass_begin(&pass, test_clock, BASE);
+  assert_false(pass.idle);
+  assert_int_equal(pass.extra, 63 * BASE);
+  return pass;
+}
+
+static void test_page_budget_oldest_past_plain_delay_go(void** state) {
+  (void)state;
+  mi_purge_pass_t pass = busy_grown_pass();
+  mi_purge_budget_t budget;
+  memset(&budget, 0, sizeof(budget));
+  int64_t now = pass.now;
+  _mi_purge_budget_add(&budget, &pass, now - 5 * BASE, 8 * (int64_t)MiB); /* waited 5 plain delays past its own */
+  _mi_purge_budget_add(&budget, &pass, now - 2 * BASE - 1, 8 * (int64_t)MiB);
+  _mi_purge_budget_add(&budget, &pass, now, 8 * (int64_t)MiB);     /* just past the plain delay */
+  _mi_purge_budget_add(&budget, &pass, now + 3, 8 * (int64_t)MiB); /* not yet */
+  assert_int_equal(budget.dirty, 32 * (int64_t)MiB);
+  /* 64 MiB in use allows 16: the two oldest go, the 8 MiB just due stays */
+  int64_t cutoff = _mi_purge_budget_cutoff(&budget, &pass, 64 * (int64_t)MiB);
+  assert_true(now - 2 * BASE - 1 <= cutoff);
+  assert_true(cutoff < now);
+  /* 16 MiB in use allows the minimum, 4: all that waited the plain delay goes, not the rest */
+  assert_int_equal(_mi_purge_budget_cutoff(&budget, &pass, 16 * (int64_t)MiB), now);
+}
+
+static void test_page_budget_within_allowance_none_go(void** state) {
+  (void)state;
+  mi_purge_pass_t pass = busy_grown_pass();
+  mi_purge_budget_t budget;
+  memset(&budget, 0, sizeof(budget));
+  _mi_purge_budget_add(&budget, &pass, pass.now - 10 * BASE, 3 * (int64_t)MiB);
+  assert_int_equal(_mi_purge_budget_cutoff(&budget, &pass, 0), INT64_MIN); /* under the 4 MiB minimum */
+  _mi_purge_budget_add(&budget, &pass, pass.now - 10 * BASE, 17 * (int64_t)MiB);
+  assert_int_equal(_mi_purge_budget_cutoff(&budget, &pass, 80 * (int64_t)MiB), INT64_MIN); /* a quarter of 80 */
+  assert_int_not_equal(_mi_purge_budget_cutoff(&budget, &pass, 72 * (int64_t)MiB), INT64_MIN);
+}
+
+/* Free pages inside segments that stay in use: 64 MiB of 1 KiB blocks freed,
+   with a 2 KiB block kept after every 64 KiB of them so that no segment
+   empties (an empty one goes to the cache, which has a budget of its own).
+   The delay grown to 64 ms, a plain delay of 1 ms: when the pass comes the
+   pages have waited the plain delay but not the grown one, and only the
+   budget purges them. (Were the machine to stall past 64 ms, the grown delay
+   would purge them instead: the case cannot fail for that, and its positive
+   control, the budget taken out, fails.) */
+static void test_page_budget_dirty_free_pages_purged(void** state) {
+  (void)state;
+  mi_option_set(mi_option_purge_delay, 1);
+  mi_collect(true);
+  for (int i = 0; i < 6; i++) {
+    int64_t now = mi_prim_clock_now();
+    _mi_purge_note_reused(now, now, 1);
+  }
+  enum { ROUNDS = 1024, PER_ROUND = 64 };
+  void** small = (void**)calloc((size_t)ROUNDS * PER_ROUND, sizeof(void*));
+  void** kept = (void**)calloc(ROUNDS, sizeof(void*));
+  assert_non_null(small);
+  assert_non_null(kept);
+  size_t before = committed_now();
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int i = 0; i < PER_ROUND; i++) {
+      void* p = mi_malloc(1024);
+      assert_non_null(p);
+      memset(p, 1, 1024);
+      small[r * PER_ROUND + i] = p;
+    }
+    kept[r] = mi_malloc(2048);
+    assert_non_null(kept[r]);
+  }
+  for (int i = 0; i < ROUNDS * PER_ROUND; i++) mi_free(small[i]);
+  /* the plain delay passes while the program keeps taking memory (a large
+     block's segment from the cache, again and again): not idle */
+  int64_t start = mi_prim_clock_now();
+  while (mi_prim_clock_now() < start + 5) mi_free(mi_malloc(MiB));
+  mi_collect(false); /* a pass: about 64 MiB of dirty free pages, over budget */
+  size_t after = committed_now();
+  /* what is kept in use (2 MiB of 2 KiB blocks and their pages) and at most
+     the 4 MiB minimum of dirty pages, with room for the cache's segment */
+  assert_true(after < before + 4 * MiB + 4 * MiB + 8 * MiB);
+  for (int r = 0; r < ROUNDS; r++) mi_free(kept[r]);
+  free(small);
+  free(kept);
+  mi_collect(true);
+  mi_option_set(mi_option_purge_delay, -1);
+}
+
 static void test_cache_larger_dirty_segment_serves_smaller_block(void** state) {
   (void)state;
 #if MI_SECURE
@@ -221,6 +314,9 @@ int main(void) {
       cmocka_unit_test(test_pass_busy_waits_the_grown_delay),
       cmocka_unit_test(test_pass_idle_purges_at_the_plain_delay),
       cmocka_unit_test(test_pass_never_due_stays),
+      cmocka_unit_test(test_page_budget_oldest_past_plain_delay_go),
+      cmocka_unit_test(test_page_budget_within_allowance_none_go),
+      cmocka_unit_test(test_page_budget_dirty_free_pages_purged),
       cmocka_unit_test(test_cache_larger_dirty_segment_serves_smaller_block),
       cmocka_unit_test(test_cache_dirty_over_budget_purged),
   };
