@@ -6,8 +6,9 @@
    A sampled allocation gets a single-block segment of its own, placed so the
    block ends exactly where the guard page after it begins (to 16 bytes, or to
    the byte with option guarded_precise): an overflow off its end faults at
-   once. When it is freed its pages are made inaccessible and it waits in a
-   bounded quarantine, so a use after free faults too. */
+   once. When it is freed its pages are made inaccessible and given back to
+   the OS, and it waits in a bounded quarantine, so a use after free faults
+   too. */
 #include "../internal.h"
 
 #include <stdio.h>
@@ -184,6 +185,11 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
     atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
     return;
   }
+  /* its contents gone while it waits, as a freed large block's are
+     (secure-large.c), and its memory with them: the 64 held blocks of up to
+     guarded_max (1 MiB) kept up to 64 MiB resident. One call per sampled
+     block. On failure (reported) the contents stay, fenced off. */
+  (void)_mi_os_purge(first, len);
   page->guarded_freed = true;
   size_t slot = atomic_fetch_add_explicit(&mi_guard_quarantine_next, 1, memory_order_relaxed) % MI_GUARD_QUARANTINE;
   mi_segment_t* evicted = atomic_exchange_explicit(&mi_guard_quarantine[slot], segment, memory_order_acq_rel);

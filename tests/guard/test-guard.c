@@ -20,6 +20,8 @@
 #pragma clang diagnostic ignored "-Warray-bounds"
 #endif
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "../child.h"
 
@@ -72,6 +74,30 @@ static void case_overflow_large(bool misuse) {
   for (int i = 0; i < (misuse ? 200016 : 200000); i++) v[i] = 'a';
   mi_free(p);
 }
+/* A freed guarded block waits fenced off with its memory given back: none of
+   its pages is resident (its contents are gone with them). */
+static void case_freed_memory_given_back(bool misuse) {
+  (void)misuse;
+  guard_every_allocation();
+  enum { SIZE = 1 << 20 };
+  char* p = (char*)mi_malloc(SIZE);
+  if (p == NULL || !looks_guarded(p, SIZE)) exit(5);
+  memset(p, 0x5a, SIZE);
+  mi_free(p);
+  unsigned char resident[SIZE / 4096];
+  if (mincore(p, SIZE, resident) != 0) exit(6);
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof(resident); i++) n += (resident[i] & 1);
+  if (n != 0) {
+    fprintf(stderr, "%zu of %zu pages of the freed guarded block still resident\n", n, sizeof(resident));
+    exit(7);
+  }
+}
+static void test_freed_memory_given_back(void** state) {
+  (void)state;
+  expect_clean_exit(&case_freed_memory_given_back);
+}
+
 /* sampling off: the same overflow is left to the canary, caught at free */
 static void case_rate_zero(bool misuse) {
   mi_option_set(mi_option_guarded_sample_rate, 0);
@@ -220,6 +246,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_overflow_aligned_slack),
       cmocka_unit_test(test_uaf_after_heap_destroy),
       cmocka_unit_test(test_precise_aligned),
+      cmocka_unit_test(test_freed_memory_given_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
