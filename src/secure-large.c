@@ -79,13 +79,16 @@ void _mi_secure_large_free(mi_segment_t* segment) {
     if (!zeroed) atomic_fetch_sub_explicit(&mi_large_zeroed_held, size, memory_order_relaxed);
   }
   if (zeroed && _mi_option_get_fast(mi_option_zero_on_free) != 0) _mi_secure_block_zero(page->start, size);
+  /* given back before the fence, not after: on Windows a purge decommits and
+     commits the range again read-write, which would lift the fence, and on
+     Linux mprotect is cheaper on pages no longer mapped. On failure
+     (reported) the old contents stay, fenced off. */
+  if (!zeroed) (void)_mi_os_purge(first, len);
   if (_mi_os_protect(first, len, true) != 0) {
     if (zeroed) atomic_fetch_sub_explicit(&mi_large_zeroed_held, size, memory_order_relaxed);
     _mi_segment_single_release(segment); /* fault path: given back as before */
     return;
   }
-  /* on failure (reported) the old contents stay, fenced off */
-  if (!zeroed) (void)_mi_os_purge(first, len);
   page->large_zeroed = zeroed;
   page->large_fenced = true;
   atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);

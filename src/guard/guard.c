@@ -178,6 +178,12 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
   _mi_segment_single_unlink(segment);
   size_t len;
   uint8_t* first = mi_guard_block_pages(page, &len);
+  /* its contents gone while it waits, as a freed large block's are
+     (secure-large.c, which also says why before the fence), and its memory
+     with them: the 64 held blocks of up to guarded_max (1 MiB) kept up to
+     64 MiB resident. One call per sampled block. On failure (reported) the
+     contents stay, fenced off. */
+  (void)_mi_os_purge(first, len);
   if (_mi_os_protect(first, len, true) != 0) {
     /* cannot fence it off: give it back at once */
     page->is_guarded = false; /* fault path */
@@ -185,11 +191,6 @@ void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
     atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
     return;
   }
-  /* its contents gone while it waits, as a freed large block's are
-     (secure-large.c), and its memory with them: the 64 held blocks of up to
-     guarded_max (1 MiB) kept up to 64 MiB resident. One call per sampled
-     block. On failure (reported) the contents stay, fenced off. */
-  (void)_mi_os_purge(first, len);
   page->guarded_freed = true;
   size_t slot = atomic_fetch_add_explicit(&mi_guard_quarantine_next, 1, memory_order_relaxed) % MI_GUARD_QUARANTINE;
   mi_segment_t* evicted = atomic_exchange_explicit(&mi_guard_quarantine[slot], segment, memory_order_acq_rel);
