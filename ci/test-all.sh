@@ -74,10 +74,13 @@ step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_T
 # guarded blocks, zeroing; each case also with reclaim on free), the spin
 # check of the model, and the positive controls (the purge race planted back
 # must fail its case; a claim-on-free CAS that ignores the generation must
-# let claim-vs-reabandon's stale claim succeed, exit 3)
-teardown_plant() { # teardown_plant NAME CMAKE_SWITCH
-  local dir=$out/$1
-  { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug "-D$2=ON" \
+# let claim-vs-reabandon's stale claim succeed, exit 3; in the secure build,
+# purge links read before the purge lock must give the corrupted-header
+# false alarm in free-vs-neighbour-release)
+teardown_plant() { # teardown_plant NAME CMAKE_SWITCH [CMAKE_ARG...]
+  local dir=$out/$1 switch=$2
+  shift 2
+  { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug "-D$switch=ON" "$@" \
       >"$dir.configure.log" 2>&1 && cmake --build "$dir" -j2 --target test-teardown >"$dir.build.log" 2>&1 &&
       run_ctest "$dir" -L '^teardown-plant$'; } || { tail -20 "$dir.configure.log" "$dir.build.log" 2>/dev/null; return 1; }
 }
@@ -89,6 +92,7 @@ teardown() {
   bash ci/teardown-model.sh "$out/teardown-model" || ok=1
   teardown_plant teardown-plant MI_TEARDOWN_PLANT_PURGE_RACE || ok=1
   teardown_plant teardown-plant-tag MI_TEARDOWN_PLANT_SKIP_TAG || ok=1
+  teardown_plant teardown-plant-links MI_TEARDOWN_PLANT_STALE_LINKS -DMI_SECURE=ON || ok=1
   return $ok
 }
 step "teardown" teardown

@@ -18,6 +18,9 @@
    | MI_TEARDOWN_PLANT_SKIP_TAG | 0/1 | test only: the claim-on-free CAS    |
    |                 |        | compares the owner state, not the generation      |
    |                 |        | (positive control of tests/teardown)              |
+   | MI_TEARDOWN_PLANT_STALE_LINKS | 0/1 | test only (secure): the page free   |
+   |                 |        | checks purge links read before the purge lock     |
+   |                 |        | (positive control of tests/teardown)              |
    | MI_WIN_PLANT_THREAD_LEAK | 0/1 | test only (Windows): the thread-exit   |
    |                 |        | hook never runs (positive control of              |
    |                 |        | tests/win/test-thread-exit)                         |
@@ -54,6 +57,9 @@
 #endif
 #ifndef MI_TEARDOWN_PLANT_SKIP_TAG
 #define MI_TEARDOWN_PLANT_SKIP_TAG 0
+#endif
+#ifndef MI_TEARDOWN_PLANT_STALE_LINKS
+#define MI_TEARDOWN_PLANT_STALE_LINKS 0
 #endif
 #ifndef MI_WIN_PLANT_THREAD_LEAK
 #define MI_WIN_PLANT_THREAD_LEAK 0

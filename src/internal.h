@@ -454,6 +454,8 @@ typedef struct mi_purge_budget_s {
 } mi_purge_budget_t;
 void _mi_purge_budget_add(mi_purge_budget_t* budget, const mi_purge_pass_t* pass, int64_t due,
                           int64_t bytes) mi_decl_hidden;
+/* how many dirty bytes a budget allows beside `in_use` (both budgets' rule) */
+int64_t _mi_purge_dirty_allowed(int64_t in_use, int64_t min) mi_decl_hidden;
 /* the due time at and before which pages go for the budget (INT64_MIN: none) */
 int64_t _mi_purge_budget_cutoff(const mi_purge_budget_t* budget, const mi_purge_pass_t* pass,
                                 int64_t in_use) mi_decl_hidden;
@@ -527,6 +529,8 @@ void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 /* the page's geometry is set (and again when it changes): free checks it against its check word */
 void _mi_secure_page_seal(mi_page_t* page) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_corrupted_header(const mi_segment_t* segment) mi_decl_hidden;
+/* NULL, or a segment of ours: in the segment map and with our cookie (segment.c) */
+bool _mi_segment_ours_or_null(const mi_segment_t* segment) mi_decl_hidden;
 void _mi_secure_page_check(const mi_page_t* page) mi_decl_hidden;
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;

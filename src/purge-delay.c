@@ -90,9 +90,13 @@ void _mi_purge_budget_add(mi_purge_budget_t* budget, const mi_purge_pass_t* pass
   budget->waited[steps < MI_PURGE_AGE_STEPS ? steps : MI_PURGE_AGE_STEPS - 1] += bytes;
 }
 
+/* The one rule of both budgets: a quarter of the memory in use, and at least `min`. */
+int64_t _mi_purge_dirty_allowed(int64_t in_use, int64_t min) {
+  return (in_use / 4 > min ? in_use / 4 : min);
+}
+
 int64_t _mi_purge_budget_cutoff(const mi_purge_budget_t* budget, const mi_purge_pass_t* pass, int64_t in_use) {
-  int64_t allowed = (in_use / 4 > MI_PURGE_DIRTY_MIN ? in_use / 4 : MI_PURGE_DIRTY_MIN);
-  int64_t excess = budget->dirty - allowed;
+  int64_t excess = budget->dirty - _mi_purge_dirty_allowed(in_use, MI_PURGE_DIRTY_MIN);
   if (excess <= 0 || pass->base <= 0) return INT64_MIN;
   for (int steps = MI_PURGE_AGE_STEPS - 1; steps >= 0; steps--) {
     excess -= budget->waited[steps];

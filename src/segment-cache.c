@@ -38,9 +38,8 @@ static _Atomic(int64_t) mi_cache_dirty_bytes;
 #define MI_CACHE_DIRTY_MIN ((int64_t)32 << 20)
 static bool mi_cache_over_budget(void) {
   int64_t dirty = atomic_load_explicit(&mi_cache_dirty_bytes, memory_order_relaxed);
-  if (dirty <= MI_CACHE_DIRTY_MIN) return false;
   int64_t in_use = atomic_load_explicit(&_mi_stats.committed.current, memory_order_relaxed) - dirty;
-  return (dirty > in_use / 4);
+  return (dirty > _mi_purge_dirty_allowed(in_use, MI_CACHE_DIRTY_MIN));
 }
 
 int64_t _mi_segment_cache_dirty(void) {

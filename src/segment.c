@@ -378,7 +378,7 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) {
 /* A segment of ours, or none: in the segment map (which is never read
    through a pointer) and with our cookie, before anything else of it is
    read. */
-static bool mi_segment_at(const mi_segment_t* segment) {
+bool _mi_segment_ours_or_null(const mi_segment_t* segment) {
   return (segment == NULL || (((uintptr_t)segment & MI_SEGMENT_MASK) == 0 && _mi_segment_map_contains(segment) &&
                               segment->cookie == ((uintptr_t)segment ^ _mi_process_key)));
 }
@@ -390,7 +390,8 @@ static bool mi_segment_at(const mi_segment_t* segment) {
    sizes against its kind, the count against the page table, the owner
    against the calling thread (only the owner frees its pages; the purge
    thread frees abandoned ones, which have none), and each link as a
-   segment that links back. */
+   segment that links back. The purge links are checked where they are
+   written, under the purge lock (purge.c). */
 static void mi_segment_page_free_check(mi_segment_t* segment, mi_page_t* page) {
   _mi_secure_page_check(page);
   size_t shift = (segment->kind == MI_SEGMENT_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
@@ -405,25 +406,15 @@ static void mi_segment_page_free_check(mi_segment_t* segment, mi_page_t* page) {
   if (ok && tld != NULL) {
     const mi_segment_t* prev = segment->prev;
     const mi_segment_t* next = segment->next;
-    ok = (mi_segment_at(prev) && mi_segment_at(next) &&
+    ok = (_mi_segment_ours_or_null(prev) && _mi_segment_ours_or_null(next) &&
           (prev == NULL ? tld->segments == segment : prev->next == segment) && (next == NULL || next->prev == segment));
     const mi_segment_t* free_prev = segment->free_prev;
     const mi_segment_t* free_next = segment->free_next;
     bool listed = (free_prev != NULL || tld->free_segments[segment->kind] == segment);
-    ok = ok && mi_segment_at(free_prev) && mi_segment_at(free_next) &&
+    ok = ok && _mi_segment_ours_or_null(free_prev) && _mi_segment_ours_or_null(free_next) &&
          (listed ? (free_prev == NULL || free_prev->free_next == segment) &&
                        (free_next == NULL || free_next->free_prev == segment)
                  : free_next == NULL);
-  }
-  if (ok && !segment->is_pinned) {
-    /* the purge links are the purge list's, written under its lock by
-       whoever lists or unlists a neighbour: read without it, a neighbour just
-       unlisted and released (its cookie gone) was taken for a scribble
-       (`teardown-reclaim-on-free-stress`, secure debug build, about 1 run in
-       150 with two at once). A pinned segment is never listed. */
-    _mi_lock_acquire(&_mi_purge_lock);
-    ok = mi_segment_at(segment->purge_next) && mi_segment_at(segment->purge_prev);
-    _mi_lock_release(&_mi_purge_lock);
   }
   if (!ok) _mi_secure_corrupted_header(segment);
 }

@@ -118,6 +118,7 @@ typedef enum mi_sched_point_e {
   MI_SCHED_FREE_CLAIM_READ, /* a free (reclaim on free) read its segment's owner word ABANDONED, before its claim CAS */
   MI_SCHED_FREE_CLAIMED,    /* ... its CAS won (CLAIMED); the segment is still listed, not yet unlinked */
   MI_SCHED_DHAT_DUMPING,    /* not the protocol's: a profile dump holds the one-dump flag, nothing written yet */
+  MI_SCHED_PAGE_FREE_LISTING, /* a freed page's owner is about to take the purge lock to list its segment */
   MI_SCHED_POINT_COUNT
 } mi_sched_point_t;
 

@@ -276,10 +276,10 @@ const char* mi_fault_event_name(mi_fault_event_t event) {
 #endif
 
 static const char* const mi_sched_point_names[MI_SCHED_POINT_COUNT] = {
-    "free_remote_read", "free_remote_pushed", "page_collect",         "abandon_begin",
-    "abandon_pushed",   "reclaim_claimed",    "heap_delete_absorbed", "heap_destroy_page",
-    "heap_freed",       "page_claim_slot",    "purge_claimed",        "purge_settled",
-    "segment_unlink",   "free_claim_read",    "free_claimed",         "dhat_dumping"};
+    "free_remote_read", "free_remote_pushed",   "page_collect",      "abandon_begin",   "abandon_pushed",
+    "reclaim_claimed",  "heap_delete_absorbed", "heap_destroy_page", "heap_freed",      "page_claim_slot",
+    "purge_claimed",    "purge_settled",        "segment_unlink",    "free_claim_read", "free_claimed",
+    "dhat_dumping",     "page_free_listing"};
 
 const char* mi_sched_point_name(mi_sched_point_t point) {
   return ((unsigned)point < MI_SCHED_POINT_COUNT ? mi_sched_point_names[point] : "?");

@@ -12,7 +12,7 @@
    while live (blocks carry a tag that is checked when they are freed, and
    the live blocks of a case are checked pairwise distinct).
 
-   Usage: test-teardown CASE [--expect-failure [EXIT]]   (test-teardown --list) */
+   Usage: test-teardown CASE [--expect-failure [EXIT | MESSAGE]]   (test-teardown --list) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -573,6 +573,43 @@ static void case_free_vs_purge_refused(void) {
   mi_collect(true); /* the purge list must hold no released segment */
 }
 
+/* page free vs a neighbour's release: the main thread's segment S follows
+   another thread's segment N on the purge list (S's purge link is N). The
+   main thread frees S's last page and is held just before it takes the
+   purge lock to list the page, where the secure build checks S's purge
+   links; meanwhile N's owner frees N's last block, which unlists N and
+   unmaps it (no segment cache in these children). The links read under the
+   lock are the ones N's unlink rewrote: no report. Read before the lock
+   (MI_TEARDOWN_PLANT_STALE_LINKS) the link still names N, gone from the
+   segment map: the false alarm "corrupted segment header". */
+static mi_segment_t* _Atomic neighbour;
+
+static void* neighbour_release(void* arg) { /* role 2 */
+  (void)arg;
+  my_role = 2;
+  void* keep = two_pages(); /* N listed first */
+  atomic_store(&neighbour, _mi_ptr_segment(keep));
+  gate_post(2);
+  sem_wait_or_die(0);
+  mi_free(keep); /* N's last page: N leaves the list and is unmapped */
+  gate_post(1);
+  return NULL;
+}
+
+static void case_free_vs_neighbour_release(void) {
+  my_role = 1;
+  pthread_t t = spawn(&neighbour_release, NULL);
+  sem_wait_or_die(2);
+  void* keep = two_pages(); /* S listed in front of N */
+  mi_segment_t* segment = _mi_ptr_segment(keep);
+  CHECK(segment->purge_next == atomic_load(&neighbour));
+  rule(MI_SCHED_PAGE_FREE_LISTING, 1, 0, 1);
+  mi_free(keep);
+  join(t);
+  rules_all_fired();
+  check_baseline();
+}
+
 /* claim on free vs claim and re-abandon (mi_option_abandoned_reclaim_on_free):
    a thread freeing into an abandoned segment reads its owner word
    (ABANDONED, g) and is held before its claim CAS; meanwhile another thread
@@ -1020,6 +1057,7 @@ static const case_t cases[] = {
     {"heap-aba", &case_heap_aba},
     {"free-vs-purge", &case_free_vs_purge},
     {"free-vs-purge-refused", &case_free_vs_purge_refused},
+    {"free-vs-neighbour-release", &case_free_vs_neighbour_release},
     {"claim-vs-reabandon", &case_claim_vs_reabandon},
     {"free-claim-vs-collect", &case_free_claim_vs_collect},
     {"stress", &case_stress},
@@ -1049,11 +1087,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 2) {
-    fprintf(stderr, "usage: test-teardown CASE [--expect-failure] | --list\n");
+    fprintf(stderr, "usage: test-teardown CASE [--expect-failure [EXIT | MESSAGE]] | --list\n");
     return 2;
   }
   bool expect_failure = (argc >= 3 && strcmp(argv[2], "--expect-failure") == 0);
-  int expect_exit = (expect_failure && argc >= 4 ? atoi(argv[3]) : 0); /* 0: any failure */
+  /* after --expect-failure: an exit code, or a line the child must print on stderr; none: any failure */
+  const char* expect_arg = (expect_failure && argc >= 4 ? argv[3] : NULL);
+  bool expect_message = (expect_arg != NULL && (expect_arg[0] < '0' || expect_arg[0] > '9'));
+  int expect_exit = (expect_arg != NULL && !expect_message ? atoi(expect_arg) : 0);
   const case_t* c = NULL;
   for (size_t i = 0; i < CASE_COUNT; i++) {
     if (strcmp(argv[1], cases[i].name) == 0) c = &cases[i];
@@ -1067,13 +1108,40 @@ int main(int argc, char** argv) {
     return 77;
   }
   fflush(NULL);
+  int err_pipe[2] = {-1, -1};
+  if (expect_message && pipe(err_pipe) != 0) return 2;
   pid_t pid = fork();
   if (pid < 0) return 2;
   if (pid == 0) {
+    if (expect_message) {
+      dup2(err_pipe[1], 2);
+      close(err_pipe[0]);
+      close(err_pipe[1]);
+    }
     alarm(60); /* a wedged interleaving fails instead of hanging */
     child_setup();
     c->fn();
     _exit(0);
+  }
+  static char err_text[16384]; /* the beginning of the child's stderr, where its report is */
+  size_t err_len = 0;
+  if (expect_message) {
+    close(err_pipe[1]);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(err_pipe[0], buf, sizeof(buf))) != 0) {
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      size_t keep = (size_t)n;
+      if (keep > sizeof(err_text) - 1 - err_len) keep = sizeof(err_text) - 1 - err_len;
+      memcpy(err_text + err_len, buf, keep);
+      err_len += keep;
+    }
+    close(err_pipe[0]);
+    err_text[err_len] = 0;
+    fputs(err_text, stderr);
   }
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) return 2;
@@ -1083,7 +1151,9 @@ int main(int argc, char** argv) {
   if (expect_failure) {
     /* with an exit code given, only that failure counts: another one would
        not show that the planted bug was seen */
-    bool seen = !ok && (expect_exit == 0 || (WIFEXITED(status) && WEXITSTATUS(status) == expect_exit));
+    bool seen =
+        !ok && (expect_message ? strstr(err_text, expect_arg) != NULL
+                               : (expect_exit == 0 || (WIFEXITED(status) && WEXITSTATUS(status) == expect_exit)));
     printf("test-teardown: %s: %s\n", c->name,
            ok     ? "passed, but a failure was expected: the planted bug went unseen"
            : seen ? "failed as expected (positive control)"
