@@ -294,7 +294,8 @@ void _mi_meta_free(void* p) mi_decl_hidden;
 
 /* segment-cache.c */
 void _mi_segment_cache_init(void) mi_decl_hidden;
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) mi_decl_hidden;
+/* `want`: about how many bytes the caller will touch (0: unknown) */
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 
 /* init.c */

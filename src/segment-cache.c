@@ -76,11 +76,24 @@ static bool mi_cache_fits_larger(mi_segment_kind_t kind, size_t want, size_t hav
   return (!MI_SECURE && kind == MI_SEGMENT_SINGLE && have > want && have - want <= want / 2);
 }
 
-/* A cached segment of `size` bytes for `kind`: the newest dirty one of the
-   same kind and size (its header and page states are valid), else the
-   smallest dirty larger one that fits, else a clean one of that size. The
-   caller lays out a clean one anew. */
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) {
+/* How far a dirty slot's committed bytes are from what its next user will
+   touch (0: any will do): too many stay resident unused (or cost a purge),
+   too few cost a page fault a page. */
+static size_t mi_cache_misfit(const mi_cache_slot_t* slot, size_t want) {
+  if (want == 0) return 0;
+  size_t committed = (size_t)slot->committed;
+  return (committed > want ? committed - want : want - committed);
+}
+
+/* A cached segment of `size` bytes for `kind`, whose user will touch about
+   `want` bytes of it (0: unknown): of the dirty ones of the same kind and
+   size (header and page states valid), the one whose committed bytes come
+   closest to `want`, the newest among equals (a single-block segment is
+   reused for blocks of any size up to it: one that held a 1 MiB block would
+   otherwise serve a guarded sample of 16 bytes while a 1 MiB block faults in
+   another); else the smallest dirty larger one that fits, else a clean one
+   of that size. The caller lays out a clean one anew. */
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want) {
   if (atomic_load_explicit(&mi_cache_count, memory_order_relaxed) == 0) return NULL;
   _mi_lock_acquire(&mi_cache_lock);
   mi_cache_slot_t* same = NULL;
@@ -99,7 +112,13 @@ mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size) {
     if (!slot->dirty) {
       if (clean == NULL && (!MI_SECURE || slot->kind == (uint8_t)kind)) clean = slot;
     } else if (slot->segment->kind == (uint8_t)kind) {
-      if (same == NULL || slot->cached_at > same->cached_at) same = slot;
+      if (same == NULL) {
+        same = slot;
+        continue;
+      }
+      size_t misfit = mi_cache_misfit(slot, want);
+      size_t same_misfit = mi_cache_misfit(same, want);
+      if (misfit < same_misfit || (misfit == same_misfit && slot->cached_at > same->cached_at)) same = slot;
     }
   }
   if (same == NULL) same = larger;

@@ -157,9 +157,10 @@ static void mi_segment_unmap(mi_segment_t* segment) {
 
 /* A segment of `kind`: a cached one of the same kind keeps its page states
    (and their committed memory), otherwise the header is laid out anew. */
-static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size) {
+/* `want`: about how many bytes of it the caller will touch (0: unknown) */
+static mi_segment_t* mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, size_t want) {
   mi_segment_t* segment = NULL;
-  if (segment_size <= MI_LARGE_SEGMENT_MAX) segment = _mi_segment_cache_pop(kind, segment_size);
+  if (segment_size <= MI_LARGE_SEGMENT_MAX) segment = _mi_segment_cache_pop(kind, segment_size, want);
   if (segment != NULL) {
     if (segment->kind == (uint8_t)kind && segment->cookie == ((uintptr_t)segment ^ _mi_process_key)) {
       /* dirty segment of the same kind: header and page states are valid */
@@ -363,7 +364,7 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) {
         mi_segments_reclaim(tld->heap_backing, 2, (int)kind)) {
       continue;
     }
-    segment = mi_segment_alloc(kind, MI_SEGMENT_SIZE);
+    segment = mi_segment_alloc(kind, MI_SEGMENT_SIZE, 0);
     if (segment == NULL) {
       return NULL; /* fault path */
     }
@@ -860,7 +861,7 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
      can reuse them; huge ones are mapped to measure */
   size_t segment_size =
       (needed + guard <= MI_LARGE_SEGMENT_MAX ? _mi_align_up(needed + guard, MI_SEGMENT_SIZE) : needed + guard);
-  mi_segment_t* segment = mi_segment_alloc(MI_SEGMENT_SINGLE, segment_size);
+  mi_segment_t* segment = mi_segment_alloc(MI_SEGMENT_SINGLE, segment_size, info + needed - offset);
   if (segment == NULL) return NULL;
   mi_page_t* page = &segment->pages[0];
   bool was_clean = false;

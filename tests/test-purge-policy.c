@@ -270,6 +270,48 @@ static void test_cache_larger_dirty_segment_serves_smaller_block(void** state) {
 #endif
 }
 
+/* Two dirty cached segments of one size, one that held a 2 MiB block and
+   one a 256 KiB block (the newer): a 2 MiB block gets the first, a 256 KiB
+   block the second, each the one whose committed memory fits it. (Taking
+   the newest for any size gave a guarded sample of a few bytes the segment
+   of a megabyte block: mstress held 50 MiB more in the secure build.) */
+static void test_cache_segment_closest_in_committed_serves_block(void** state) {
+  (void)state;
+  mi_option_set(mi_option_purge_delay, 100000); /* nothing purged by time while the case runs */
+  mi_option_set(mi_option_large_quarantine, 0); /* secure builds: freed large blocks straight to the cache */
+  long sample_rate = mi_option_get(mi_option_guarded_sample_rate);
+  mi_option_set(mi_option_guarded_sample_rate, 0);
+  mi_collect(true);
+  const size_t big_size = 2 * MiB;
+  const size_t small_size = 256 * 1024; /* above the medium sizes: a segment of its own */
+  uint8_t* big = (uint8_t*)mi_malloc(big_size);
+  uint8_t* small = (uint8_t*)mi_malloc(small_size);
+  assert_non_null(big);
+  assert_non_null(small);
+  memset(big, 1, big_size);
+  memset(small, 1, small_size);
+  mi_segment_t* big_segment = _mi_ptr_segment(big);
+  mi_segment_t* small_segment = _mi_ptr_segment(small);
+  assert_int_equal(big_segment->segment_size, small_segment->segment_size); /* one size in the cache */
+  mi_free(big);
+  int64_t freed_at = mi_prim_clock_now();
+  while (mi_prim_clock_now() == freed_at) { /* the next millisecond: the small block's segment is the newer */
+  }
+  mi_free(small);
+  uint8_t* again_big = (uint8_t*)mi_malloc(big_size);
+  assert_non_null(again_big);
+  assert_ptr_equal(_mi_ptr_segment(again_big), big_segment);
+  uint8_t* again_small = (uint8_t*)mi_malloc(small_size);
+  assert_non_null(again_small);
+  assert_ptr_equal(_mi_ptr_segment(again_small), small_segment);
+  mi_free(again_big);
+  mi_free(again_small);
+  mi_collect(true);
+  mi_option_set(mi_option_guarded_sample_rate, sample_rate);
+  mi_option_set(mi_option_large_quarantine, MI_SECURE ? 64 : 0);
+  mi_option_set(mi_option_purge_delay, -1);
+}
+
 /* The delay grown to 64 ms (as regrets grow it), a plain delay of 1 ms: the
    freed segments have waited the plain delay but not the grown one when the
    pass comes, and only the budget purges them. (Were the machine to stall
@@ -320,6 +362,7 @@ int main(void) {
       cmocka_unit_test(test_page_budget_within_allowance_none_go),
       cmocka_unit_test(test_page_budget_dirty_free_pages_purged),
       cmocka_unit_test(test_cache_larger_dirty_segment_serves_smaller_block),
+      cmocka_unit_test(test_cache_segment_closest_in_committed_serves_block),
       cmocka_unit_test(test_cache_dirty_over_budget_purged),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
