@@ -607,7 +607,9 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
       if (mi_unlikely(page->block_size > MI_SECURE_UAF_CHECK_MAX))
         return mi_secure_malloc_medium(page, block, size, zero);
       mi_block_prepare_small(page, block, size);
-      if (zero) return memset(block, 0, size); /* a tail call */
+      /* with zero on free, the reuse check just found the block all zero
+         (its link cleared): a zeroing allocation has nothing left to do */
+      if (zero && _mi_option_get_after_init(mi_option_zero_on_free) == 0) return memset(block, 0, size);
       return block;
     }
   }

@@ -851,6 +851,46 @@ static void test_handed_out_block_reads_zero(void** state) {
   }
 }
 
+/* A zeroing allocation of a reused block: with zero on free, the reuse check
+   found it zero and it is handed out as it is; with zero on free off the
+   block holds what its last user wrote, and must be zeroed. Both read zero,
+   at sizes up to the checked 8 KiB and past them (sampled, so zeroed). */
+static size_t nonzero_in_reused_zalloc(size_t size) {
+  enum { N = 100 }; /* more than the quarantine holds: blocks come back */
+  static void* blocks[N];
+  size_t nonzero = 0;
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) {
+      uint8_t* b = (uint8_t*)(round == 0 ? mi_malloc(size) : mi_zalloc(size));
+      assert_non_null(b);
+      if (round > 0) {
+        for (size_t k = 0; k < size; k++) nonzero += (b[k] != 0);
+      }
+      memset(b, 0xAB, size);
+      blocks[i] = b;
+    }
+    for (int i = 0; i < N; i++) mi_free(blocks[i]);
+  }
+  return nonzero;
+}
+static const size_t zalloc_sizes[] = {24, 100, 1000, 8000, 20000};
+/* in a child: the blocks freed unzeroed stay on their pages' lists, and a
+   later malloc with the option on again would report them */
+static void case_zalloc_reused_zero_on_free_off(bool misuse) {
+  (void)misuse;
+  mi_option_set(mi_option_zero_on_free, 0);
+  for (size_t k = 0; k < sizeof(zalloc_sizes) / sizeof(zalloc_sizes[0]); k++) {
+    if (nonzero_in_reused_zalloc(zalloc_sizes[k]) != 0) exit(1);
+  }
+}
+static void test_zalloc_reused_block_reads_zero(void** state) {
+  (void)state;
+  for (size_t k = 0; k < sizeof(zalloc_sizes) / sizeof(zalloc_sizes[0]); k++) {
+    assert_int_equal(nonzero_in_reused_zalloc(zalloc_sizes[k]), 0);
+  }
+  expect_clean_exit(&case_zalloc_reused_zero_on_free_off);
+}
+
 /* Pages emptied while zero on free was off keep their blocks' contents; a
    page set up on that memory once the option is on again must start zeroed,
    or its blocks would be reported as written after free when handed out.
@@ -979,6 +1019,7 @@ int main(void) {
       cmocka_unit_test(test_error_callback),
       cmocka_unit_test(test_exact_usable_size),
       cmocka_unit_test(test_zalloc_one_block_page),
+      cmocka_unit_test(test_zalloc_reused_block_reads_zero),
       cmocka_unit_test(test_128k_is_medium),
       cmocka_unit_test(test_realloc_large_room),
       cmocka_unit_test(test_zero_on_free),
