@@ -1,12 +1,13 @@
 /* Allocation entry points: the thread-local fast path and the calls built on it. */
 #include "internal.h"
+#include "alloc-fast.h"
 
 #include <limits.h>
 #include <stdlib.h>
 
 /* Slow path of the recorded entry points: the profiler's hook after it
    (secure builds: the whole of a recorded allocation). */
-static mi_noinline void* mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) {
+mi_noinline void* _mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) {
 #if MI_SECURE
   void* p = _mi_secure_malloc(heap, size, false);
 #else
@@ -16,37 +17,25 @@ static mi_noinline void* mi_malloc_generic_recorded(mi_heap_t* heap, size_t size
   return p;
 }
 
-/* The fast path: a size class lookup, one page, one free-list pop. No lock,
-   no atomic read-modify-write. Everything else is in _mi_malloc_generic.
-   With `record` (the public entry points) the profiler's flag is tested
-   after the pop; both exits are tail calls, so the fast path needs no frame. */
+#if !MI_SECURE
+static void* mi_malloc_generic_plain(mi_heap_t* heap, size_t size) {
+  return _mi_malloc_generic(heap, size, false);
+}
+#endif
+
+/* With `record` (the public entry points) the profiler's flag is tested
+   after the pop (alloc-fast.h). */
 static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool record) {
 #if MI_SECURE
   /* the profiler's test first, so the common exit is a tail call (no frame) */
 #if MI_DHAT
-  if (record && mi_unlikely(mi_dhat_is_on())) return mi_malloc_generic_recorded(heap, size);
+  if (record && mi_unlikely(mi_dhat_is_on())) return _mi_malloc_generic_recorded(heap, size);
 #endif
   (void)record;
   return _mi_secure_malloc(heap, size, false);
+#else
+  return _mi_heap_malloc_fast(heap, size, record, record ? &_mi_malloc_generic_recorded : &mi_malloc_generic_plain);
 #endif
-  if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
-    size_t bin = _mi_bin(size);
-    mi_page_t* page = heap->pages[bin].first;
-    mi_block_t* block = page->free;
-    if (mi_likely(block != NULL)) {
-      page->free = mi_block_next(page, block);
-      page->used++;
-#if MI_STAT
-      heap->stat_malloc[bin]++;
-#endif
-      mi_track_malloc(block, size, page->block_size, false);
-#if MI_DHAT
-      if (record && mi_unlikely(mi_dhat_is_on())) return _mi_dhat_record_alloc(block, size);
-#endif
-      return block;
-    }
-  }
-  return (record ? mi_malloc_generic_recorded(heap, size) : _mi_malloc_generic(heap, size, false));
 }
 
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {

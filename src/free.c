@@ -1,6 +1,7 @@
 /* Freeing: the thread-local fast path, frees from other threads, and the
    rare cases (aligned interior pointers, full pages, single-block segments). */
 #include "internal.h"
+#include "free-fast.h"
 
 mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) {
   size_t diff = (size_t)((const uint8_t*)p - page->start);
@@ -63,27 +64,6 @@ mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* 
   }
 }
 
-static inline void mi_free_inline(void* p) {
-#if MI_SECURE
-  _mi_secure_free(p);
-  return;
-#endif
-  mi_segment_t* segment = _mi_ptr_segment(p);
-  if (mi_unlikely(segment == NULL)) return; /* NULL (and the first 4 MiB of address space) */
-  mi_page_t* page = _mi_segment_page_of(segment, p);
-  if (mi_likely(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id() &&
-                mi_page_flags(page) == 0)) {
-    mi_block_t* block = (mi_block_t*)p;
-    mi_track_unregister(block);
-    mi_track_free(block, page->block_size);
-    mi_block_set_next(page, block, page->free);
-    page->free = block;
-    if (mi_unlikely(--page->used == 0)) _mi_page_retire(page);
-    return;
-  }
-  _mi_free_generic(segment, page, p);
-}
-
 /* Free without telling the profiler: for blocks whose record the caller
    handles itself (a reallocation that moves) or that were never handed to
    the program. */
@@ -93,20 +73,14 @@ void _mi_free_unrecorded(void* p) {
 
 #if MI_DHAT
 /* The record goes first: once the block is free another thread may get it. */
-static mi_noinline void mi_free_recorded(void* p) {
+mi_noinline void _mi_free_recorded(void* p) {
   mi_dhat_free(p);
   mi_free_inline(p);
 }
 #endif
 
 void mi_free(void* p) {
-#if MI_DHAT
-  if (mi_unlikely(mi_dhat_is_on())) {
-    mi_free_recorded(p); /* a tail call: the fast path below needs no frame */
-    return;
-  }
-#endif
-  mi_free_inline(p);
+  mi_free_fast(p);
 }
 
 void mi_cfree(void* p) {

@@ -20,6 +20,8 @@
    Delete: the sized and aligned forms go to mi_free_size*, checked in secure
    builds (src/secure-sized.c). */
 #include "internal.h"
+#include "alloc-fast.h"
+#include "free-fast.h"
 
 #include <stdlib.h>
 
@@ -78,6 +80,31 @@ static inline void* mi_new_with(size_t size, size_t alignment, bool nothrow) {
   return mi_new_failed(size, alignment, nothrow);
 }
 
+/* The plain forms: malloc's fast path inlined, so that new is a pop with no
+   call and no frame (a call to mi_malloc went through the PLT, from a frame
+   kept for the test of its result: 10 instructions a new more than
+   mimalloc's). Its slow path takes the failure too. */
+#if !MI_SECURE
+static mi_noinline void* mi_new_slow(mi_heap_t* heap, size_t size) {
+  void* p = _mi_malloc_generic_recorded(heap, size);
+  if (mi_likely(p != NULL)) return p;
+  return mi_new_failed(size, 0, false);
+}
+static mi_noinline void* mi_new_slow_nothrow(mi_heap_t* heap, size_t size) {
+  void* p = _mi_malloc_generic_recorded(heap, size);
+  if (mi_likely(p != NULL)) return p;
+  return mi_new_failed(size, 0, true);
+}
+#endif
+
+static inline void* mi_new_plain(size_t size, bool nothrow) {
+#if MI_SECURE
+  return mi_new_with(size, 0, nothrow);
+#else
+  return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, nothrow ? &mi_new_slow_nothrow : &mi_new_slow);
+#endif
+}
+
 /* ---- new ---------------------------------------------------------------------- */
 
 MI_CXX void* mi_cxx_new(size_t size) __asm__("_Znw" MI_SZ);
@@ -92,18 +119,18 @@ MI_CXX void* mi_cxx_new_array_aligned_nothrow(size_t size, size_t alignment,
                                               const void* tag) __asm__("_Zna" MI_SZ MI_ALIGN MI_NOTHROW);
 
 void* mi_cxx_new(size_t size) {
-  return mi_new_with(size, 0, false);
+  return mi_new_plain(size, false);
 }
 void* mi_cxx_new_array(size_t size) {
-  return mi_new_with(size, 0, false);
+  return mi_new_plain(size, false);
 }
 void* mi_cxx_new_nothrow(size_t size, const void* tag) {
   (void)tag;
-  return mi_new_with(size, 0, true);
+  return mi_new_plain(size, true);
 }
 void* mi_cxx_new_array_nothrow(size_t size, const void* tag) {
   (void)tag;
-  return mi_new_with(size, 0, true);
+  return mi_new_plain(size, true);
 }
 void* mi_cxx_new_aligned(size_t size, size_t alignment) {
   return mi_new_with(size, alignment, false);
@@ -138,18 +165,18 @@ MI_CXX void mi_cxx_delete_sized_aligned(void* p, size_t size, size_t alignment) 
 MI_CXX void mi_cxx_delete_array_sized_aligned(void* p, size_t size, size_t alignment) __asm__("_ZdaPv" MI_SZ MI_ALIGN);
 
 void mi_cxx_delete(void* p) {
-  mi_free(p);
+  mi_free_fast(p);
 }
 void mi_cxx_delete_array(void* p) {
-  mi_free(p);
+  mi_free_fast(p);
 }
 void mi_cxx_delete_nothrow(void* p, const void* tag) {
   (void)tag;
-  mi_free(p);
+  mi_free_fast(p);
 }
 void mi_cxx_delete_array_nothrow(void* p, const void* tag) {
   (void)tag;
-  mi_free(p);
+  mi_free_fast(p);
 }
 void mi_cxx_delete_sized(void* p, size_t size) {
   mi_free_size(p, size);

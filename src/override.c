@@ -1,21 +1,29 @@
 /* The malloc family exported from the shared library, so that LD_PRELOAD (or
    linking it first) puts the whole program on this allocator. Each is a tail
-   call into the mi_ function. Compiled only with MI_OVERRIDE. */
+   call into the mi_ function, but malloc and free, which inline the fast
+   paths (a tail call into mi_malloc or mi_free went through the PLT).
+   Compiled only with MI_OVERRIDE. */
 #include "internal.h"
+#include "alloc-fast.h"
+#include "free-fast.h"
 
 #define MI_FORWARD __attribute__((visibility("default"), used))
 
 MI_FORWARD void* malloc(size_t size) {
+#if MI_SECURE
   return mi_malloc(size);
+#else
+  return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, &_mi_malloc_generic_recorded);
+#endif
 }
 MI_FORWARD void* calloc(size_t count, size_t size) {
   return mi_calloc(count, size);
 }
 MI_FORWARD void free(void* p) {
-  mi_free(p);
+  mi_free_fast(p);
 }
 MI_FORWARD void cfree(void* p) {
-  mi_free(p);
+  mi_free_fast(p);
 }
 
 /* glibc frees and returns NULL for realloc(p, 0); programs written for it
