@@ -10,6 +10,16 @@ size_t _mi_bin_size(size_t bin) {
   return ((size_t)1 << b) + (idx + 1) * ((size_t)1 << (b - 3));
 }
 
+/* _mi_bin(8 * w) for w = 0..128: bins are 8-byte multiples up to 1 KiB, so
+   the bin of a size there is one load, by its size in words (a size of 0
+   gets the smallest bin); test-bins checks each against _mi_bin. */
+const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] = {
+    1,  1,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10, 11, 11, 12, 12, 13,
+    13, 14, 14, 15, 15, 16, 16, 17, 17, 17, 17, 18, 18, 18, 18, 19, 19, 19, 19, 20, 20, 20, 20, 21, 21, 21,
+    21, 22, 22, 22, 22, 23, 23, 23, 23, 24, 24, 24, 24, 25, 25, 25, 25, 25, 25, 25, 25, 26, 26, 26, 26, 26,
+    26, 26, 26, 27, 27, 27, 27, 27, 27, 27, 27, 28, 28, 28, 28, 28, 28, 28, 28, 29, 29, 29, 29, 29, 29, 29,
+    29, 30, 30, 30, 30, 30, 30, 30, 30, 31, 31, 31, 31, 31, 31, 31, 31, 32, 32, 32, 32, 32, 32, 32, 32};
+
 /* ---- Queues --------------------------------------------------------------------- */
 
 mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) {

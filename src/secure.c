@@ -582,12 +582,11 @@ static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* bl
   return block;
 }
 
-/* The bin of a request of size > 0 with its trailer: _mi_bin, but for the
-   case of the smallest bin, which (size + 8 + 15) / 16 gives already when
-   size 0 never comes here (it goes to the slow path, secure-zero.c). */
+/* The bin of a request of size > 0 with its trailer: up to 1 KiB a table
+   lookup (size 0 never comes here: it goes to the slow path, secure-zero.c). */
 static inline size_t mi_secure_bin(size_t size) {
   size_t n = size + MI_SECURE_TRAILER;
-  return (mi_likely(n <= 128) ? (n + 15) >> 4 : _mi_bin(n));
+  return (mi_likely(n <= MI_BIN_WSIZE_MAX * 8) ? _mi_bin_of_wsize[(n + 7) >> 3] : _mi_bin(n));
 }
 
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
