@@ -741,6 +741,7 @@ static inline bool _mi_realloc_total(const void* p, size_t count, size_t size, s
 /* Size class of a request; requests above MI_MEDIUM_BLOCK_MAX have no bin. */
 /* page.c: the bins of sizes up to MI_BIN_WSIZE_MAX words, by word count */
 #define MI_BIN_WSIZE_MAX 128
+#define MI_BIN_WSIZE_BYTES_MAX ((size_t)MI_BIN_WSIZE_MAX * 8)
 extern const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] mi_decl_hidden;
 
 static inline size_t _mi_bin(size_t size) {

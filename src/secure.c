@@ -586,7 +586,7 @@ static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* bl
    lookup (size 0 never comes here: it goes to the slow path, secure-zero.c). */
 static inline size_t mi_secure_bin(size_t size) {
   size_t n = size + MI_SECURE_TRAILER;
-  return (mi_likely(n <= MI_BIN_WSIZE_MAX * 8) ? _mi_bin_of_wsize[(n + 7) >> 3] : _mi_bin(n));
+  return (mi_likely(n <= MI_BIN_WSIZE_BYTES_MAX) ? _mi_bin_of_wsize[(n + 7) >> 3] : _mi_bin(n));
 }
 
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
