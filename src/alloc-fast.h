@@ -19,8 +19,7 @@ void* _mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) mi_decl_hidden;
    every call site: the call is direct. */
 static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool record, mi_malloc_slow_fun* slow) {
   if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
-    /* up to 1 KiB a table lookup, not _mi_bin's compares and shifts */
-    size_t bin = (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX) ? _mi_bin_of_wsize[(size + 7) >> 3] : _mi_bin(size));
+    size_t bin = _mi_bin(size);
     mi_page_t* page = heap->pages[bin].first;
     mi_block_t* block = page->free;
     if (mi_likely(block != NULL)) {

@@ -745,7 +745,7 @@ static inline bool _mi_realloc_total(const void* p, size_t count, size_t size, s
 extern const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] mi_decl_hidden;
 
 static inline size_t _mi_bin(size_t size) {
-  if (mi_likely(size <= 128)) return (size <= 16 ? 1 : (size + 15) >> 4);
+  if (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX)) return _mi_bin_of_wsize[(size + 7) >> 3];
   size_t s = size - 1;
   size_t b = mi_bsr64((unsigned long long)s);
   return 9 + (b - 7) * 8 + ((s >> (b - 3)) & 7);

@@ -85,15 +85,16 @@ static inline void* mi_new_with(size_t size, size_t alignment, bool nothrow) {
    kept for the test of its result: 10 instructions a new more than
    mimalloc's). Its slow path takes the failure too. */
 #if !MI_SECURE
-static mi_noinline void* mi_new_slow(mi_heap_t* heap, size_t size) {
+static inline void* mi_new_generic(mi_heap_t* heap, size_t size, bool nothrow) {
   void* p = _mi_malloc_generic_recorded(heap, size);
   if (mi_likely(p != NULL)) return p;
-  return mi_new_failed(size, 0, false);
+  return mi_new_failed(size, 0, nothrow);
+}
+static mi_noinline void* mi_new_slow(mi_heap_t* heap, size_t size) {
+  return mi_new_generic(heap, size, false);
 }
 static mi_noinline void* mi_new_slow_nothrow(mi_heap_t* heap, size_t size) {
-  void* p = _mi_malloc_generic_recorded(heap, size);
-  if (mi_likely(p != NULL)) return p;
-  return mi_new_failed(size, 0, true);
+  return mi_new_generic(heap, size, true);
 }
 #endif
 

@@ -10,9 +10,12 @@ size_t _mi_bin_size(size_t bin) {
   return ((size_t)1 << b) + (idx + 1) * ((size_t)1 << (b - 3));
 }
 
-/* _mi_bin(8 * w) for w = 0..128: bins are 8-byte multiples up to 1 KiB, so
-   the bin of a size there is one load, by its size in words (a size of 0
-   gets the smallest bin); test-bins checks each against _mi_bin. */
+/* The bins of sizes up to 1 KiB by their size in words, w = (size + 7) / 8:
+   the smallest bin whose _mi_bin_size holds 8 * w (16-byte steps up to 128
+   bytes, then eight bins a doubling, all multiples of 8 bytes, so every
+   size of a word count shares its bin). A size of 0 gets the smallest bin.
+   One load in _mi_bin, where compares and a bsr were; test-bins checks each
+   entry against _mi_bin_size. */
 const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] = {
     1,  1,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10, 11, 11, 12, 12, 13,
     13, 14, 14, 15, 15, 16, 16, 17, 17, 17, 17, 18, 18, 18, 18, 19, 19, 19, 19, 20, 20, 20, 20, 21, 21, 21,

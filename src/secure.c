@@ -582,11 +582,10 @@ static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* bl
   return block;
 }
 
-/* The bin of a request of size > 0 with its trailer: up to 1 KiB a table
-   lookup (size 0 never comes here: it goes to the slow path, secure-zero.c). */
+/* The bin of a request with its trailer (size 0 never comes here: it goes
+   to the slow path, secure-zero.c). */
 static inline size_t mi_secure_bin(size_t size) {
-  size_t n = size + MI_SECURE_TRAILER;
-  return (mi_likely(n <= MI_BIN_WSIZE_BYTES_MAX) ? _mi_bin_of_wsize[(n + 7) >> 3] : _mi_bin(n));
+  return _mi_bin(size + MI_SECURE_TRAILER);
 }
 
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {

@@ -85,6 +85,13 @@ static size_t mi_cache_misfit(const mi_cache_slot_t* slot, size_t want) {
   return (committed > want ? committed - want : want - committed);
 }
 
+/* `slot` serves `want` better than `best`: closer, or as close and newer */
+static bool mi_cache_fits_better(const mi_cache_slot_t* slot, const mi_cache_slot_t* best, size_t want) {
+  size_t misfit = mi_cache_misfit(slot, want);
+  size_t best_misfit = mi_cache_misfit(best, want);
+  return (misfit < best_misfit || (misfit == best_misfit && slot->cached_at > best->cached_at));
+}
+
 /* A cached segment of `size` bytes for `kind`, whose user will touch about
    `want` bytes of it (0: unknown): of the dirty ones of the same kind and
    size (header and page states valid), the one whose committed bytes come
@@ -111,14 +118,8 @@ mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t 
     }
     if (!slot->dirty) {
       if (clean == NULL && (!MI_SECURE || slot->kind == (uint8_t)kind)) clean = slot;
-    } else if (slot->segment->kind == (uint8_t)kind) {
-      if (same == NULL) {
-        same = slot;
-        continue;
-      }
-      size_t misfit = mi_cache_misfit(slot, want);
-      size_t same_misfit = mi_cache_misfit(same, want);
-      if (misfit < same_misfit || (misfit == same_misfit && slot->cached_at > same->cached_at)) same = slot;
+    } else if (slot->segment->kind == (uint8_t)kind && (same == NULL || mi_cache_fits_better(slot, same, want))) {
+      same = slot;
     }
   }
   if (same == NULL) same = larger;

@@ -1,16 +1,19 @@
-/* Size classes: the fast path's table of bins by word count (page.c,
-   _mi_bin_of_wsize) agrees with _mi_bin for every size it covers, and a
-   block of each size lands in a page of its bin, whose blocks hold it. */
+/* Size classes: _mi_bin gives every size the smallest bin whose block size
+   holds it (its table up to 1 KiB, page.c's _mi_bin_of_wsize, and its
+   formula past it alike), and a block of each size lands in a page of its
+   bin, whose blocks hold it. */
 #include "testutil.h"
 
-#include "internal.h" /* _mi_bin, _mi_bin_of_wsize, _mi_bin_size */
+#include "internal.h" /* _mi_bin, _mi_bin_size */
 
-static void test_bin_table_matches_bin_every_size(void** state) {
+static void test_bin_smallest_holding_every_size(void** state) {
   (void)state;
-  for (size_t size = 1; size <= MI_BIN_WSIZE_MAX * 8; size++) {
-    assert_int_equal(_mi_bin_of_wsize[(size + 7) >> 3], _mi_bin(size));
+  assert_int_equal(_mi_bin(0), 1); /* size 0: the smallest bin */
+  for (size_t size = 1; size <= 4 * MI_BIN_WSIZE_BYTES_MAX; size++) {
+    size_t bin = _mi_bin(size);
+    assert_true(_mi_bin_size(bin) >= size);
+    assert_true(bin == 1 || _mi_bin_size(bin - 1) < size);
   }
-  assert_int_equal(_mi_bin_of_wsize[0], _mi_bin(0)); /* size 0: the smallest bin */
 }
 
 /* Secure builds: a block holds its trailer too, a size of 0 gets a slot of
@@ -37,7 +40,7 @@ static void test_block_of_each_size_in_page_of_its_bin(void** state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bin_table_matches_bin_every_size),
+      cmocka_unit_test(test_bin_smallest_holding_every_size),
       cmocka_unit_test(test_block_of_each_size_in_page_of_its_bin),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
