@@ -18,15 +18,15 @@ void* _mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) mi_decl_hidden;
    are tail calls, so the fast path needs no frame. `slow` is a constant at
    every call site: the call is direct. */
 static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool record, mi_malloc_slow_fun* slow) {
-  if (mi_likely(size <= MI_MEDIUM_BLOCK_MAX)) {
-    size_t bin = _mi_bin(size);
-    mi_page_t* page = heap->pages[bin].first;
+  /* the small sizes' compare first: one compare on their way */
+  if (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX) || size <= MI_MEDIUM_BLOCK_MAX) {
+    mi_page_t* page = _mi_heap_page_for(heap, size);
     mi_block_t* block = page->free;
     if (mi_likely(block != NULL)) {
       page->free = mi_block_next(page, block);
       page->used++;
 #if MI_STAT
-      heap->stat_malloc[bin]++;
+      heap->stat_malloc[page->bin]++;
 #endif
       mi_track_malloc(block, size, page->block_size, false);
 #if MI_DHAT

@@ -116,6 +116,11 @@
 #define MI_BIN_MEDIUM_MAX (MI_SECURE ? 89 : 88) /* last bin of medium pages (MI_MEDIUM_BLOCK_MAX) */
 #define MI_BIN_FULL (MI_BIN_MEDIUM_MAX + 1)     /* queue of pages with no free block */
 #define MI_BIN_COUNT (MI_BIN_FULL + 1)
+/* Sizes up to MI_BIN_WSIZE_MAX words find their bin by table (page.c's
+   _mi_bin_of_wsize) and their page by the heap's direct table (pages_direct) */
+#define MI_BIN_WSIZE_MAX 128
+#define MI_BIN_WSIZE_BYTES_MAX ((size_t)MI_BIN_WSIZE_MAX * 8)
+#define MI_BIN_DIRECT_MAX 32 /* the bin of MI_BIN_WSIZE_BYTES_MAX: the last the direct table serves */
 
 /* Secure mode: bytes reserved at the end of every block for the encoded
    trailer (requested size and check), canary bytes checked after the

@@ -48,6 +48,7 @@ void _mi_heap_check(const mi_heap_t* heap) {
     mi_assert(pq->last == prev);
   }
   mi_assert(pages == heap->page_count);
+  mi_assert(_mi_heap_direct_consistent(heap)); /* the fast path's table matches the queues */
 }
 
 #else

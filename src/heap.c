@@ -56,7 +56,7 @@ static void mi_heap_absorb(mi_heap_t* to, mi_heap_t* from) {
     mi_page_queue_t* pq = &from->pages[bin];
     while (pq->last != NULL) {
       mi_page_t* page = pq->first;
-      _mi_page_queue_remove(pq, page);
+      _mi_page_queue_remove(from, pq, page);
       page->heap = to;
       _mi_page_queue_push(to, &to->pages[bin], page);
       to->page_count++;
@@ -88,7 +88,7 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
     mi_page_queue_t* pq = &heap->pages[bin];
     while (pq->last != NULL) {
       mi_page_t* page = pq->first;
-      _mi_page_queue_remove(pq, page);
+      _mi_page_queue_remove(heap, pq, page);
       mi_page_flags_store(page, 0);
       mi_sched_point(MI_SCHED_HEAP_DESTROY_PAGE);
 #if MI_DHAT

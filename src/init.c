@@ -23,12 +23,18 @@ const mi_page_t _mi_page_empty = {0};
 #define MI_QUEUES_LAST MI_QUEUES_10
 #endif
 _Static_assert(MI_BIN_COUNT == 90 + MI_SECURE, "update the empty heap's queue initialiser");
+#define MI_EMPTY_PAGE ((mi_page_t*)&_mi_page_empty)
+#define MI_DIRECT_8 \
+  MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE
+#define MI_DIRECT_64 MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8
+_Static_assert(MI_BIN_WSIZE_MAX + 1 == 129, "update the empty heap's direct table initialiser");
 
-/* The heap of a thread that has not allocated yet: every queue points at the
-   empty page, so the fast path falls through to the slow path, which sets
+/* The heap of a thread that has not allocated yet: every queue and every
+   entry of the direct table points at the empty page, so the fast path falls through to the slow path, which sets
    the thread up. */
 const mi_heap_t _mi_heap_empty = {
     .tld = NULL,
+    .pages_direct = {MI_DIRECT_64, MI_DIRECT_64, MI_EMPTY_PAGE},
     .pages = {MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10,
               MI_QUEUES_10, MI_QUEUES_LAST},
 };

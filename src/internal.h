@@ -139,6 +139,10 @@ typedef struct mi_single_list_s mi_single_list_t;
 struct mi_heap_s {
   mi_tld_t* tld;
   uintptr_t thread_id;
+  /* the first page of the queue of each size up to MI_BIN_WSIZE_MAX words,
+     by the size in words: the fast path's one load where the bin's lookup
+     and its queue were two (page.c keeps it in step with the queues) */
+  mi_page_t* pages_direct[MI_BIN_WSIZE_MAX + 1];
   mi_page_queue_t pages[MI_BIN_COUNT];
   mi_heap_t* next;         /* in the tld's list of heaps */
   mi_page_t* single_first; /* this heap's large and huge blocks (under the single lock) */
@@ -485,7 +489,8 @@ void _mi_page_retire(mi_page_t* page) mi_decl_hidden;
 void _mi_page_collect(mi_page_t* page) mi_decl_hidden;
 void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) mi_decl_hidden;
 void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
-void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
+void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
+bool _mi_heap_direct_consistent(const mi_heap_t* heap) mi_decl_hidden;
 mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) mi_decl_hidden;
 void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
 size_t _mi_bin_size(size_t bin) mi_decl_hidden;
@@ -740,8 +745,6 @@ static inline bool _mi_realloc_total(const void* p, size_t count, size_t size, s
 
 /* Size class of a request; requests above MI_MEDIUM_BLOCK_MAX have no bin. */
 /* page.c: the bins of sizes up to MI_BIN_WSIZE_MAX words, by word count */
-#define MI_BIN_WSIZE_MAX 128
-#define MI_BIN_WSIZE_BYTES_MAX ((size_t)MI_BIN_WSIZE_MAX * 8)
 extern const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] mi_decl_hidden;
 
 static inline size_t _mi_bin(size_t size) {
@@ -749,6 +752,14 @@ static inline size_t _mi_bin(size_t size) {
   size_t s = size - 1;
   size_t b = mi_bsr64((unsigned long long)s);
   return 9 + (b - 7) * 8 + ((s >> (b - 3)) & 7);
+}
+
+/* The page a request of `size` takes its block from: up to
+   MI_BIN_WSIZE_BYTES_MAX one load from the heap's direct table; past it
+   (and up to MI_MEDIUM_BLOCK_MAX, which the caller checks) its bin's queue. */
+static inline mi_page_t* _mi_heap_page_for(mi_heap_t* heap, size_t size) {
+  if (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX)) return heap->pages_direct[(size + 7) >> 3];
+  return heap->pages[_mi_bin(size)].first;
 }
 
 /* The thread's generator (secure builds: page keys, the quarantine slot, the

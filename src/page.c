@@ -30,41 +30,66 @@ mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) {
   return &heap->pages[bin];
 }
 
-static inline void mi_queue_set_first(mi_page_queue_t* pq, mi_page_t* page) {
-  /* an empty queue points at the static empty page, so the fast path never tests for NULL */
-  pq->first = (page != NULL ? page : (mi_page_t*)&_mi_page_empty);
+/* The word counts whose bin is `bin` (<= MI_BIN_DIRECT_MAX): those above the
+   previous bin's block size, up to its own; word count 0 goes with bin 1. */
+static inline size_t mi_direct_first(size_t bin) {
+  return (bin <= 1 ? 0 : _mi_bin_size(bin - 1) / 8 + 1);
 }
 
-void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) {
+/* A small bin's queue has a new first page: so do its entries of the direct
+   table. Up to 8 entries (the widest bin below 1 KiB is 64 bytes). */
+static inline void mi_direct_update(mi_heap_t* heap, const mi_page_queue_t* pq) {
+  size_t bin = (size_t)(pq - heap->pages);
+  if (bin > MI_BIN_DIRECT_MAX) return;
+  mi_assert(bin >= 1);
+  size_t last = _mi_bin_size(bin) / 8;
+  for (size_t w = mi_direct_first(bin); w <= last; w++) heap->pages_direct[w] = pq->first;
+}
+
+/* Every entry of the direct table is the first page of its size's queue
+   (_mi_heap_check in debug builds, test-bins). */
+bool _mi_heap_direct_consistent(const mi_heap_t* heap) {
+  for (size_t w = 0; w <= MI_BIN_WSIZE_MAX; w++) {
+    if (heap->pages_direct[w] != heap->pages[_mi_bin_of_wsize[w]].first) return false;
+  }
+  return true;
+}
+
+static inline void mi_queue_set_first(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  /* an empty queue points at the static empty page, so the fast path never tests for NULL */
+  pq->first = (page != NULL ? page : (mi_page_t*)&_mi_page_empty);
+  mi_direct_update(heap, pq);
+}
+
+void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
   if (page->prev != NULL) page->prev->next = page->next;
   if (page->next != NULL) page->next->prev = page->prev;
   if (page == pq->last) pq->last = page->prev;
-  if (page == pq->first) mi_queue_set_first(pq, page->next);
+  if (page == pq->first) mi_queue_set_first(heap, pq, page->next);
   page->next = NULL;
   page->prev = NULL;
 }
 
 void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
-  (void)heap;
   page->prev = NULL;
   page->next = (pq->last != NULL ? pq->first : NULL);
   if (pq->last != NULL) pq->first->prev = page;
   else pq->last = page;
-  pq->first = page;
+  mi_queue_set_first(heap, pq, page);
 }
 
-static void mi_page_queue_push_back(mi_page_queue_t* pq, mi_page_t* page) {
+static void mi_page_queue_push_back(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
   page->next = NULL;
   page->prev = pq->last;
   if (pq->last != NULL) pq->last->next = page;
-  else mi_queue_set_first(pq, page);
+  else mi_queue_set_first(heap, pq, page);
   pq->last = page;
 }
 
 static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
-  _mi_page_queue_remove(pq, page);
+  _mi_page_queue_remove(heap, pq, page);
   mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
-  mi_page_queue_push_back(&heap->pages[MI_BIN_FULL], page);
+  mi_page_queue_push_back(heap, &heap->pages[MI_BIN_FULL], page);
 }
 
 /* A full page that got a block back goes to the back of its queue: at the
@@ -72,9 +97,9 @@ static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* pag
    again, a slow path per block when frees come in random order (`larson`). */
 void _mi_page_unfull(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
-  _mi_page_queue_remove(&heap->pages[MI_BIN_FULL], page);
+  _mi_page_queue_remove(heap, &heap->pages[MI_BIN_FULL], page);
   mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
-  mi_page_queue_push_back(&heap->pages[page->bin], page);
+  mi_page_queue_push_back(heap, &heap->pages[page->bin], page);
 }
 
 /* ---- Collecting frees ---------------------------------------------------------- */
@@ -184,7 +209,7 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
 
 /* Out of its heap and back to its segment (every block of it is back). */
 static void mi_heap_page_free(mi_heap_t* heap, mi_page_t* page) {
-  _mi_page_queue_remove(_mi_page_queue_of(heap, page), page);
+  _mi_page_queue_remove(heap, _mi_page_queue_of(heap, page), page);
   mi_page_flags_store(page, 0);
   heap->page_count--;
   _mi_segment_page_free(page);
@@ -232,8 +257,8 @@ static void mi_heap_scan_full(mi_heap_t* heap, size_t max) {
       if (page->used == 0) _mi_page_retire(page);
     } else if (page != fq->last) {
       /* rotate, so the next scan starts with pages not looked at yet */
-      _mi_page_queue_remove(fq, page);
-      mi_page_queue_push_back(fq, page);
+      _mi_page_queue_remove(heap, fq, page);
+      mi_page_queue_push_back(heap, fq, page);
     }
   }
 }
@@ -250,7 +275,7 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
     if (page->free == NULL && page->capacity < page->reserved) mi_page_extend(page);
     if (page->free != NULL) {
       if (page != pq->first) {
-        _mi_page_queue_remove(pq, page);
+        _mi_page_queue_remove(heap, pq, page);
         _mi_page_queue_push(heap, pq, page);
       }
       return page;

@@ -582,16 +582,12 @@ static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* bl
   return block;
 }
 
-/* The bin of a request with its trailer (size 0 never comes here: it goes
-   to the slow path, secure-zero.c). */
-static inline size_t mi_secure_bin(size_t size) {
-  return _mi_bin(size + MI_SECURE_TRAILER);
-}
-
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
   /* size 0 wraps around: the slow path, with no compare of its own here */
   if (mi_likely(size - 1 < MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER)) {
-    mi_page_t* page = heap->pages[mi_secure_bin(size)].first;
+    /* the page of the request with its trailer (size 0 never comes here: it
+       goes to the slow path, secure-zero.c) */
+    mi_page_t* page = _mi_heap_page_for(heap, size + MI_SECURE_TRAILER);
     mi_block_t* block = page->free;
     /* a block on the list: the heap is a real one (the empty heap's pages have none) */
     if (mi_likely(block != NULL)) {
