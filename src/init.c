@@ -26,7 +26,8 @@ _Static_assert(MI_BIN_COUNT == 90 + MI_SECURE, "update the empty heap's queue in
 #define MI_EMPTY_PAGE ((mi_page_t*)&_mi_page_empty)
 #define MI_DIRECT_8 \
   MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE
-#define MI_DIRECT_64 MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8
+#define MI_DIRECT_64 \
+  MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8
 _Static_assert(MI_BIN_WSIZE_MAX + 1 == 129, "update the empty heap's direct table initialiser");
 
 /* The heap of a thread that has not allocated yet: every queue and every
