@@ -177,7 +177,11 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
   if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
   memcpy(newp, p, (newsize < size ? newsize : size));
   mi_track_resize(newp, newusable, newsize);
+#if MI_SECURE
+  _mi_secure_free_copied(p); /* the profiler moves the record to newp */
+#else
   _mi_free_unrecorded(p); /* the profiler moves the record to newp */
+#endif
   return newp;
 }
 

@@ -462,6 +462,13 @@ static inline void mi_v64_store(uint8_t* p, mi_v16_t v) {
 }
 #endif
 
+/* Set while this thread frees a block it has just read whole (the old block
+   of a reallocation that moved, copied from): its lines are in the cache,
+   where stores that bypass it would first have to evict them (on an Intel
+   Xeon, `realloc` of bench/ took 0.30 s with them, 0.13 s with memset).
+   Blocks the program frees may be cold: for them the streaming stores. */
+static mi_decl_thread bool mi_zero_in_cache;
+
 /* Zero a freed block: inline for small ones, where a call costs more than
    the stores; past the blocks whose contents are checked when handed out
    again (read back then), without filling the cache. */
@@ -488,7 +495,7 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
   }
 #endif
 #if defined(__SSE2__)
-  if (block_size > MI_SECURE_UAF_CHECK_MAX) {
+  if (block_size > MI_SECURE_UAF_CHECK_MAX && !mi_zero_in_cache) {
     mi_block_zero_streaming(block, block_size);
     return;
   }
@@ -1216,6 +1223,14 @@ void _mi_secure_free(void* p) {
 }
 
 /* ---- Realloc ------------------------------------------------------------------ */
+
+/* The old block of a reallocation that moved, just copied from: freed as
+   any block is, zeroed in the cache (mi_zero_in_cache). */
+void _mi_secure_free_copied(void* p) {
+  mi_zero_in_cache = true;
+  _mi_secure_free(p);
+  mi_zero_in_cache = false;
+}
 
 /* The new block of a reallocation that moves. A large block sits at the end
    of its segment, against its guard page, with less than a page of slack: a

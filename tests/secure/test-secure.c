@@ -832,6 +832,44 @@ static void test_zero_on_free(void** state) {
   mi_option_set(mi_option_purge_delay, delay);
 }
 
+/* The old block of a reallocation that moved is zeroed as any freed block
+   (in the cache, not with streaming stores: it was just copied from). */
+static size_t nonzero_after_realloc_move(size_t size) {
+  uint8_t* keep = (uint8_t*)mi_malloc(size);
+  freed_probe = (uint8_t*)mi_malloc(size);
+  memset(freed_probe, 0xAB, size);
+  uint8_t* moved = (uint8_t*)mi_realloc(freed_probe, 3 * size);
+  assert_non_null(moved);
+  assert_true(moved != freed_probe);
+  for (size_t i = 0; i < size; i++) assert_int_equal(moved[i], 0xAB);
+  size_t nonzero = 0;
+  for (size_t i = sizeof(void*); i < size; i++) nonzero += (freed_probe[i] != 0);
+  mi_free(moved);
+  mi_free(keep);
+  return nonzero;
+}
+static const size_t realloc_move_sizes[] = {2000, 20000, 40000};
+/* the control, in a child (blocks freed unzeroed would be reported when
+   handed out with the option on again): the old contents stay */
+static void case_realloc_move_zero_on_free_off(bool misuse) {
+  (void)misuse;
+  mi_option_set(mi_option_purge_delay, -1);
+  mi_option_set(mi_option_zero_on_free, 0);
+  for (size_t k = 0; k < sizeof(realloc_move_sizes) / sizeof(realloc_move_sizes[0]); k++) {
+    if (nonzero_after_realloc_move(realloc_move_sizes[k]) == 0) exit(1);
+  }
+}
+static void test_realloc_moved_old_block_reads_zero(void** state) {
+  (void)state;
+  long delay = mi_option_get(mi_option_purge_delay);
+  mi_option_set(mi_option_purge_delay, -1);
+  for (size_t k = 0; k < sizeof(realloc_move_sizes) / sizeof(realloc_move_sizes[0]); k++) {
+    assert_int_equal(nonzero_after_realloc_move(realloc_move_sizes[k]), 0);
+  }
+  mi_option_set(mi_option_purge_delay, delay);
+  expect_clean_exit(&case_realloc_move_zero_on_free_off);
+}
+
 /* With zero on free, a block handed out again reads zero up to its size:
    the free-list link its first word held is cleared too (it would show the
    program an encoded pointer, a clue to the page's keys). Blocks cycle
@@ -1023,6 +1061,7 @@ int main(void) {
       cmocka_unit_test(test_128k_is_medium),
       cmocka_unit_test(test_realloc_large_room),
       cmocka_unit_test(test_zero_on_free),
+      cmocka_unit_test(test_realloc_moved_old_block_reads_zero),
       cmocka_unit_test(test_page_after_zero_on_free_off),
       cmocka_unit_test(test_handed_out_block_reads_zero),
   };
