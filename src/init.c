@@ -31,8 +31,8 @@ _Static_assert(MI_BIN_COUNT == 90 + MI_SECURE, "update the empty heap's queue in
 _Static_assert(MI_BIN_WSIZE_MAX + 1 == 129, "update the empty heap's direct table initialiser");
 
 /* The heap of a thread that has not allocated yet: every queue and every
-   entry of the direct table points at the empty page, so the fast path falls through to the slow path, which sets
-   the thread up. */
+   entry of the direct table points at the empty page, so the fast path
+   falls through to the slow path, which sets the thread up. */
 const mi_heap_t _mi_heap_empty = {
     .tld = NULL,
     .pages_direct = {MI_DIRECT_64, MI_DIRECT_64, MI_EMPTY_PAGE},
