@@ -5,7 +5,7 @@
  * request and the block the secure build would have given it (zero_floor.h:
  * the size class of request + trailer). A free counts that block; so does a
  * realloc that the secure build would move (it frees the old block), by the
- * secure build's rule (src/alloc.c, _mi_heap_realloc_zero): in place when the
+ * secure build's rule (src/api/alloc.c, _mi_heap_realloc_zero): in place when the
  * new size is at least half the old one and fits the block with its trailer;
  * otherwise a new block, with half its size again as room when it grows into
  * the large sizes. The block sizes are then exact, also for blocks grown and

@@ -1,7 +1,7 @@
 /* What the secure build zeroes when a block is freed, shared by the counter
  * (zero_count.c, which records it while a workload runs) and the replay
  * (zero_floor.c, which times it). Keep in step with src/config.h and
- * src/page.c: the trailer, the size classes and the largest zeroed block. */
+ * src/page/page.c: the trailer, the size classes and the largest zeroed block. */
 #ifndef BENCH_ZERO_FLOOR_H
 #define BENCH_ZERO_FLOOR_H
 
@@ -13,7 +13,7 @@
    have a segment of their own */
 #define ZF_MEDIUM_MAX ((size_t)128 * 1024 + 16)
 /* The largest block counted in the floor: freed large blocks up to 4 MiB
-   are zeroed too (src/secure-large.c, MI_LARGE_ZERO_MAX) before they are
+   are zeroed too (src/secure/secure-large.c, MI_LARGE_ZERO_MAX) before they are
    fenced off, while those held stay under 64 MiB; past it their pages are
    given back to the OS instead, which costs no zeroing. */
 #define ZF_MAX_BLOCK ((size_t)4 << 20)

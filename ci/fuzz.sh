@@ -103,7 +103,7 @@ status=0
 # planted leak (1 MiB kept per input) must fail it.
 # Without transparent huge pages: with them, what stays resident depends on
 # which 2 MiB ranges the inputs touched and on what the allocator has learnt
-# of their density by then (src/os-thp.c), so the rss after a pass moved by
+# of their density by then (src/os/os-thp.c), so the rss after a pass moved by
 # 30 MB between passes with nothing retained (80 to 111 MB; 84 to 90 without).
 gate() { # gate BINARY SEEDS REPLAY-ARGS...: the replay's exit status
   local binary=$1 seeds=$2

@@ -25,8 +25,8 @@
    |                 |        | hook never runs (positive control of              |
    |                 |        | tests/win/test-thread-exit)                         |
    | MI_TRACK_ASAN   | 0/1    | poison/unpoison blocks for AddressSanitizer         |
-   |                 |        | (src/track.h, docs/sanitizers.md); not with SECURE  |
-   | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/track.h);  |
+   |                 |        | (src/base/track.h, docs/sanitizers.md); not with SECURE  |
+   | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/base/track.h);  |
    |                 |        | not with SECURE                                     |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
 

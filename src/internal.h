@@ -14,7 +14,7 @@
 #include "config.h"
 #include "prim/prim.h"
 #include "prim/fault.h" /* mi_sched_point: the teardown protocol's schedule points */
-#include "track.h"
+#include "base/track.h"
 
 /* ---- Blocks, pages, segments ---------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* The purge policy (src/purge-delay.c, src/segment-cache.c): the delay grows
+/* The purge policy (src/segment/purge-delay.c, src/segment/segment-cache.c): the delay grows
    while purged memory comes back soon after its purge and shrinks once it
    stops, an idle program's memory still goes at the plain delay, a large
    segment still committed serves a smaller block, and the dirty segment

@@ -1,4 +1,4 @@
-/* Transparent huge pages for large blocks (src/os-thp.c): asked for while
+/* Transparent huge pages for large blocks (src/os/os-thp.c): asked for while
    the program's freed large blocks were mostly resident, not while they
    were touched a byte here and there, withdrawn from a segment once that
    changes, never with the option off. Whether a segment asked is read from

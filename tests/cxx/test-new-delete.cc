@@ -1,4 +1,4 @@
-/* C++'s operator new and delete served by the library (src/new-delete.c):
+/* C++'s operator new and delete served by the library (src/api/new-delete.c):
    every form reaches it, failing new honours the new_handler and throws
    std::bad_alloc, and (secure builds) a sized or aligned delete that does
    not match its block aborts with a report, each next to its clean twin.

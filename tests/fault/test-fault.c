@@ -208,7 +208,7 @@ static int env_child(void) {
   /* every allocation may fail here: say what happened in the exit code */
   if (getenv("MI_TEST_ZERO_FIRST") != NULL) {
     /* a zero-size allocation first: its slot's segment is the process's
-       first (secure builds: src/secure-zero.c), with its header's commit
+       first (secure builds: src/secure/secure-zero.c), with its header's commit
        and the segment map; failed, NULL with ENOMEM (exit 40), else a slot */
     void* z = mi_malloc(0);
     if (z == NULL) return (errno == ENOMEM ? 40 : 4);

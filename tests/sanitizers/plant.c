@@ -1,7 +1,7 @@
 /* Positive controls of the memory-checker jobs (ci/asan.sh, ci/valgrind.sh):
    each mode plants one bug on a block from mi_malloc, which the checker
    (AddressSanitizer, or Valgrind's memcheck) must report through the
-   allocator's annotations (src/track.h). The control mode does the same
+   allocator's annotations (src/base/track.h). The control mode does the same
    accesses within bounds and must run clean. The planted access goes
    through a volatile pointer so the compiler cannot drop or fold it. */
 #include <mimalloc.h>

@@ -2,7 +2,7 @@
 /* Secure mode: a block of a destroyed heap stays a freed block. A stale
    free, realloc or usable_size of it is reported every time, however much
    is allocated after the destroy (the destroyed heap's pages are held, not
-   set up again: src/page.c), while a thread holds its last 64 destroyed
+   set up again: src/page/page.c), while a thread holds its last 64 destroyed
    pages (8 MiB at most). Each case runs in a child; its control, the same
    program without the stale use, must exit 0 with no report. Built only
    with MI_SECURE. */
@@ -24,7 +24,7 @@
 
 #include "../child.h"
 
-/* the bounds of src/page.c */
+/* the bounds of src/page/page.c */
 #define HELD_PAGES 64
 
 static void* volatile sink;

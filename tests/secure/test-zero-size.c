@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* Secure mode: zero-size allocations (src/secure-zero.c). Any access through
+/* Secure mode: zero-size allocations (src/secure/secure-zero.c). Any access through
    the pointer faults at once and is reported; a second free, or a free of a
    pointer that is not a slot handed out, aborts with its report. Each misuse
    runs in a child and has its control, the same program without the misuse,

@@ -475,7 +475,7 @@ static void* aba_owner(void* arg) {
   sem_wait_or_die(0); /* the freer holds the head it read */
   mi_heap_destroy(h);
 #if MI_SECURE
-  /* secure builds hold a destroyed heap's pages (src/page.c): let them go
+  /* secure builds hold a destroyed heap's pages (src/page/page.c): let them go
      now, as the bound or a forced collect would later */
   _mi_pages_held_release(mi_heap_get_backing()->tld, 0, 0);
 #endif

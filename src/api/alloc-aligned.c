@@ -1,0 +1,239 @@
+/* Aligned allocation. Blocks are 16-byte aligned by construction; larger
+   alignments come from a size class whose blocks happen to be aligned, or
+   from over-allocating and handing out an aligned pointer inside the block
+   (the page is then marked so that free finds the block's start). */
+#include "../internal.h"
+
+static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
+                                               bool zero) {
+  /* secure builds keep a 16-byte tag before an interior pointer */
+  size_t n = size + alignment - 1 + (MI_SECURE ? 16 + alignment : 0);
+  void* p;
+  if (n > MI_MEDIUM_BLOCK_MAX) {
+    if (!mi_heap_is_initialized(heap)) {
+      heap = _mi_heap_init_thread();
+      if (heap == NULL) return NULL;
+    }
+    /* secure builds: tell how far inside the block the pointer will lie */
+    mi_page_t* page =
+        _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), MI_SECURE ? alignment : 0, zero);
+    p = (page != NULL ? page->start : NULL);
+    if (p != NULL) {
+      /* handed out as every block is, so mi_track_aligned finds it registered */
+      mi_track_malloc(p, n, page->block_size, zero);
+#if MI_SECURE
+      _mi_secure_block_prepare(page, (mi_block_t*)p, n);
+#endif
+    }
+  } else {
+    p = _mi_heap_malloc_zero(heap, n, zero);
+  }
+  if (p == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & (alignment - 1))) & (alignment - 1);
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+#if MI_SECURE
+  while (adjust != 0 && adjust < 16) adjust += alignment;
+  _mi_secure_set_user(page, (uint8_t*)p + adjust, size);
+#endif
+  if (adjust == 0) return p;
+  mi_page_flags_add(page, MI_PAGE_FLAG_HAS_ALIGNED);
+  return (uint8_t*)p + adjust;
+}
+
+static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
+                                                 bool zero) {
+  if (alignment == 0 || !_mi_is_power_of_two(alignment)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (alignment > MI_ALIGNMENT_MAX || size > MI_MAX_ALLOC_SIZE - MI_ALIGNMENT_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+#if MI_SECURE
+  /* a slot no access reaches, at the alignment; with an offset no 16-byte
+     slot can meet, an ordinary block with nothing in it (docs/secure-mode.md) */
+  if (size == 0 && _mi_zero_can_align(alignment, offset)) return _mi_zero_malloc(heap, alignment, offset);
+#endif
+  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
+    void* p = _mi_heap_malloc_zero(heap, size, zero);
+    /* every block is 16-byte aligned but a sampled guarded one with
+       MIMALLOC_GUARDED_PRECISE, which ends at its guard page to the byte: a
+       size that is a multiple of the alignment, below, places it right */
+    if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+    _mi_free_unrecorded(p);
+  }
+  /* a size class that is a multiple of the alignment gives aligned blocks
+     when pages start aligned (pages start on OS page boundaries) */
+  if (offset == 0 && alignment <= _mi_os_page_size() && size <= MI_MEDIUM_BLOCK_MAX) {
+    size_t asize = _mi_align_up(size == 0 ? 1 : size, alignment);
+    if (asize <= MI_MEDIUM_BLOCK_MAX && (_mi_bin_size(_mi_bin(asize)) & (alignment - 1)) == 0) {
+      void* p = _mi_heap_malloc_zero(heap, asize, zero);
+#if MI_SECURE
+      /* the canary starts right after what the caller asked for */
+      if (p != NULL && ((uintptr_t)p & (alignment - 1)) == 0) {
+        _mi_secure_set_user(_mi_segment_page_of(_mi_ptr_segment(p), p), p, size);
+      }
+#endif
+      if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+      _mi_free_unrecorded(p); /* never handed out */
+    }
+  }
+  return mi_heap_malloc_aligned_at_generic(heap, size, alignment, offset, zero);
+}
+
+#if MI_TRACK_ENABLED
+/* An aligned pointer may sit inside a larger block: only p .. p+size is the
+   program's, the block before and after it stays inaccessible. */
+static void mi_track_aligned(void* p, size_t size, bool zero) {
+  if (p == NULL) return;
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  mi_block_t* block = _mi_page_block_start(page, p);
+  mi_track_unregister(block); /* the core registered the whole block at its start */
+  mi_track_free(block, page->block_size);
+  mi_track_malloc(p, size, size, zero);
+}
+#else
+#define mi_track_aligned(p, size, zero) ((void)0)
+#endif
+
+/* The entry the public calls share: the allocation, then the profiler's hook. */
+static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
+  void* p = mi_heap_malloc_aligned_at_zero_core(heap, size, alignment, offset, zero);
+  mi_track_aligned(p, size, zero);
+  mi_dhat_alloc(p, size);
+  return p;
+}
+
+void* mi_heap_malloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, offset, false);
+}
+
+void* mi_heap_malloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, 0, false);
+}
+
+void* mi_heap_zalloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, offset, true);
+}
+
+void* mi_heap_zalloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) {
+  return mi_heap_malloc_aligned_at_zero(heap, size, alignment, 0, true);
+}
+
+void* mi_heap_calloc_aligned_at(mi_heap_t* heap, size_t count, size_t size, size_t alignment, size_t offset) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_malloc_aligned_at_zero(heap, total, alignment, offset, true);
+}
+
+void* mi_heap_calloc_aligned(mi_heap_t* heap, size_t count, size_t size, size_t alignment) {
+  return mi_heap_calloc_aligned_at(heap, count, size, alignment, 0);
+}
+
+void* mi_malloc_aligned_at(size_t size, size_t alignment, size_t offset) {
+  return mi_heap_malloc_aligned_at(mi_get_default_heap(), size, alignment, offset);
+}
+
+void* mi_malloc_aligned(size_t size, size_t alignment) {
+  return mi_heap_malloc_aligned(mi_get_default_heap(), size, alignment);
+}
+
+void* mi_zalloc_aligned_at(size_t size, size_t alignment, size_t offset) {
+  return mi_heap_zalloc_aligned_at(mi_get_default_heap(), size, alignment, offset);
+}
+
+void* mi_zalloc_aligned(size_t size, size_t alignment) {
+  return mi_heap_zalloc_aligned(mi_get_default_heap(), size, alignment);
+}
+
+void* mi_calloc_aligned_at(size_t count, size_t size, size_t alignment, size_t offset) {
+  return mi_heap_calloc_aligned_at(mi_get_default_heap(), count, size, alignment, offset);
+}
+
+void* mi_calloc_aligned(size_t count, size_t size, size_t alignment) {
+  return mi_heap_calloc_aligned(mi_get_default_heap(), count, size, alignment);
+}
+
+static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size_t newsize, size_t alignment,
+                                                  size_t offset, bool zero) {
+  /* every block the plain calls hand out is 16-byte aligned; a block from
+     mi_malloc_aligned_at with an offset may not be, and then must move */
+  if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0 && ((uintptr_t)p & (alignment - 1)) == 0) {
+    return _mi_heap_realloc_zero(heap, p, newsize, zero);
+  }
+  if (p == NULL) {
+    void* newp = mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, zero);
+    mi_track_aligned(newp, newsize, zero); /* as any aligned allocation: only p .. p+newsize is the program's */
+    return newp;
+  }
+#if MI_SECURE
+  size_t size;
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
+#else
+  size_t size = _mi_usable_size(p);
+#endif
+  if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
+#if MI_SECURE
+    (void)_mi_secure_resize_in_place(page, block, p, newsize); /* the canary moves to the new end */
+#endif
+    mi_track_resize(p, size, newsize);
+    return p;
+  }
+  void* newp = mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, false);
+  mi_track_aligned(newp, newsize, false);
+  return _mi_realloc_move(p, size, newp, newsize, zero);
+}
+
+/* As mi_heap_realloc_profiled in alloc.c: the record leaves the table while
+   the block may be freed, and follows it to its new place. */
+static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset,
+                                             bool zero) {
+#if MI_DHAT
+  if (mi_unlikely(mi_dhat_is_on())) {
+    mi_dhat_held_t held;
+    _mi_dhat_realloc_take(p, &held);
+    void* newp = mi_heap_realloc_aligned_at_zero_core(heap, p, newsize, alignment, offset, zero);
+    _mi_dhat_realloc_done(&held, newp, newsize);
+    return newp;
+  }
+#endif
+  return mi_heap_realloc_aligned_at_zero_core(heap, p, newsize, alignment, offset, zero);
+}
+
+void* mi_heap_realloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset) {
+  return mi_heap_realloc_aligned_at_zero(heap, p, newsize, alignment, offset, false);
+}
+
+void* mi_heap_realloc_aligned(mi_heap_t* heap, void* p, size_t newsize, size_t alignment) {
+  return mi_heap_realloc_aligned_at_zero(heap, p, newsize, alignment, 0, false);
+}
+
+void* mi_realloc_aligned_at(void* p, size_t newsize, size_t alignment, size_t offset) {
+  return mi_heap_realloc_aligned_at(mi_get_default_heap(), p, newsize, alignment, offset);
+}
+
+void* mi_realloc_aligned(void* p, size_t newsize, size_t alignment) {
+  return mi_heap_realloc_aligned(mi_get_default_heap(), p, newsize, alignment);
+}
+
+void* mi_aligned_recalloc(void* p, size_t newcount, size_t size, size_t alignment) {
+  size_t total;
+  if (!_mi_realloc_total(p, newcount, size, &total)) return NULL;
+  return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, 0, true);
+}
+
+void* mi_aligned_offset_recalloc(void* p, size_t newcount, size_t size, size_t alignment, size_t offset) {
+  size_t total;
+  if (!_mi_realloc_total(p, newcount, size, &total)) return NULL;
+  return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, offset, true);
+}

@@ -1,0 +1,42 @@
+/* The thread-local allocation fast path, shared by malloc's entry points
+   (alloc.c) and operator new (new-delete.c), which inline it so that each
+   is a size class lookup, one page and one free-list pop with no call and
+   no frame. Not for secure builds, whose fast path is _mi_secure_malloc. */
+#ifndef MI_ALLOC_FAST_H
+#define MI_ALLOC_FAST_H
+
+#include "../internal.h"
+
+/* Everything but a pop from the page at the head of the size's queue. */
+typedef void* mi_malloc_slow_fun(mi_heap_t* heap, size_t size);
+
+/* the public entry points' slow path: the allocation, then the profiler's hook */
+void* _mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) mi_decl_hidden;
+
+/* No lock, no atomic read-modify-write. With `record` (an entry point the
+   program called) the profiler's flag is tested after the pop; both exits
+   are tail calls, so the fast path needs no frame. `slow` is a constant at
+   every call site: the call is direct. */
+static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool record, mi_malloc_slow_fun* slow) {
+  /* the small sizes' compare first: one compare on their way */
+  if (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX) || size <= MI_MEDIUM_BLOCK_MAX) {
+    mi_page_t* page = _mi_heap_page_for(heap, size);
+    mi_block_t* block = page->free;
+    if (mi_likely(block != NULL)) {
+      page->free = mi_block_next(page, block);
+      page->used++;
+#if MI_STAT
+      heap->stat_malloc[page->bin]++;
+#endif
+      mi_track_malloc(block, size, page->block_size, false);
+#if MI_DHAT
+      if (record && mi_unlikely(mi_dhat_is_on())) return _mi_dhat_record_alloc(block, size);
+#endif
+      (void)record;
+      return block;
+    }
+  }
+  return slow(heap, size);
+}
+
+#endif

@@ -1,0 +1,365 @@
+/* Allocation entry points: the thread-local fast path and the calls built on it. */
+#include "../internal.h"
+#include "alloc-fast.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+/* Slow path of the recorded entry points: the profiler's hook after it
+   (secure builds: the whole of a recorded allocation). */
+mi_noinline void* _mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) {
+#if MI_SECURE
+  void* p = _mi_secure_malloc(heap, size, false);
+#else
+  void* p = _mi_malloc_generic(heap, size, false);
+#endif
+  mi_dhat_alloc(p, size);
+  return p;
+}
+
+#if !MI_SECURE
+static void* mi_malloc_generic_plain(mi_heap_t* heap, size_t size) {
+  return _mi_malloc_generic(heap, size, false);
+}
+#endif
+
+/* With `record` (the public entry points) the profiler's flag is tested
+   after the pop (alloc-fast.h). */
+static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool record) {
+#if MI_SECURE
+  /* the profiler's test first, so the common exit is a tail call (no frame) */
+#if MI_DHAT
+  if (record && mi_unlikely(mi_dhat_is_on())) return _mi_malloc_generic_recorded(heap, size);
+#endif
+  (void)record;
+  return _mi_secure_malloc(heap, size, false);
+#else
+  return _mi_heap_malloc_fast(heap, size, record, record ? &_mi_malloc_generic_recorded : &mi_malloc_generic_plain);
+#endif
+}
+
+void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+#if MI_SECURE
+  return _mi_secure_malloc(heap, size, zero);
+#endif
+  if (!zero) return mi_heap_malloc_inline(heap, size, false);
+  return _mi_malloc_generic(heap, size, true);
+}
+
+/* The public entry points: the allocation, then the profiler's hook (one
+   relaxed load and a branch when the profiler is compiled in but off).
+   Internal paths call the unhooked functions above, so a block is recorded
+   once, by the entry point the program called. */
+static inline void* mi_heap_malloc_recorded(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_inline(heap, size, true);
+}
+
+static inline void* mi_heap_malloc_zero_recorded(mi_heap_t* heap, size_t size) {
+  void* p = _mi_heap_malloc_zero(heap, size, true);
+  mi_dhat_alloc(p, size);
+  return p;
+}
+
+void* mi_heap_malloc(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_recorded(heap, size);
+}
+
+void* mi_malloc(size_t size) {
+  return mi_heap_malloc_recorded(mi_get_default_heap(), size);
+}
+
+void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_recorded(heap, size);
+}
+
+void* mi_malloc_small(size_t size) {
+  return mi_heap_malloc_recorded(mi_get_default_heap(), size);
+}
+
+void* mi_heap_zalloc(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_zero_recorded(heap, size);
+}
+
+void* mi_zalloc(size_t size) {
+  return mi_heap_malloc_zero_recorded(mi_get_default_heap(), size);
+}
+
+void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) {
+  return mi_heap_malloc_zero_recorded(heap, size);
+}
+
+void* mi_zalloc_small(size_t size) {
+  return mi_heap_malloc_zero_recorded(mi_get_default_heap(), size);
+}
+
+void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_malloc_zero_recorded(heap, total);
+}
+
+void* mi_calloc(size_t count, size_t size) {
+  return mi_heap_calloc(mi_get_default_heap(), count, size);
+}
+
+void* mi_heap_mallocn(mi_heap_t* heap, size_t count, size_t size) {
+  size_t total;
+  if (_mi_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_heap_malloc(heap, total);
+}
+
+void* mi_mallocn(size_t count, size_t size) {
+  return mi_heap_mallocn(mi_get_default_heap(), count, size);
+}
+
+/* ---- Reallocation ------------------------------------------------------------ */
+
+void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  if (p == NULL) return _mi_heap_malloc_zero(heap, newsize, zero);
+#if MI_SECURE
+  /* first: a size that cannot be had does not excuse a bad pointer */
+  size_t size;
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
+#endif
+  if (newsize > MI_MAX_ALLOC_SIZE) {
+    errno = ENOMEM;
+    return NULL; /* the original block stays valid */
+  }
+#if MI_SECURE
+  /* in place when it fits the block: the canary and trailer move with the size */
+  if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(page, block, p, newsize)) {
+    if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
+    return p;
+  }
+  return _mi_realloc_move(p, size, _mi_secure_realloc_block(heap, size, newsize), newsize, zero);
+#else
+  size_t size = _mi_usable_size(p);
+#endif
+  /* keep the block when the new size fits and does not waste more than half of it */
+  if (newsize <= size && newsize >= (size / 2) && newsize > 0) {
+    mi_track_resize(p, size, newsize);
+    return p;
+  }
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (segment->kind == MI_SEGMENT_SINGLE && newsize > MI_MEDIUM_BLOCK_MAX &&
+      _mi_page_block_start(&segment->pages[0], p) == p && _mi_segment_single_resize(segment, newsize)) {
+    /* grown or shrunk in place inside its own segment */
+    size_t newusable = _mi_usable_size(p);
+    mi_track_mem_defined(p, newusable);
+    if (zero && newsize > size) memset((uint8_t*)p + size, 0, newusable - size);
+    mi_track_resize(p, newusable, newsize);
+    return p;
+  }
+  return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
+}
+
+/* The end of every reallocation that moves: copy into the new block (zeroing
+   what lies beyond the old usable size for the zeroing variants) and free the
+   old one. If the new block could not be had, the old one stays valid. */
+void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) {
+  if (mi_unlikely(newp == NULL)) return NULL; /* errno set */
+#if MI_SECURE
+  size_t newusable = newsize; /* secure builds: a block's usable size is the size asked for */
+#else
+  size_t newusable = _mi_usable_size(newp);
+#endif
+  /* the copy reads the old block up to its usable size, past what the
+     program asked for: both blocks are opened up for it */
+  mi_track_mem_defined(p, size);
+  mi_track_mem_undefined(newp, newusable);
+  if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
+  memcpy(newp, p, (newsize < size ? newsize : size));
+  mi_track_resize(newp, newusable, newsize);
+#if MI_SECURE
+  _mi_secure_free_copied(p); /* the profiler moves the record to newp */
+#else
+  _mi_free_unrecorded(p); /* the profiler moves the record to newp */
+#endif
+  return newp;
+}
+
+#if MI_DHAT
+/* A reallocation while the profiler runs: the old block's record is taken
+   out of the table first (once realloc frees the block, another thread may
+   get the same address), then moved to the new block, or put back if
+   realloc failed. */
+static mi_noinline void* mi_heap_realloc_profiled(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  mi_dhat_held_t held;
+  _mi_dhat_realloc_take(p, &held);
+  void* newp = _mi_heap_realloc_zero(heap, p, newsize, zero);
+  _mi_dhat_realloc_done(&held, newp, newsize);
+  return newp;
+}
+#endif
+
+static inline void* mi_heap_realloc_recorded(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+#if MI_DHAT
+  if (mi_unlikely(mi_dhat_is_on())) return mi_heap_realloc_profiled(heap, p, newsize, zero);
+#endif
+  return _mi_heap_realloc_zero(heap, p, newsize, zero);
+}
+
+void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) {
+  return mi_heap_realloc_recorded(heap, p, newsize, false);
+}
+
+void* mi_realloc(void* p, size_t newsize) {
+  return mi_heap_realloc_recorded(mi_get_default_heap(), p, newsize, false);
+}
+
+void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) {
+  size_t total;
+  if (!_mi_realloc_total(p, count, size, &total)) return NULL;
+  return mi_heap_realloc(heap, p, total);
+}
+
+void* mi_reallocn(void* p, size_t count, size_t size) {
+  return mi_heap_reallocn(mi_get_default_heap(), p, count, size);
+}
+
+void* mi_heap_reallocf(mi_heap_t* heap, void* p, size_t newsize) {
+  void* newp = mi_heap_realloc(heap, p, newsize);
+  if (newp == NULL && p != NULL) mi_free(p);
+  return newp;
+}
+
+void* mi_reallocf(void* p, size_t newsize) {
+  return mi_heap_reallocf(mi_get_default_heap(), p, newsize);
+}
+
+void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) {
+  return mi_heap_realloc_recorded(heap, p, newsize, true);
+}
+
+void* mi_rezalloc(void* p, size_t newsize) {
+  return mi_heap_realloc_recorded(mi_get_default_heap(), p, newsize, true);
+}
+
+void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t count, size_t size) {
+  size_t total;
+  if (!_mi_realloc_total(p, count, size, &total)) return NULL;
+  return mi_heap_rezalloc(heap, p, total);
+}
+
+void* mi_recalloc(void* p, size_t count, size_t size) {
+  return mi_heap_recalloc(mi_get_default_heap(), p, count, size);
+}
+
+void* mi_expand(void* p, size_t newsize) {
+  if (p == NULL) return NULL;
+  size_t size = _mi_usable_size(p);
+  if (newsize > size) return NULL;
+  mi_track_mem_defined(p, newsize); /* grows only: a program may shrink and keep using the rest */
+#if MI_DHAT
+  /* counted as a reallocation that stays in place */
+  if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_resize(p, newsize);
+#endif
+  return p;
+}
+
+void* mi__expand(void* p, size_t newsize) {
+  void* res = mi_expand(p, newsize);
+  if (res == NULL) errno = ENOMEM;
+  return res;
+}
+
+/* ---- Strings -------------------------------------------------------------------- */
+
+char* mi_heap_strdup(mi_heap_t* heap, const char* s) {
+  if (s == NULL) return NULL;
+  size_t n = strlen(s);
+  char* t = (char*)mi_heap_malloc(heap, n + 1);
+  if (t != NULL) memcpy(t, s, n + 1);
+  return t;
+}
+
+char* mi_strdup(const char* s) {
+  return mi_heap_strdup(mi_get_default_heap(), s);
+}
+
+char* mi_heap_strndup(mi_heap_t* heap, const char* s, size_t n) {
+  if (s == NULL) return NULL;
+  const char* end = (const char*)memchr(s, 0, n);
+  size_t m = (end != NULL ? (size_t)(end - s) : n);
+  char* t = (char*)mi_heap_malloc(heap, m + 1);
+  if (t == NULL) return NULL;
+  memcpy(t, s, m);
+  t[m] = 0;
+  return t;
+}
+
+char* mi_strndup(const char* s, size_t n) {
+  return mi_heap_strndup(mi_get_default_heap(), s, n);
+}
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+#if defined(_WIN32)
+#include <io.h>
+#endif
+
+#if defined(_WIN32)
+/* the C runtime's absolute path; like realpath, only of what exists */
+static char* mi_os_realpath(const char* fname, char* resolved_name) {
+  if (_access(fname, 0) != 0) return NULL; /* errno ENOENT (or EACCES) */
+  return _fullpath(resolved_name, fname, PATH_MAX);
+}
+#else
+static char* mi_os_realpath(const char* fname, char* resolved_name) {
+  return realpath(fname, resolved_name);
+}
+#endif
+
+char* mi_heap_realpath(mi_heap_t* heap, const char* fname, char* resolved_name) {
+  if (resolved_name != NULL) return mi_os_realpath(fname, resolved_name);
+  char buf[PATH_MAX + 1];
+  char* rname = mi_os_realpath(fname, buf);
+  if (rname == NULL) return NULL;
+  return mi_heap_strdup(heap, rname);
+}
+
+char* mi_realpath(const char* fname, char* resolved_name) {
+  return mi_heap_realpath(mi_get_default_heap(), fname, resolved_name);
+}
+
+/* ---- Sizes ------------------------------------------------------------------------ */
+
+size_t _mi_usable_size(const void* p) {
+#if MI_SECURE
+  size_t size;
+  _mi_secure_validate(p, MI_OP_USABLE_SIZE, NULL, &size);
+  return size;
+#endif
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED)) {
+    const mi_block_t* block = _mi_page_block_start(page, p);
+    return page->block_size - (size_t)((const uint8_t*)p - (const uint8_t*)block);
+  }
+  return page->block_size;
+}
+
+/* The program may use the whole usable size once it has asked for it. */
+size_t mi_usable_size(const void* p) {
+  if (p == NULL) return 0;
+  size_t size = _mi_usable_size(p);
+  mi_track_mem_defined(p, size);
+  return size;
+}
+
+size_t mi_good_size(size_t size) {
+#if MI_SECURE
+  return size; /* every byte past the request is canary */
+#endif
+  if (size <= MI_MEDIUM_BLOCK_MAX) return _mi_bin_size(_mi_bin(size));
+  if (size > MI_MAX_ALLOC_SIZE) return size;
+  return _mi_align_up(size, _mi_os_page_size());
+}

@@ -1,0 +1,49 @@
+/* The thread-local free fast path, shared by mi_free (free.c) and the
+   exported free and operator delete (override.c, new-delete.c), which
+   inline it: a tail call into mi_free from another file went through the
+   PLT. */
+#ifndef MI_FREE_FAST_H
+#define MI_FREE_FAST_H
+
+#include "../internal.h"
+
+#if MI_DHAT
+/* free.c: the profiler's record, then the free */
+void _mi_free_recorded(void* p) mi_decl_hidden;
+#endif
+
+/* No lock, no atomic read-modify-write: the block goes on its page's list. */
+static inline void mi_free_inline(void* p) {
+#if MI_SECURE
+  _mi_secure_free(p);
+  return;
+#endif
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (mi_unlikely(segment == NULL)) return; /* NULL (and the first 4 MiB of address space) */
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if (mi_likely(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id() &&
+                mi_page_flags(page) == 0)) {
+    mi_block_t* block = (mi_block_t*)p;
+    mi_track_unregister(block);
+    mi_track_free(block, page->block_size);
+    mi_block_set_next(page, block, page->free);
+    page->free = block;
+    if (mi_unlikely(--page->used == 0)) _mi_page_retire(page);
+    return;
+  }
+  _mi_free_generic(segment, page, p);
+}
+
+/* A free the program called: the profiler's test first, so that both exits
+   are tail calls and the fast path needs no frame. */
+static inline void mi_free_fast(void* p) {
+#if MI_DHAT
+  if (mi_unlikely(mi_dhat_is_on())) {
+    _mi_free_recorded(p);
+    return;
+  }
+#endif
+  mi_free_inline(p);
+}
+
+#endif

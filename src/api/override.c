@@ -1,0 +1,91 @@
+/* The malloc family exported from the shared library, so that LD_PRELOAD (or
+   linking it first) puts the whole program on this allocator. Each is a tail
+   call into the mi_ function, but malloc and free, which inline the fast
+   paths (a tail call into mi_malloc or mi_free went through the PLT).
+   Compiled only with MI_OVERRIDE. */
+#include "../internal.h"
+#include "alloc-fast.h"
+#include "free-fast.h"
+
+#define MI_FORWARD __attribute__((visibility("default"), used))
+
+MI_FORWARD void* malloc(size_t size) {
+#if MI_SECURE
+  return mi_malloc(size);
+#else
+  return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, &_mi_malloc_generic_recorded);
+#endif
+}
+MI_FORWARD void* calloc(size_t count, size_t size) {
+  return mi_calloc(count, size);
+}
+MI_FORWARD void free(void* p) {
+  mi_free_fast(p);
+}
+MI_FORWARD void cfree(void* p) {
+  mi_free_fast(p);
+}
+
+/* glibc frees and returns NULL for realloc(p, 0); programs written for it
+   (and profilers counting it as a free) expect that. */
+MI_FORWARD void* realloc(void* p, size_t newsize) {
+  if (newsize == 0 && p != NULL) {
+    mi_free(p);
+    return NULL;
+  }
+  return mi_realloc(p, newsize);
+}
+
+MI_FORWARD void* reallocarray(void* p, size_t count, size_t size) {
+  return mi_reallocarray(p, count, size);
+}
+MI_FORWARD int posix_memalign(void** p, size_t alignment, size_t size) {
+  return mi_posix_memalign(p, alignment, size);
+}
+MI_FORWARD void* aligned_alloc(size_t alignment, size_t size) {
+  return mi_aligned_alloc(alignment, size);
+}
+MI_FORWARD void* memalign(size_t alignment, size_t size) {
+  return mi_memalign(alignment, size);
+}
+MI_FORWARD void* valloc(size_t size) {
+  return mi_valloc(size);
+}
+MI_FORWARD void* pvalloc(size_t size) {
+  return mi_pvalloc(size);
+}
+MI_FORWARD size_t malloc_usable_size(void* p) {
+  return mi_usable_size(p);
+}
+
+/* C23: the size (and alignment) the block was allocated with; the secure
+   build checks them (mi_free_size) */
+MI_FORWARD void free_sized(void* p, size_t size) {
+  mi_free_size(p, size);
+}
+MI_FORWARD void free_aligned_sized(void* p, size_t alignment, size_t size) {
+  mi_free_size_aligned(p, size, alignment);
+}
+
+/* glibc's internal names, called by a few programs and libraries directly */
+MI_FORWARD void* __libc_malloc(size_t size) {
+  return mi_malloc(size);
+}
+MI_FORWARD void* __libc_calloc(size_t count, size_t size) {
+  return mi_calloc(count, size);
+}
+MI_FORWARD void* __libc_realloc(void* p, size_t size) {
+  return realloc(p, size);
+}
+MI_FORWARD void __libc_free(void* p) {
+  mi_free(p);
+}
+MI_FORWARD void* __libc_memalign(size_t alignment, size_t size) {
+  return mi_memalign(alignment, size);
+}
+MI_FORWARD void* __libc_valloc(size_t size) {
+  return mi_valloc(size);
+}
+MI_FORWARD void* __libc_pvalloc(size_t size) {
+  return mi_pvalloc(size);
+}

@@ -1,0 +1,103 @@
+/* The allocator's lock type, the table of lock classes (names and ranks,
+   defined in lockorder/classes.h and documented in docs/lock-order.md) and
+   the global locks taken by the fork handlers. With MI_LOCKORDER every
+   acquire and release goes through the lock-order checker (src/lockorder);
+   without it internal.h maps them to the primitives and this file only
+   keeps the registry. */
+#include "../internal.h"
+#include "../lockorder/lockorder.h"
+
+typedef struct mi_lock_class_info_s {
+  const char* name;
+  int rank;
+} mi_lock_class_info_t;
+
+#define MI_LOCK_CLASS_INFO(id, name, rank, what) {name, rank},
+static const mi_lock_class_info_t mi_lock_classes[MI_LOCK_CLASS_COUNT] = {MI_LOCK_CLASSES(MI_LOCK_CLASS_INFO)
+                                                                              MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_INFO)};
+#undef MI_LOCK_CLASS_INFO
+
+const char* _mi_lock_class_name(mi_lock_class_t lock_class) {
+  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? mi_lock_classes[lock_class].name : "?");
+}
+
+int _mi_lock_class_rank(mi_lock_class_t lock_class) {
+  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? mi_lock_classes[lock_class].rank : 0);
+}
+
+/* Each global class has exactly one lock; it registers itself here when
+   initialised, so the fork handlers can take them all in class order (the
+   classes are listed in rank order, which a test checks). */
+static mi_lock_t* mi_global_locks[MI_LOCK_GLOBAL_COUNT];
+
+void _mi_lock_init(mi_lock_t* lock, mi_lock_class_t lock_class) {
+  mi_prim_lock_init(&lock->lock);
+  lock->lock_class = lock_class;
+  lock->spin = false;
+  atomic_store_explicit(&lock->spin_word, 0, memory_order_relaxed);
+  if (lock_class < MI_LOCK_GLOBAL_COUNT) mi_global_locks[lock_class] = lock;
+}
+
+void _mi_lock_init_spin(mi_lock_t* lock, mi_lock_class_t lock_class) {
+  _mi_lock_init(lock, lock_class);
+  lock->spin = true;
+}
+
+/* Taken by another thread: spin on a plain load (no cache-line ping-pong),
+   and give the processor up while the holder may have been preempted (a
+   loaded machine: spinning would only keep it from running). */
+mi_noinline void _mi_lock_spin_wait(mi_lock_t* lock) {
+  for (unsigned n = 0;; n++) {
+    if (atomic_load_explicit(&lock->spin_word, memory_order_relaxed) == 0 &&
+        atomic_exchange_explicit(&lock->spin_word, 1, memory_order_acquire) == 0) {
+      return;
+    }
+    if (n >= 64) mi_prim_yield();
+  }
+}
+
+#if MI_LOCKORDER
+void _mi_lock_acquire_at(mi_lock_t* lock, const char* file, int line) {
+  _mi_lockorder_before_acquire(lock, file, line);
+  _mi_lock_prim_acquire(lock);
+  _mi_lockorder_acquired(lock, file, line);
+}
+
+bool _mi_lock_try_acquire_at(mi_lock_t* lock, const char* file, int line) {
+  if (!_mi_lock_prim_try_acquire(lock)) return false;
+  _mi_lockorder_acquired(lock, file, line);
+  return true;
+}
+
+void _mi_lock_release_at(mi_lock_t* lock, const char* file, int line) {
+  _mi_lockorder_release(lock, file, line);
+  _mi_lock_prim_release(lock);
+}
+#endif
+
+void _mi_locks_acquire_all(void) {
+  for (int c = 0; c < MI_LOCK_GLOBAL_COUNT; c++) {
+    if (mi_global_locks[c] != NULL) _mi_lock_acquire(mi_global_locks[c]);
+  }
+}
+
+void _mi_locks_release_all(void) {
+  for (int c = MI_LOCK_GLOBAL_COUNT - 1; c >= 0; c--) {
+    if (mi_global_locks[c] != NULL) _mi_lock_release(mi_global_locks[c]);
+  }
+}
+
+/* The child of a fork has one thread, the replica of the one that took every
+   lock in prepare: it releases them, in the parent's order, as POSIX's
+   pthread_atfork pattern has it. (They used to be initialised anew instead:
+   initialising an initialised mutex is undefined, and ThreadSanitizer does
+   not see it, so it took the child's next acquire of any of them for a
+   double lock, in every forked case of tests/teardown.) The lock-order
+   checker sees the releases too; then its record of this thread is cleared
+   of anything else (untracked acquisitions) inherited from the parent. */
+void _mi_locks_release_in_fork_child(void) {
+  _mi_locks_release_all();
+#if MI_LOCKORDER
+  _mi_lockorder_fork_child();
+#endif
+}

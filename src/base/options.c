@@ -1,0 +1,221 @@
+/* Options: one table, read lazily from MIMALLOC_<NAME> in the environment.
+   mi_option_set wins over the environment; mi_option_set_default loses to it. */
+#include "../internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+
+#define MI_OPTION(opt, def) \
+  [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = false}
+#define MI_OPTION_SIZE(opt, def) \
+  [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = true}
+
+mi_option_desc_t _mi_options[_mi_option_last] = {
+    MI_OPTION(show_errors, MI_DEBUG > 0 ? 1 : 0), /* a failed request is not misuse: secure builds say nothing either */
+    MI_OPTION(show_stats, 0),
+    MI_OPTION(verbose, 0),
+    MI_OPTION(eager_commit, 1),
+    MI_OPTION(arena_eager_commit, 2),
+    MI_OPTION(purge_decommits, 1),
+    MI_OPTION(allow_large_os_pages, 0),
+    MI_OPTION(reserve_huge_os_pages, 0),
+    MI_OPTION(reserve_huge_os_pages_at, -1),
+    MI_OPTION_SIZE(reserve_os_memory, 0),
+    MI_OPTION(deprecated_segment_cache, 0),
+    MI_OPTION(deprecated_page_reset, 0),
+    MI_OPTION(abandoned_page_purge, 0),
+    MI_OPTION(deprecated_segment_reset, 0),
+    MI_OPTION(eager_commit_delay, 1),
+    MI_OPTION(purge_delay, 10),
+    MI_OPTION(use_numa_nodes, 0),
+    MI_OPTION(disallow_os_alloc, 0),
+    MI_OPTION(os_tag, 100),
+    MI_OPTION(max_errors, 32),
+    MI_OPTION(max_warnings, 32),
+    MI_OPTION(max_segment_reclaim, 10),
+    MI_OPTION(destroy_on_exit, 0),
+    MI_OPTION_SIZE(arena_reserve, 1024L * 1024L),
+    MI_OPTION(arena_purge_mult, 10),
+    MI_OPTION(purge_extend_delay, 1),
+    MI_OPTION(abandoned_reclaim_on_free, 0),
+    MI_OPTION(disallow_arena_alloc, 0),
+    MI_OPTION(retry_on_oom, 400),
+    MI_OPTION(visit_abandoned, 0),
+    MI_OPTION(guarded_min, 0),
+    MI_OPTION(guarded_max, 1024L * 1024L),
+    MI_OPTION(guarded_precise, 0),
+    MI_OPTION(guarded_sample_rate, MI_SECURE ? 4000 : 0),
+    MI_OPTION(guarded_sample_seed, 0),
+    MI_OPTION(target_segments_per_thread, 0),
+    MI_OPTION(generic_collect, 10000),
+    MI_OPTION(allow_thp, 1), /* where the program's large blocks are used densely (os-thp.c) */
+    MI_OPTION(purge_thread, 1),
+    MI_OPTION(zero_on_free, MI_SECURE),
+    MI_OPTION(segment_cache, MI_SEGMENT_CACHE_MAX),
+    MI_OPTION(dhat, 0),
+    MI_OPTION(dhat_backtrace, 0),
+    MI_OPTION(lockorder, 1),
+    MI_OPTION(large_quarantine, MI_SECURE ? 64 : 0),
+};
+
+/* Options that take words as well as numbers (upper case here). */
+typedef struct mi_option_word_s {
+  mi_option_t option;
+  const char* word;
+  long value;
+} mi_option_word_t;
+
+static const mi_option_word_t mi_option_words[] = {
+    {mi_option_lockorder, "ABORT", 1},
+    {mi_option_lockorder, "WARN", 2},
+};
+
+static bool mi_option_valid(mi_option_t option) {
+  return (option >= 0 && option < _mi_option_last && _mi_options[option].name != NULL);
+}
+
+static void mi_option_env_name(const char* name, char* buf, size_t size) {
+  const char* prefix = "MIMALLOC_";
+  size_t i = 0;
+  for (; prefix[i] != 0 && i + 1 < size; i++) buf[i] = prefix[i];
+  for (size_t j = 0; name[j] != 0 && i + 1 < size; j++, i++) buf[i] = (char)toupper((unsigned char)name[j]);
+  buf[i] = 0;
+}
+
+static bool mi_option_parse(const mi_option_desc_t* desc, const char* s, long* value) {
+  char buf[64];
+  size_t len = 0;
+  for (; s[len] != 0 && len + 1 < sizeof(buf); len++) buf[len] = (char)toupper((unsigned char)s[len]);
+  buf[len] = 0;
+  for (size_t i = 0; i < sizeof(mi_option_words) / sizeof(mi_option_words[0]); i++) {
+    if (&_mi_options[mi_option_words[i].option] == desc && strcmp(buf, mi_option_words[i].word) == 0) {
+      *value = mi_option_words[i].value;
+      return true;
+    }
+  }
+  if (len == 0 || strcmp(buf, "1") == 0 || strcmp(buf, "TRUE") == 0 || strcmp(buf, "ON") == 0 ||
+      strcmp(buf, "YES") == 0) {
+    *value = 1;
+    return true;
+  }
+  if (strcmp(buf, "0") == 0 || strcmp(buf, "FALSE") == 0 || strcmp(buf, "OFF") == 0 || strcmp(buf, "NO") == 0) {
+    *value = 0;
+    return true;
+  }
+  char* end = NULL;
+  long v = strtol(buf, &end, 10);
+  if (end == buf) return false;
+  if (desc->is_size) {
+    /* sizes are kept in KiB */
+    if (*end == 'K') end++;
+    else if (*end == 'M') {
+      v *= 1024;
+      end++;
+    } else if (*end == 'G') {
+      v *= 1024L * 1024;
+      end++;
+    } else if (*end == 0) v = (v + 1023) / 1024; /* plain bytes */
+    if (*end == 'I') end++;
+    if (*end == 'B') end++;
+  }
+  if (*end != 0) return false;
+  *value = v;
+  return true;
+}
+
+static void mi_option_init(mi_option_t option) {
+  mi_option_desc_t* desc = &_mi_options[option];
+  char name[80];
+  char value[64];
+  mi_option_env_name(desc->name, name, sizeof(name));
+  if (mi_prim_getenv(name, value, sizeof(value))) {
+    long v;
+    if (mi_option_parse(desc, value, &v)) {
+      desc->value = v;
+      desc->init = MI_OPTION_INITIALIZED;
+      return;
+    }
+    desc->init = MI_OPTION_DEFAULTED;
+    _mi_warning_message("environment option %s has an invalid value: %s\n", name, value);
+    return;
+  }
+  desc->init = MI_OPTION_DEFAULTED;
+}
+
+void _mi_options_init(void) {
+  for (int i = 0; i < _mi_option_last; i++) {
+    if (mi_option_valid((mi_option_t)i) && _mi_options[i].init == MI_OPTION_UNINIT) mi_option_init((mi_option_t)i);
+  }
+}
+
+long _mi_option_get_slow(mi_option_t option) {
+  mi_option_init(option);
+  return _mi_options[option].value;
+}
+
+long mi_option_get(mi_option_t option) {
+  if (!mi_option_valid(option)) return 0;
+  return _mi_option_get_fast(option);
+}
+
+long mi_option_get_clamp(mi_option_t option, long min, long max) {
+  long v = mi_option_get(option);
+  return (v < min ? min : (v > max ? max : v));
+}
+
+size_t mi_option_get_size(mi_option_t option) {
+  if (!mi_option_valid(option)) return 0;
+  long v = mi_option_get(option);
+  if (v < 0) return 0;
+  return (_mi_options[option].is_size ? (size_t)v * 1024 : (size_t)v);
+}
+
+/* An option took a new value at run time: what depends on it catches up. */
+static void mi_option_changed(mi_option_t option, long value) {
+#if MI_GUARDED
+  if (option == mi_option_guarded_sample_rate || option == mi_option_guarded_sample_seed ||
+      option == mi_option_guarded_min || option == mi_option_guarded_max) {
+    _mi_guard_options_changed();
+  }
+#endif
+#if MI_SECURE
+  if (option == mi_option_zero_on_free && value != 0) _mi_secure_zero_on_free_enabled();
+#endif
+  (void)option, (void)value;
+}
+
+void mi_option_set(mi_option_t option, long value) {
+  if (!mi_option_valid(option)) return;
+  _mi_options[option].value = value;
+  _mi_options[option].init = MI_OPTION_INITIALIZED;
+  mi_option_changed(option, value);
+}
+
+void mi_option_set_default(mi_option_t option, long value) {
+  if (!mi_option_valid(option)) return;
+  if (_mi_options[option].init == MI_OPTION_UNINIT) mi_option_init(option);
+  if (_mi_options[option].init != MI_OPTION_INITIALIZED) {
+    _mi_options[option].value = value;
+    mi_option_changed(option, value);
+  }
+}
+
+bool mi_option_is_enabled(mi_option_t option) {
+  return (mi_option_get(option) != 0);
+}
+
+void mi_option_set_enabled(mi_option_t option, bool enable) {
+  mi_option_set(option, enable ? 1 : 0);
+}
+
+void mi_option_set_enabled_default(mi_option_t option, bool enable) {
+  mi_option_set_default(option, enable ? 1 : 0);
+}
+
+void mi_option_enable(mi_option_t option) {
+  mi_option_set_enabled(option, true);
+}
+
+void mi_option_disable(mi_option_t option) {
+  mi_option_set_enabled(option, false);
+}

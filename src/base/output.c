@@ -1,0 +1,97 @@
+/* Messages, warnings and errors. Nothing here allocates: messages are
+   formatted into stack buffers and written through the registered output
+   function or straight to stderr. */
+#include "../internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static mi_output_fun* _Atomic mi_out_fun;
+static void* _Atomic mi_out_arg;
+static mi_error_fun* _Atomic mi_error_fun_ptr;
+static void* _Atomic mi_error_arg;
+static _Atomic(long) mi_error_count;
+static _Atomic(long) mi_warning_count;
+
+void mi_register_output(mi_output_fun* out, void* arg) {
+  atomic_store(&mi_out_arg, arg);
+  atomic_store(&mi_out_fun, out);
+}
+
+void mi_register_error(mi_error_fun* fun, void* arg) {
+  atomic_store(&mi_error_arg, arg);
+  atomic_store(&mi_error_fun_ptr, fun);
+}
+
+void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) {
+  if (out == NULL) {
+    out = atomic_load(&mi_out_fun);
+    arg = atomic_load(&mi_out_arg);
+  }
+  char buf[512];
+  (void)snprintf(buf, sizeof(buf), "%s%s", (prefix != NULL ? prefix : ""), msg); /* cut to the buffer */
+  if (out != NULL) out(buf, arg);
+  else mi_prim_out_stderr(buf);
+}
+
+static void mi_vfprintf(const char* prefix, const char* fmt, va_list args) {
+  char buf[512];
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): clang 14 loses the va_start of the caller */
+  (void)vsnprintf(buf, sizeof(buf), fmt, args);
+  _mi_fputs(NULL, NULL, prefix, buf);
+}
+
+void _mi_message(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: ", fmt, args);
+  va_end(args);
+}
+
+void _mi_verbose_message(const char* fmt, ...) {
+  if (!mi_option_is_enabled(mi_option_verbose)) return;
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: ", fmt, args);
+  va_end(args);
+}
+
+void _mi_warning_message(const char* fmt, ...) {
+  if (!mi_option_is_enabled(mi_option_verbose) && !mi_option_is_enabled(mi_option_show_errors)) return;
+  if (atomic_fetch_add(&mi_warning_count, 1) >= mi_option_get(mi_option_max_warnings)) return;
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: warning: ", fmt, args);
+  va_end(args);
+}
+
+/* An error: shown when show_errors or verbose is on, then passed to the
+   registered error function. Out-of-memory is reported, not fatal. */
+void _mi_error_message(int err, const char* fmt, ...) {
+  if (mi_option_is_enabled(mi_option_verbose) || mi_option_is_enabled(mi_option_show_errors)) {
+    if (atomic_fetch_add(&mi_error_count, 1) < mi_option_get(mi_option_max_errors)) {
+      va_list args;
+      va_start(args, fmt);
+      mi_vfprintf("mimalloc: error: ", fmt, args);
+      va_end(args);
+    }
+  }
+  mi_error_fun* fun = atomic_load(&mi_error_fun_ptr);
+  if (fun != NULL) fun(err, atomic_load(&mi_error_arg));
+}
+
+/* Let the registered error function see an error before the caller acts on it. */
+void _mi_error_callback(int err) {
+  mi_error_fun* fun = atomic_load(&mi_error_fun_ptr);
+  if (fun != NULL) fun(err, atomic_load(&mi_error_arg));
+}
+
+#if MI_DEBUG > 0
+void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) {
+  char buf[512];
+  (void)snprintf(buf, sizeof(buf), "mimalloc: assertion failed: %s:%u, %s: %s\n", fname, line, func, assertion);
+  mi_prim_out_stderr(buf);
+  abort();
+}
+#endif

@@ -1,0 +1,497 @@
+/* Pages and page queues: the allocation slow path. */
+#include "../internal.h"
+
+size_t _mi_bin_size(size_t bin) {
+  if (bin <= 8) return (bin == 0 ? 16 : bin * 16);
+  if (bin == MI_BIN_MEDIUM_MAX) return MI_MEDIUM_BLOCK_MAX;
+  size_t k = (bin - 9) / 8;
+  size_t idx = (bin - 9) % 8;
+  size_t b = 7 + k;
+  return ((size_t)1 << b) + (idx + 1) * ((size_t)1 << (b - 3));
+}
+
+/* The bins of sizes up to 1 KiB by their size in words, w = (size + 7) / 8:
+   the smallest bin whose _mi_bin_size holds 8 * w (16-byte steps up to 128
+   bytes, then eight bins a doubling, all multiples of 8 bytes, so every
+   size of a word count shares its bin). A size of 0 gets the smallest bin.
+   One load in _mi_bin, where compares and a bsr were; test-bins checks each
+   entry against _mi_bin_size. */
+const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] = {
+    1,  1,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,  9,  10, 10, 11, 11, 12, 12, 13,
+    13, 14, 14, 15, 15, 16, 16, 17, 17, 17, 17, 18, 18, 18, 18, 19, 19, 19, 19, 20, 20, 20, 20, 21, 21, 21,
+    21, 22, 22, 22, 22, 23, 23, 23, 23, 24, 24, 24, 24, 25, 25, 25, 25, 25, 25, 25, 25, 26, 26, 26, 26, 26,
+    26, 26, 26, 27, 27, 27, 27, 27, 27, 27, 27, 28, 28, 28, 28, 28, 28, 28, 28, 29, 29, 29, 29, 29, 29, 29,
+    29, 30, 30, 30, 30, 30, 30, 30, 30, 31, 31, 31, 31, 31, 31, 31, 31, 32, 32, 32, 32, 32, 32, 32, 32};
+
+/* ---- Queues --------------------------------------------------------------------- */
+
+mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) {
+  size_t bin = (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
+  return &heap->pages[bin];
+}
+
+/* The word counts whose bin is `bin` (<= MI_BIN_DIRECT_MAX): those above the
+   previous bin's block size, up to its own; word count 0 goes with bin 1. */
+static inline size_t mi_direct_first(size_t bin) {
+  return (bin <= 1 ? 0 : _mi_bin_size(bin - 1) / 8 + 1);
+}
+
+/* A small bin's queue has a new first page: so do its entries of the direct
+   table. Up to 8 entries (the widest bin below 1 KiB is 64 bytes). */
+static inline void mi_direct_update(mi_heap_t* heap, const mi_page_queue_t* pq) {
+  size_t bin = (size_t)(pq - heap->pages);
+  if (bin > MI_BIN_DIRECT_MAX) return;
+  mi_assert(bin >= 1);
+  size_t last = _mi_bin_size(bin) / 8;
+  for (size_t w = mi_direct_first(bin); w <= last; w++) heap->pages_direct[w] = pq->first;
+}
+
+/* Every entry of the direct table is the first page of its size's queue
+   (_mi_heap_check in debug builds, test-bins). */
+bool _mi_heap_direct_consistent(const mi_heap_t* heap) {
+  for (size_t w = 0; w <= MI_BIN_WSIZE_MAX; w++) {
+    if (heap->pages_direct[w] != heap->pages[_mi_bin_of_wsize[w]].first) return false;
+  }
+  return true;
+}
+
+static inline void mi_queue_set_first(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  /* an empty queue points at the static empty page, so the fast path never tests for NULL */
+  pq->first = (page != NULL ? page : (mi_page_t*)&_mi_page_empty);
+  mi_direct_update(heap, pq);
+}
+
+void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  if (page->prev != NULL) page->prev->next = page->next;
+  if (page->next != NULL) page->next->prev = page->prev;
+  if (page == pq->last) pq->last = page->prev;
+  if (page == pq->first) mi_queue_set_first(heap, pq, page->next);
+  page->next = NULL;
+  page->prev = NULL;
+}
+
+void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  page->prev = NULL;
+  page->next = (pq->last != NULL ? pq->first : NULL);
+  if (pq->last != NULL) pq->first->prev = page;
+  else pq->last = page;
+  mi_queue_set_first(heap, pq, page);
+}
+
+static void mi_page_queue_push_back(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  page->next = NULL;
+  page->prev = pq->last;
+  if (pq->last != NULL) pq->last->next = page;
+  else mi_queue_set_first(heap, pq, page);
+  pq->last = page;
+}
+
+static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  _mi_page_queue_remove(heap, pq, page);
+  mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
+  mi_page_queue_push_back(heap, &heap->pages[MI_BIN_FULL], page);
+}
+
+/* A full page that got a block back goes to the back of its queue: at the
+   front, the next allocation would take its one block and find it full
+   again, a slow path per block when frees come in random order (`larson`). */
+void _mi_page_unfull(mi_page_t* page) {
+  mi_heap_t* heap = page->heap;
+  _mi_page_queue_remove(heap, &heap->pages[MI_BIN_FULL], page);
+  mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
+  mi_page_queue_push_back(heap, &heap->pages[page->bin], page);
+}
+
+/* ---- Collecting frees ---------------------------------------------------------- */
+
+/* Move the blocks other threads freed into the owner's free list. */
+void _mi_page_collect(mi_page_t* page) {
+  if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) == NULL) return;
+  mi_sched_point(MI_SCHED_PAGE_COLLECT);
+  mi_block_t* list = atomic_exchange_explicit(&page->xthread_free, NULL, memory_order_acquire);
+  if (list == NULL) return;
+  uint32_t count = 1;
+  mi_block_t* tail = list;
+#if MI_SECURE
+  _mi_secure_collected(page, tail);
+#endif
+  for (mi_block_t* next; (next = mi_block_next_checked(page, tail)) != NULL; tail = next) {
+#if MI_SECURE
+    _mi_secure_collected(page, next);
+#endif
+    count++;
+  }
+  mi_block_set_next(page, tail, page->free);
+  page->free = list;
+  page->used -= count;
+}
+
+/* ---- Page set-up --------------------------------------------------------------- */
+
+/* Carve more blocks out of the page's unused area: a few at a time, so a page
+   that is barely used does not touch (and commit) all of its memory. */
+static void mi_page_extend(mi_page_t* page) {
+  size_t bsize = page->block_size;
+  size_t want = (4096 + bsize - 1) / bsize;
+  if (want < 4) want = 4;
+  size_t avail = page->reserved - page->capacity;
+  if (avail == 0) return; /* callers extend only pages with room; nothing to carve otherwise */
+#if MI_SECURE
+  /* the shuffle costs a random number per block: tiny blocks are carved
+     MI_SECURE_CARVE_MAX at a time, still as many to choose the next among
+     as a 4 KiB carve of 128-byte blocks gives */
+  if (want > MI_SECURE_CARVE_MAX) want = MI_SECURE_CARVE_MAX;
+#endif
+  if (want > avail) want = avail;
+  uint8_t* start = page->start + (size_t)page->capacity * bsize;
+#if MI_SECURE
+  /* secure: link the new blocks in random order, so neighbours in memory are
+     not neighbours in allocation order */
+  uint16_t order[MI_SECURE_CARVE_MAX];
+  order[0] = 0;
+  mi_tld_t* tld = page->heap->tld;
+  uint64_t r = 0;
+  for (size_t i = 1; i < want; i++) {
+    /* the inside-out shuffle: block i joins at a random place j in [0, i]
+       (the high half of a 32x32-bit product, no division), the one there
+       moves to the end. Each random number serves two steps. */
+    r = ((i & 1) ? _mi_tld_random(tld) : r << 32);
+    size_t j = (size_t)(((r >> 32) * (uint64_t)(i + 1)) >> 32);
+    order[i] = (uint16_t)i;
+    uint16_t t = order[j];
+    order[j] = order[i];
+    order[i] = t;
+  }
+  /* want >= 1 (avail > 0 above), so order[0] was set */
+  /* cppcheck-suppress uninitvar */
+  mi_block_t* first = (mi_block_t*)(start + (size_t)order[0] * bsize);
+  mi_block_t* last = first;
+  for (size_t i = 1; i < want; i++) {
+    mi_block_t* next = (mi_block_t*)(start + (size_t)order[i] * bsize);
+    mi_block_set_next(page, last, next);
+    last = next;
+  }
+#else
+  mi_block_t* first = (mi_block_t*)start;
+  mi_block_t* last = first;
+  for (size_t i = 1; i < want; i++) {
+    mi_block_t* next = (mi_block_t*)(start + i * bsize);
+    mi_block_set_next(page, last, next);
+    last = next;
+  }
+#endif
+  mi_block_set_next(page, last, page->free);
+  page->free = first;
+  page->capacity += (uint32_t)want;
+  mi_track_mem_noaccess(start, want * bsize);
+}
+
+void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
+  size_t bsize = _mi_bin_size(bin);
+  page->heap = heap;
+  page->bin = (uint8_t)bin;
+  page->block_size = bsize;
+#if MI_SECURE
+  page->block_size_inv = (((uint64_t)1 << 40) + bsize - 1) / bsize;
+#endif
+  page->reserved = (uint32_t)(area / bsize);
+  page->capacity = 0;
+  page->used = 0;
+  mi_page_flags_store(page, 0);
+  page->free = NULL;
+  page->next = page->prev = NULL;
+  atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  mi_track_mem_noaccess(page->start, area); /* never-carved slack too, whatever it held before */
+  mi_page_extend(page);
+}
+
+/* ---- Retiring pages ------------------------------------------------------------ */
+
+/* Out of its heap and back to its segment (every block of it is back). */
+static void mi_heap_page_free(mi_heap_t* heap, mi_page_t* page) {
+  _mi_page_queue_remove(heap, _mi_page_queue_of(heap, page), page);
+  mi_page_flags_store(page, 0);
+  heap->page_count--;
+  _mi_segment_page_free(page);
+}
+
+/* Every block of the page is back. Keep a small page if it is the only page
+   of its size class (the next allocation would just ask for a fresh one);
+   otherwise give the page back to its segment. Medium pages are never kept:
+   a thread that goes idle would hold up to 512 KiB per size class. */
+void _mi_page_retire(mi_page_t* page) {
+  mi_heap_t* heap = page->heap;
+  mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
+  if (!(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
+      pq->last == page) {
+    return;
+  }
+  mi_heap_page_free(heap, page);
+}
+
+/* ---- The slow path ------------------------------------------------------------- */
+
+/* Look at a few full pages for blocks freed by other threads; pages that got
+   blocks back return to their size-class queue. Bounded per call, so a heap
+   with many full pages pays a constant amount per slow path. */
+static void mi_heap_scan_full(mi_heap_t* heap, size_t max) {
+  mi_page_queue_t* fq = &heap->pages[MI_BIN_FULL];
+  if (max == SIZE_MAX) {
+    mi_page_t* page = (fq->last != NULL ? fq->first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) != NULL) {
+        _mi_page_collect(page);
+        _mi_page_unfull(page);
+        if (page->used == 0) _mi_page_retire(page);
+      }
+      page = next;
+    }
+    return;
+  }
+  for (size_t n = 0; n < max && fq->last != NULL; n++) {
+    mi_page_t* page = fq->first;
+    if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) != NULL) {
+      _mi_page_collect(page);
+      _mi_page_unfull(page);
+      if (page->used == 0) _mi_page_retire(page);
+    } else if (page != fq->last) {
+      /* rotate, so the next scan starts with pages not looked at yet */
+      _mi_page_queue_remove(heap, fq, page);
+      mi_page_queue_push_back(heap, fq, page);
+    }
+  }
+}
+
+/* Find a page of the size class with a free block: collect frees, extend,
+   retire pages that have nothing, and as a last resort take a fresh page. */
+static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
+  mi_page_queue_t* pq = &heap->pages[bin];
+  if (mi_unlikely(!heap->took_over)) _mi_segments_take_over(heap, bin); /* may fill `pq` */
+  mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+  while (page != NULL) {
+    mi_page_t* next = page->next;
+    _mi_page_collect(page);
+    if (page->free == NULL && page->capacity < page->reserved) mi_page_extend(page);
+    if (page->free != NULL) {
+      if (page != pq->first) {
+        _mi_page_queue_remove(heap, pq, page);
+        _mi_page_queue_push(heap, pq, page);
+      }
+      return page;
+    }
+    mi_page_to_full(heap, pq, page);
+    page = next;
+  }
+  /* before taking new memory, see whether other threads gave blocks back */
+  mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
+  page = (pq->last != NULL ? pq->first : NULL);
+  if (page != NULL && page->free != NULL) return page;
+  page = _mi_segment_page_alloc(heap, bin);
+  if (page == NULL) {
+    /* out of memory: scan every full page, then try once more */
+    mi_heap_scan_full(heap, SIZE_MAX);
+    page = (pq->last != NULL ? pq->first : NULL);
+    if (page != NULL && page->free != NULL) return page;
+    page = _mi_segment_page_alloc(heap, bin);
+    if (page == NULL) return NULL;
+  }
+  heap->page_count++;
+  _mi_page_queue_push(heap, pq, page);
+  return page;
+}
+
+static void mi_heap_free_kept(mi_heap_t* heap);
+
+static void mi_heap_heartbeat(mi_heap_t* heap) {
+  heap->heartbeat++;
+  _mi_deferred_free(heap, false);
+  if ((heap->heartbeat & 63) == 0) {
+    if (mi_unlikely(heap->has_kept)) mi_heap_free_kept(heap);
+    mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
+    _mi_purge_maybe();
+  }
+}
+
+void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
+    heap = _mi_heap_init_thread();
+    if (heap == NULL) {
+      errno = ENOMEM; /* fault path */
+      return NULL;
+    }
+  }
+  if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
+    _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
+    errno = ENOMEM;
+    return NULL;
+  }
+  mi_heap_heartbeat(heap);
+  if (size > MI_MEDIUM_BLOCK_MAX) {
+    mi_page_t* page = _mi_segment_single_alloc(heap, size, 0, zero);
+    if (page == NULL) {
+      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size); /* fault path */
+      errno = ENOMEM;
+      return NULL;
+    }
+    mi_track_malloc(page->start, size, page->block_size, zero);
+    return page->start;
+  }
+  size_t bin = _mi_bin(size);
+  mi_page_t* page = heap->pages[bin].first;
+  if (page->free == NULL) {
+    page = mi_find_page(heap, bin);
+    if (page == NULL) {
+      _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size); /* fault path */
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  mi_block_t* block = page->free;
+  page->free = mi_block_next_checked(page, block);
+  page->used++;
+#if MI_STAT
+  heap->stat_malloc[bin]++;
+#endif
+  if (zero) {
+    mi_track_mem_undefined(block, page->block_size);
+    memset(block, 0, page->block_size);
+  }
+  mi_track_malloc(block, size, page->block_size, zero);
+  return block;
+}
+
+/* ---- Collection ----------------------------------------------------------------- */
+
+/* Bins of a heap that hold an empty page, one bit each. */
+typedef struct mi_bin_set_s {
+  uint64_t bits[2];
+} mi_bin_set_t;
+_Static_assert(MI_BIN_COUNT <= 128, "mi_bin_set_t holds 128 bins");
+
+/* Take in every page's frees (pages that got room leave the full queue) and
+   note the bins where a page is left empty; free none of them yet. */
+static mi_bin_set_t mi_heap_collect_all(mi_heap_t* heap) {
+  mi_bin_set_t empty = {{0, 0}};
+  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      _mi_page_collect(page);
+      if ((mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->free != NULL) _mi_page_unfull(page);
+      if (page->used == 0) empty.bits[page->bin / 64] |= (uint64_t)1 << (page->bin % 64);
+      page = next;
+    }
+  }
+  return empty;
+}
+
+/* Free the empty pages of the bins in `empty`; with `keep_one`, not the
+   first of each small bin found in a segment that holds live blocks (medium
+   pages are 512 KiB: never kept, as in _mi_page_retire). True if a page was
+   kept. */
+static bool mi_heap_free_empty(mi_heap_t* heap, mi_bin_set_t empty, bool keep_one) {
+  bool kept_any = false;
+  for (size_t w = 0; w < 2; w++) {
+    for (uint64_t bits = empty.bits[w]; bits != 0; bits &= bits - 1) {
+      size_t bin = w * 64 + mi_bsf64(bits);
+      mi_page_queue_t* pq = &heap->pages[bin];
+      mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+      bool kept = !keep_one || bin > MI_BIN_SMALL_MAX;
+      while (page != NULL) {
+        mi_page_t* next = page->next;
+        if (page->used == 0) {
+          if (!kept && _mi_segment_has_live_blocks(_mi_page_segment(page))) kept = kept_any = true;
+          else mi_heap_page_free(heap, page);
+        }
+        page = next;
+      }
+    }
+  }
+  return kept_any;
+}
+
+void _mi_heap_collect_pages(mi_heap_t* heap) {
+  mi_heap_free_empty(heap, mi_heap_collect_all(heap), false);
+}
+
+/* The thread of `heap` (its backing heap, which holds all its pages by now)
+   is exiting. Its empty pages are freed but for one of each small size in
+   a segment that holds live blocks: that segment is abandoned anyway, and
+   the page goes with it ready, free list carved, for a thread that starts
+   next to take over (_mi_segments_take_over). Every page is collected
+   first, so that `used` tells which segments hold live blocks. True if a
+   page was kept: the caller makes a purge due once the segment is on the
+   abandoned list, so the cleanup of abandoned segments (purge.c) frees the
+   page if no thread takes it. */
+bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) {
+  return mi_heap_free_empty(heap, mi_heap_collect_all(heap), true);
+}
+
+/* A heap that took over kept empty pages keeps them until its periodic
+   heartbeat: then those still empty go back (a thread that starts needs
+   them at once or not at all), and none is flagged any more. */
+static void mi_heap_free_kept(mi_heap_t* heap) {
+  heap->has_kept = false;
+  for (size_t bin = 1; bin <= MI_BIN_SMALL_MAX; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      if (mi_page_flags(page) & MI_PAGE_FLAG_KEPT) {
+        mi_page_flags_clear(page, MI_PAGE_FLAG_KEPT);
+        _mi_page_collect(page);
+        if (page->used == 0) mi_heap_page_free(heap, page);
+      }
+      page = next;
+    }
+  }
+}
+
+#if MI_SECURE
+/* ---- Pages of destroyed heaps (secure builds) -------------------------------- */
+
+/* A destroyed heap's blocks were never freed one by one: a stale pointer to
+   one is reported (a double free, a use of a freed block) only as long as
+   its page is not set up again; after that the block may be handed out
+   again, and the pointer is a valid one once more. So a destroyed heap's
+   pages are held, oldest first, by their thread, their slots taken (see
+   _mi_segment_page_hold): no amount of allocation reuses them. A thread
+   holds its last MI_SECURE_HELD_PAGES destroyed pages, of at most
+   MI_SECURE_HELD_BYTES together (64 small pages, or 16 medium ones); older
+   ones are freed as newer ones come, all of them at a forced collect and
+   when the thread exits (its segments are abandoned with only pages in use
+   in them). */
+#define MI_SECURE_HELD_PAGES 64
+#define MI_SECURE_HELD_BYTES ((size_t)8 << 20)
+
+static size_t mi_page_area_size(const mi_page_t* page) {
+  return _mi_segment_page_area(_mi_page_segment(page), page->index, NULL);
+}
+
+/* Free the oldest held pages until at most `max_pages` pages of at most
+   `max_bytes` are left (0, 0: all). */
+void _mi_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) {
+  while (tld->held_first != NULL && (tld->held_count > max_pages || tld->held_bytes > max_bytes)) {
+    mi_page_t* page = tld->held_first;
+    tld->held_first = page->next;
+    if (tld->held_first == NULL) tld->held_last = NULL;
+    page->next = NULL;
+    tld->held_count--;
+    tld->held_bytes -= mi_page_area_size(page);
+    _mi_segment_page_free(page);
+  }
+}
+
+/* `page`, out of its destroyed heap, joins the newest end. */
+void _mi_page_hold(mi_tld_t* tld, mi_page_t* page) {
+  _mi_segment_page_hold(page);
+  if (tld->held_last != NULL) tld->held_last->next = page;
+  else tld->held_first = page;
+  tld->held_last = page;
+  tld->held_count++;
+  tld->held_bytes += mi_page_area_size(page);
+  _mi_pages_held_release(tld, MI_SECURE_HELD_PAGES, MI_SECURE_HELD_BYTES);
+}
+#endif
