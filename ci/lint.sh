@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Lint job (docs/lint.md): clang-format, cppcheck and clang-tidy, each with
-# zero findings, each with a positive control (a planted bad file the tool
-# must report, matched on the tool's own finding line).
+# Lint job (docs/lint.md): clang-format, the layer check of src/, cppcheck and
+# clang-tidy, each with zero findings, each with a positive control (a planted
+# bad file the tool must report, matched on the tool's own finding line).
 #   ci/lint.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +42,25 @@ else
   cat "$out/clang-format-control.log"
 fi
 echo "lint: clang-format: $(($(date +%s) - t0)) s"
+
+# ---- Layers -----------------------------------------------------------------------
+# Each file of src/ includes only headers of its own layer and below
+# (ci/layers.txt, docs/architecture.md).
+if python3 ci/layer-check.py >"$out/layers.log" 2>&1; then
+  echo "lint: $(cat "$out/layers.log")"
+else
+  fail "layer check: findings:"
+  head -20 "$out/layers.log"
+fi
+# control: an OS-layer file that includes the page layer's header
+python3 ci/layer-check.py --as src/os/layer-upcall.c tests/lint/layer-upcall.c >"$out/layers-control.log" 2>&1
+if grep -Eq '^layer: src/os/layer-upcall\.c: includes src/page/page\.h \(page, rank 4\) from os \(rank 2\)$' \
+  "$out/layers-control.log"; then
+  echo "lint: layer check control: reported"
+else
+  fail "layer check control: the inclusion upwards was NOT reported"
+  cat "$out/layers-control.log"
+fi
 
 # ---- Compile databases: the default and the secure build, Debug (assertions,
 # fault hooks, lock-order checker compiled in: the most code) -------------------

@@ -2,7 +2,7 @@
    alignments come from a size class whose blocks happen to be aligned, or
    from over-allocating and handing out an aligned pointer inside the block
    (the page is then marked so that free finds the block's start). */
-#include "../internal.h"
+#include "api.h"
 
 static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
                                                bool zero) {

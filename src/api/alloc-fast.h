@@ -5,7 +5,7 @@
 #ifndef MI_ALLOC_FAST_H
 #define MI_ALLOC_FAST_H
 
-#include "../internal.h"
+#include "api.h"
 
 /* Everything but a pop from the page at the head of the size's queue. */
 typedef void* mi_malloc_slow_fun(mi_heap_t* heap, size_t size);

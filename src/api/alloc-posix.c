@@ -1,5 +1,5 @@
 /* The POSIX and platform allocation calls, with their exact error rules. */
-#include "../internal.h"
+#include "api.h"
 
 size_t mi_malloc_size(const void* p) {
   return mi_usable_size(p);

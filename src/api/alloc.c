@@ -1,5 +1,5 @@
 /* Allocation entry points: the thread-local fast path and the calls built on it. */
-#include "../internal.h"
+#include "api.h"
 #include "alloc-fast.h"
 
 #include <limits.h>

@@ -5,7 +5,7 @@
 #ifndef MI_FREE_FAST_H
 #define MI_FREE_FAST_H
 
-#include "../internal.h"
+#include "api.h"
 
 #if MI_DHAT
 /* free.c: the profiler's record, then the free */

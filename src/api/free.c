@@ -1,38 +1,7 @@
 /* Freeing: the thread-local fast path, frees from other threads, and the
    rare cases (aligned interior pointers, full pages, single-block segments). */
-#include "../internal.h"
+#include "api.h"
 #include "free-fast.h"
-
-mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) {
-  size_t diff = (size_t)((const uint8_t*)p - page->start);
-  size_t adjust = diff % page->block_size;
-  return (mi_block_t*)((uintptr_t)p - adjust);
-}
-
-/* A free by the owning thread that may need more than the fast path: the
-   page is in the full queue or holds aligned blocks, or (secure builds) the
-   block leaves the quarantine. */
-void _mi_free_local_release(mi_page_t* page, mi_block_t* block) {
-  mi_block_set_next(page, block, page->free);
-  page->free = block;
-  page->used--;
-  if (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) _mi_page_unfull(page);
-  if (page->used == 0) _mi_page_retire(page);
-}
-
-/* A free from a thread that does not own the page: push onto the page's
-   atomic list, which the owner (or whoever reclaims the page after the owner
-   is gone) collects. After the push this thread touches nothing of the page:
-   once the block is on the list the owner may free the page at any time. */
-void _mi_free_remote(mi_page_t* page, mi_block_t* block) {
-  mi_block_t* head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-  mi_sched_point(MI_SCHED_FREE_REMOTE_READ);
-  do {
-    mi_block_set_next(page, block, head);
-  } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, block, memory_order_release,
-                                                  memory_order_relaxed));
-  mi_sched_point(MI_SCHED_FREE_REMOTE_PUSHED);
-}
 
 /* A free into a segment of no thread (abandoned, most likely): with reclaim
    on free, try to claim it. Out of line, option test included: a call in

@@ -19,7 +19,7 @@
 
    Delete: the sized and aligned forms go to mi_free_size*, checked in secure
    builds (src/secure/secure-sized.c). */
-#include "../internal.h"
+#include "api.h"
 #include "alloc-fast.h"
 #include "free-fast.h"
 

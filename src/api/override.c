@@ -3,7 +3,7 @@
    call into the mi_ function, but malloc and free, which inline the fast
    paths (a tail call into mi_malloc or mi_free went through the PLT).
    Compiled only with MI_OVERRIDE. */
-#include "../internal.h"
+#include "api.h"
 #include "alloc-fast.h"
 #include "free-fast.h"
 

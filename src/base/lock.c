@@ -1,29 +1,11 @@
-/* The allocator's lock type, the table of lock classes (names and ranks,
-   defined in lockorder/classes.h and documented in docs/lock-order.md) and
-   the global locks taken by the fork handlers. With MI_LOCKORDER every
-   acquire and release goes through the lock-order checker (src/lockorder);
-   without it internal.h maps them to the primitives and this file only
-   keeps the registry. */
-#include "../internal.h"
+/* The allocator's lock type and the global locks taken by the fork
+   handlers (the classes, their names and ranks: lockorder/classes.h,
+   documented in docs/lock-order.md). With MI_LOCKORDER every acquire and
+   release goes through the lock-order checker (src/lockorder); without it
+   base/lock.h maps them to the primitives and this file only keeps the
+   registry. */
+#include "base.h"
 #include "../lockorder/lockorder.h"
-
-typedef struct mi_lock_class_info_s {
-  const char* name;
-  int rank;
-} mi_lock_class_info_t;
-
-#define MI_LOCK_CLASS_INFO(id, name, rank, what) {name, rank},
-static const mi_lock_class_info_t mi_lock_classes[MI_LOCK_CLASS_COUNT] = {MI_LOCK_CLASSES(MI_LOCK_CLASS_INFO)
-                                                                              MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_INFO)};
-#undef MI_LOCK_CLASS_INFO
-
-const char* _mi_lock_class_name(mi_lock_class_t lock_class) {
-  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? mi_lock_classes[lock_class].name : "?");
-}
-
-int _mi_lock_class_rank(mi_lock_class_t lock_class) {
-  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? mi_lock_classes[lock_class].rank : 0);
-}
 
 /* Each global class has exactly one lock; it registers itself here when
    initialised, so the fork handlers can take them all in class order (the

@@ -1,6 +1,7 @@
 /* Options: one table, read lazily from MIMALLOC_<NAME> in the environment.
    mi_option_set wins over the environment; mi_option_set_default loses to it. */
-#include "../internal.h"
+#include "base.h"
+#include "../secure/secure.h"
 
 #include <ctype.h>
 #include <stdlib.h>

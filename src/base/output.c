@@ -1,7 +1,7 @@
 /* Messages, warnings and errors. Nothing here allocates: messages are
    formatted into stack buffers and written through the registered output
    function or straight to stderr. */
-#include "../internal.h"
+#include "base.h"
 
 #include <stdarg.h>
 #include <stdio.h>

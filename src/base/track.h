@@ -34,7 +34,7 @@
      for memory going back to the OS.
 
    The allocator reads and writes the free-list link inside free
-   (inaccessible) blocks: the accessors (internal.h) open the link's 8 bytes
+   (inaccessible) blocks: the accessors (page/page.h) open the link's 8 bytes
    around the access with mi_track_link_open / mi_track_link_close. (An
    attribute that turns instrumentation off does not do: gcc inlines such a
    function into an instrumented caller and instruments it after all.) */

@@ -5,7 +5,7 @@
 #ifndef MI_DHAT_INTERNAL_H
 #define MI_DHAT_INTERNAL_H
 
-#include "../internal.h"
+#include "../api/api.h"
 
 /* Frames kept per allocation site, innermost first. Valgrind's default
    (--num-callers=12) counts the allocation function itself; ours start at

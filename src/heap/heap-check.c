@@ -1,7 +1,7 @@
 /* The full heap-consistency check of debug builds (MI_DEBUG >= 2): walks every
    page of a heap and verifies the invariants the fast paths rely on. Run at
    mi_heap_collect and at thread exit; a violation is an assertion failure. */
-#include "../internal.h"
+#include "heap.h"
 
 #if MI_DEBUG >= 2
 

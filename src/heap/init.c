@@ -1,7 +1,8 @@
 /* Process and thread life cycle: lazy initialisation (safe before our own
    constructor runs, from dlsym and from TLS set-up), thread exit, fork and
    process exit. */
-#include "../internal.h"
+#include "heap.h"
+#include "../dhat/hooks.h"
 #include "../prim/fault.h"
 #include "../lockorder/lockorder.h"
 
@@ -9,38 +10,6 @@ typedef struct mi_thread_data_s {
   mi_heap_t heap;
   mi_tld_t tld;
 } mi_thread_data_t;
-
-const mi_page_t _mi_page_empty = {0};
-
-#define MI_QUEUE_EMPTY \
-  { (mi_page_t*)&_mi_page_empty, NULL }
-#define MI_QUEUES_10 \
-  MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, \
-      MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY
-#if MI_SECURE
-#define MI_QUEUES_LAST MI_QUEUES_10, MI_QUEUE_EMPTY /* the 91st: secure builds' bin for 128 KiB + trailer */
-#else
-#define MI_QUEUES_LAST MI_QUEUES_10
-#endif
-_Static_assert(MI_BIN_COUNT == 90 + MI_SECURE, "update the empty heap's queue initialiser");
-#define MI_EMPTY_PAGE ((mi_page_t*)&_mi_page_empty)
-#define MI_DIRECT_8 \
-  MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE
-#define MI_DIRECT_64 \
-  MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8
-_Static_assert(MI_BIN_WSIZE_MAX + 1 == 129, "update the empty heap's direct table initialiser");
-
-/* The heap of a thread that has not allocated yet: every queue and every
-   entry of the direct table points at the empty page, so the fast path
-   falls through to the slow path, which sets the thread up. */
-const mi_heap_t _mi_heap_empty = {
-    .tld = NULL,
-    .pages_direct = {MI_DIRECT_64, MI_DIRECT_64, MI_EMPTY_PAGE},
-    .pages = {MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10,
-              MI_QUEUES_10, MI_QUEUES_LAST},
-};
-
-mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
 
 bool _mi_process_is_initialized = false;
 uintptr_t _mi_process_key = 0;
@@ -194,6 +163,12 @@ static void mi_process_done(void) {
   }
 }
 
+#if MI_FAULT
+static void mi_fault_env_warning(const char* name, const char* value) {
+  _mi_warning_message("environment option %s has an invalid value: %s\n", name, value);
+}
+#endif
+
 void _mi_process_init_once(void) {
   if (mi_likely(atomic_load_explicit(&mi_process_state, memory_order_acquire) == 2)) return;
   int expected = 0;
@@ -205,7 +180,7 @@ void _mi_process_init_once(void) {
   }
   mi_prim_init(&_mi_os_config);
 #if MI_FAULT
-  _mi_fault_init_from_env();
+  _mi_fault_init_from_env(mi_fault_env_warning);
 #endif
   _mi_options_init();
 #if MI_LOCKORDER
@@ -250,33 +225,4 @@ void mi_process_init(void) {
 
 mi_decl_constructor(mi_process_load) {
   mi_process_init();
-}
-
-int mi_version(void) {
-  return MI_MALLOC_VERSION;
-}
-
-/* The program's own deferred-free hook (e.g. a reference-counting runtime
-   freeing in bulk): called from the slow path now and then, and with
-   force=true from mi_collect(true). */
-static mi_deferred_free_fun* _Atomic mi_deferred_fun;
-static void* _Atomic mi_deferred_arg;
-static _Atomic(unsigned long long) mi_deferred_heartbeat;
-
-void mi_register_deferred_free(mi_deferred_free_fun* deferred_free, void* arg) {
-  atomic_store(&mi_deferred_arg, arg);
-  atomic_store(&mi_deferred_fun, deferred_free);
-}
-
-void _mi_deferred_free(mi_heap_t* heap, bool force) {
-  mi_deferred_free_fun* fun = atomic_load_explicit(&mi_deferred_fun, memory_order_relaxed);
-  if (fun == NULL || heap->tld->recurse) return;
-  heap->tld->recurse = true; /* the hook may allocate */
-  unsigned long long beat = atomic_fetch_add_explicit(&mi_deferred_heartbeat, 1, memory_order_relaxed);
-  fun(force, beat, atomic_load(&mi_deferred_arg));
-  heap->tld->recurse = false;
-}
-
-bool mi_is_redirected(void) {
-  return false;
 }

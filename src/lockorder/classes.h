@@ -50,4 +50,22 @@ typedef enum mi_lock_class_e {
 } mi_lock_class_t;
 #undef MI_LOCK_CLASS_ENUM
 
+/* A class's name and rank, read from the table above ("?" and 0 for a value
+   that is no class). The test classes follow the global ones in the enum,
+   so one array indexed by class holds both lists. */
+#define MI_LOCK_CLASS_NAME(id, name, rank, what) name,
+#define MI_LOCK_CLASS_RANK(id, name, rank, what) rank,
+static inline const char* _mi_lock_class_name(mi_lock_class_t lock_class) {
+  static const char* const names[MI_LOCK_CLASS_COUNT] = {MI_LOCK_CLASSES(MI_LOCK_CLASS_NAME)
+                                                             MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_NAME)};
+  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? names[lock_class] : "?");
+}
+static inline int _mi_lock_class_rank(mi_lock_class_t lock_class) {
+  static const int ranks[MI_LOCK_CLASS_COUNT] = {MI_LOCK_CLASSES(MI_LOCK_CLASS_RANK)
+                                                     MI_LOCK_TEST_CLASSES(MI_LOCK_CLASS_RANK)};
+  return ((unsigned)lock_class < MI_LOCK_CLASS_COUNT ? ranks[lock_class] : 0);
+}
+#undef MI_LOCK_CLASS_NAME
+#undef MI_LOCK_CLASS_RANK
+
 #endif

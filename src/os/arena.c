@@ -9,14 +9,12 @@
    chunk given back is decommitted (reserved-only arenas) so it reads as zero
    when next committed; pinned arenas (large or huge pages) cannot decommit,
    so a reused pinned chunk is cleared before it is handed out again. */
-#include "../internal.h"
+#include "os.h"
 #include "../prim/fault.h"
 
 #define MI_ARENA_MAX 16
-#define MI_ARENA_CHUNK MI_SEGMENT_SIZE
 #define MI_ARENA_MAX_CHUNKS 4096 /* 16 GiB per arena */
 #define MI_ARENA_WORDS (MI_ARENA_MAX_CHUNKS / 64)
-#define MI_HUGE_OS_PAGE_SIZE ((size_t)1 << 30)
 
 typedef struct mi_arena_s {
   uint8_t* start;
@@ -186,11 +184,12 @@ bool _mi_arena_free(void* p, size_t size) {
 }
 
 /* ---- Reservations ------------------------------------------------------------------- */
+/* The public entries (api/reserve.c) set the process up first; these do not,
+   so process set-up itself can call them (_mi_arenas_reserve_from_options). */
 
-int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) {
+int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large) {
   size = _mi_align_up(size, MI_ARENA_CHUNK);
   if (size == 0) return EINVAL;
-  _mi_process_init_once();
   bool is_pinned = false;
   void* p = _mi_os_alloc_aligned(size, MI_ARENA_CHUNK, commit, allow_large, &is_pinned);
   if (p == NULL) {
@@ -208,12 +207,9 @@ int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) {
 /* Huge (1 GiB) pages, falling back to large (2 MiB) pages, then to normal
    committed pages: the caller asked for memory up front, and gets it in the
    best kind the system has (in secure builds: normal pages). */
-int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msecs) {
-  (void)numa_node;
-  (void)timeout_msecs;
+int _mi_arena_reserve_huge(size_t pages) {
   if (pages == 0) return 0;
   if (pages > SIZE_MAX / MI_HUGE_OS_PAGE_SIZE) return EINVAL;
-  _mi_process_init_once();
   size_t size = pages * MI_HUGE_OS_PAGE_SIZE;
   void* p = NULL;
   /* secure builds never pin: guard pages need 4 KiB protection */
@@ -230,18 +226,7 @@ int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msec
   }
   mi_fault_event(mi_fault_event_huge_fallback);
   _mi_verbose_message("huge OS pages unavailable (error %d); trying large, then normal pages\n", err);
-  return mi_reserve_os_memory(size, true, !MI_SECURE);
-}
-
-int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes, size_t timeout_msecs) {
-  (void)numa_nodes; /* one node here: no NUMA placement */
-  return mi_reserve_huge_os_pages_at(pages, 0, timeout_msecs);
-}
-
-int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserved) {
-  int err = mi_reserve_huge_os_pages_at(pages, 0, (size_t)(max_secs * 1000.0));
-  if (pages_reserved != NULL) *pages_reserved = (err == 0 ? pages : 0);
-  return err;
+  return _mi_arena_reserve_os(size, true, !MI_SECURE);
 }
 
 /* The reservations the options ask for, at process start. */
@@ -249,11 +234,12 @@ void _mi_arenas_reserve_from_options(void) {
   long huge = mi_option_get(mi_option_reserve_huge_os_pages);
   if (huge > 0) {
     long at = mi_option_get(mi_option_reserve_huge_os_pages_at);
-    mi_reserve_huge_os_pages_at((size_t)huge, (int)(at < 0 ? 0 : at), (size_t)huge * 500);
+    (void)at; /* one NUMA node here: no placement */
+    _mi_arena_reserve_huge((size_t)huge);
   }
   size_t os_memory = mi_option_get_size(mi_option_reserve_os_memory);
   if (os_memory > 0) {
-    mi_reserve_os_memory(os_memory, mi_option_get(mi_option_arena_eager_commit) == 1,
+    _mi_arena_reserve_os(os_memory, mi_option_get(mi_option_arena_eager_commit) == 1,
                          mi_option_is_enabled(mi_option_allow_large_os_pages));
   }
 }

@@ -1,7 +1,7 @@
 /* Fixed-size slots for the allocator's own structures (thread data and
    heaps), carved from OS memory and recycled, so that creating a thread or a
    heap never allocates from a heap. */
-#include "../internal.h"
+#include "os.h"
 
 typedef struct mi_meta_slot_s {
   struct mi_meta_slot_s* next;

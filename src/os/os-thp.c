@@ -33,7 +33,7 @@
    and gain more: a freed large block past 4 MiB is given back at once there
    (secure-large.c), so each reuse faults it in again (`malloc-large`, secure:
    9.6x mimalloc 2.4.1 with 4 KiB faults, 1.6x with huge pages). */
-#include "../internal.h"
+#include "os.h"
 
 #define MI_THP_WINDOWS 4
 #define MI_THP_WINDOW ((size_t)256 << 10)

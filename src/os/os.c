@@ -3,7 +3,7 @@
    reserved/committed accounting, on top of the primitives in src/prim.
    Every way a primitive can fail ends here in one decision: retry, fall back
    to a plainer way, or give up with the memory and the accounting intact. */
-#include "../internal.h"
+#include "os.h"
 #include "../prim/fault.h"
 
 mi_prim_config_t _mi_os_config = {4096, 4096, 0, true, false, true};

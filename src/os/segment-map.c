@@ -4,13 +4,13 @@
    pointer ours, and in which segment?" for any address without touching the
    address itself: invalid-free detection, mi_heap_contains_block and
    mi_is_in_heap_region use them. */
-#include "../internal.h"
+#include "os.h"
 
 #define MI_SEGMENT_MAP_WORDS (MI_SEGMENT_MAP_BITS / 64)
 
 /* 2 x 8 MiB of address space, reserved lazily; only the words that are
    written ever get memory. The start map comes first, read inline by
-   _mi_segment_map_contains (internal.h); the continuation map follows it. */
+   _mi_segment_map_contains (os/os.h); the continuation map follows it. */
 _Atomic(uint64_t)* _Atomic _mi_segment_map;
 
 static _Atomic(uint64_t)* mi_segment_map_get(bool create) {

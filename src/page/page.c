@@ -1,5 +1,5 @@
 /* Pages and page queues: the allocation slow path. */
-#include "../internal.h"
+#include "page.h"
 
 size_t _mi_bin_size(size_t bin) {
   if (bin <= 8) return (bin == 0 ? 16 : bin * 16);
@@ -313,14 +313,7 @@ static void mi_heap_heartbeat(mi_heap_t* heap) {
   }
 }
 
-void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) {
-  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
-    heap = _mi_heap_init_thread();
-    if (heap == NULL) {
-      errno = ENOMEM; /* fault path */
-      return NULL;
-    }
-  }
+void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
     _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
     errno = ENOMEM;

@@ -2,11 +2,16 @@
    every primitive call passes (see include/mimalloc/fault.h). Shared by the
    POSIX and Windows primitives; it makes no system call of its own except
    the environment reads at start and the report at exit. */
-#include "../internal.h"
+#include "../compiler.h"
+#include "../config.h"
 #include "fault.h"
+#include "prim.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if MI_FAULT
 
@@ -152,13 +157,13 @@ void mi_fault_report(void) {
   }
 }
 
-static bool mi_fault_env_ll(const char* name, long long* value) {
+static bool mi_fault_env_ll(const char* name, long long* value, mi_fault_warn_fun* warn) {
   char buf[64];
   if (!mi_prim_getenv(name, buf, sizeof(buf))) return false;
   char* end;
   long long v = strtoll(buf, &end, 10);
   if (end == buf || *end != 0) {
-    _mi_warning_message("environment option %s has an invalid value: %s\n", name, buf);
+    warn(name, buf);
     return false;
   }
   *value = v;
@@ -171,18 +176,18 @@ static void mi_fault_exit_report(void) {
   if (mi_fault_report_at_exit) mi_fault_report();
 }
 
-void _mi_fault_init_from_env(void) {
+void _mi_fault_init_from_env(mi_fault_warn_fun* warn) {
   mi_fault_policy_t policy = {mi_fault_any, 0, 1, 0.0, 0, mi_fault_error_oom, false};
-  bool any = mi_fault_env_ll("MIMALLOC_FAULT_NTH", &policy.nth);
-  any = mi_fault_env_ll("MIMALLOC_FAULT_COUNT", &policy.count) || any;
+  bool any = mi_fault_env_ll("MIMALLOC_FAULT_NTH", &policy.nth, warn);
+  any = mi_fault_env_ll("MIMALLOC_FAULT_COUNT", &policy.count, warn) || any;
   long long seed = 0;
-  if (mi_fault_env_ll("MIMALLOC_FAULT_SEED", &seed)) policy.seed = (unsigned long long)seed;
+  if (mi_fault_env_ll("MIMALLOC_FAULT_SEED", &seed, warn)) policy.seed = (unsigned long long)seed;
   char buf[64];
   if (mi_prim_getenv("MIMALLOC_FAULT_PROB", buf, sizeof(buf))) {
     char* end;
     double p = strtod(buf, &end);
     if (end == buf || *end != 0 || !(p >= 0.0 && p <= 1.0)) {
-      _mi_warning_message("environment option MIMALLOC_FAULT_PROB has an invalid value: %s\n", buf);
+      warn("MIMALLOC_FAULT_PROB", buf);
     } else {
       policy.probability = p;
       any = true;
@@ -191,8 +196,7 @@ void _mi_fault_init_from_env(void) {
   if (mi_prim_getenv("MIMALLOC_FAULT_KIND", buf, sizeof(buf))) {
     int k = 0;
     while (k < mi_fault_kind_count && strcmp(buf, mi_fault_kind_names[k]) != 0) k++;
-    if (k == mi_fault_kind_count)
-      _mi_warning_message("environment option MIMALLOC_FAULT_KIND has an invalid value: %s\n", buf);
+    if (k == mi_fault_kind_count) warn("MIMALLOC_FAULT_KIND", buf);
     else policy.kind = (mi_fault_kind_t)k;
   }
   if (mi_prim_getenv("MIMALLOC_FAULT_ERROR", buf, sizeof(buf))) {
@@ -200,16 +204,16 @@ void _mi_fault_init_from_env(void) {
     else if (strcmp(buf, "again") == 0) policy.error = mi_fault_error_again;
     else if (strcmp(buf, "other") == 0) policy.error = mi_fault_error_other;
     else if (strcmp(buf, "mixed") == 0) policy.error = mi_fault_error_mixed;
-    else _mi_warning_message("environment option MIMALLOC_FAULT_ERROR has an invalid value: %s\n", buf);
+    else warn("MIMALLOC_FAULT_ERROR", buf);
   }
   long long misalign = 0;
-  if (mi_fault_env_ll("MIMALLOC_FAULT_MISALIGN", &misalign) && misalign != 0) {
+  if (mi_fault_env_ll("MIMALLOC_FAULT_MISALIGN", &misalign, warn) && misalign != 0) {
     policy.misalign = true;
     any = true;
   }
   mi_fault_set_policy(any ? &policy : NULL);
   long long report = 0;
-  if (mi_fault_env_ll("MIMALLOC_FAULT_REPORT", &report) && report != 0) {
+  if (mi_fault_env_ll("MIMALLOC_FAULT_REPORT", &report, warn) && report != 0) {
     mi_fault_report_at_exit = true;
   }
 }
@@ -219,39 +223,7 @@ void _mi_fault_register_report(void) {
   if (mi_fault_report_at_exit) mi_prim_atexit(&mi_fault_exit_report);
 }
 
-/* ---- Schedule points ---------------------------------------------------- */
-
-static _Atomic(mi_sched_hook_fun*) mi_sched_hook;
-static void* _Atomic mi_sched_hook_arg;
-static _Atomic(unsigned long long) mi_sched_hit_count[MI_SCHED_POINT_COUNT];
-
-void _mi_sched_point(mi_sched_point_t point) {
-  atomic_fetch_add_explicit(&mi_sched_hit_count[point], 1, memory_order_relaxed);
-  mi_sched_hook_fun* hook = atomic_load_explicit(&mi_sched_hook, memory_order_acquire);
-  if (hook != NULL) hook(point, atomic_load_explicit(&mi_sched_hook_arg, memory_order_relaxed));
-}
-
-void mi_sched_set_hook(mi_sched_hook_fun* hook, void* arg) {
-  atomic_store_explicit(&mi_sched_hook, NULL, memory_order_release);
-  atomic_store_explicit(&mi_sched_hook_arg, arg, memory_order_relaxed);
-  atomic_store_explicit(&mi_sched_hook, hook, memory_order_release);
-}
-
-unsigned long long mi_sched_hits(mi_sched_point_t point) {
-  if ((unsigned)point >= MI_SCHED_POINT_COUNT) return 0;
-  return atomic_load_explicit(&mi_sched_hit_count[point], memory_order_relaxed);
-}
-
 #else /* !MI_FAULT: the API exists and does nothing */
-
-void mi_sched_set_hook(mi_sched_hook_fun* hook, void* arg) {
-  (void)hook;
-  (void)arg;
-}
-unsigned long long mi_sched_hits(mi_sched_point_t point) {
-  (void)point;
-  return 0;
-}
 
 bool mi_fault_available(void) {
   return false;
@@ -274,13 +246,3 @@ const char* mi_fault_event_name(mi_fault_event_t event) {
 }
 
 #endif
-
-static const char* const mi_sched_point_names[MI_SCHED_POINT_COUNT] = {
-    "free_remote_read", "free_remote_pushed",   "page_collect",      "abandon_begin",   "abandon_pushed",
-    "reclaim_claimed",  "heap_delete_absorbed", "heap_destroy_page", "heap_freed",      "page_claim_slot",
-    "purge_claimed",    "purge_settled",        "segment_unlink",    "free_claim_read", "free_claimed",
-    "dhat_dumping",     "page_free_listing"};
-
-const char* mi_sched_point_name(mi_sched_point_t point) {
-  return ((unsigned)point < MI_SCHED_POINT_COUNT ? mi_sched_point_names[point] : "?");
-}

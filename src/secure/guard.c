@@ -9,7 +9,8 @@
    once. When it is freed its pages are made inaccessible and given back to
    the OS, and it waits in a bounded quarantine, so a use after free faults
    too. */
-#include "../internal.h"
+#include "../api/api.h"
+#include "secure.h"
 
 #include <stdio.h>
 

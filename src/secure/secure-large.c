@@ -19,7 +19,8 @@
    Held segments cost address space, and the zeroed blocks their memory: at
    most MI_LARGE_ZEROED_HELD. Huge blocks (segments past the cache's sizes) are unmapped at
    once, which fences them too. */
-#include "../internal.h"
+#include "../api/api.h"
+#include "secure.h"
 
 #if MI_SECURE
 

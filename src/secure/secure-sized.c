@@ -7,7 +7,8 @@
    exactly (it is what mi_usable_size returns), so the check is exact, not by
    size class. Compiled in secure builds only: the default build's forms just
    free. */
-#include "../internal.h"
+#include "../api/api.h"
+#include "secure.h"
 
 #include <stdio.h>
 

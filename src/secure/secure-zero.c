@@ -18,7 +18,8 @@
    pages when it is deleted, and lose their heap when its thread exits (they
    stay until their last slot is freed, or a heap in need of one adopts
    them). Everything here is a rare path: one lock over all of it. */
-#include "../internal.h"
+#include "../api/api.h"
+#include "secure.h"
 
 #if MI_SECURE
 

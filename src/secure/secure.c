@@ -20,7 +20,8 @@
    - Small blocks freed by their owner wait in a per-thread quarantine and
      leave it in random order. Fresh free lists are carved in random order.
    Every violation prints one line and aborts. */
-#include "../internal.h"
+#include "../api/api.h"
+#include "secure.h"
 
 #if MI_SECURE
 

@@ -18,7 +18,7 @@
 
    The hooks sit on slow paths only (a page or segment set up, a purge pass);
    the malloc and free fast paths never see them. */
-#include "../internal.h"
+#include "segment.h"
 
 #define MI_PURGE_DELAY_MAX_SHIFT 6 /* the delay grows to 64 times the option's */
 #define MI_PURGE_CALM_MS 1000

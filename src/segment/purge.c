@@ -10,7 +10,7 @@
    IN_USE the same way, so exactly one of them wins. Segments leave the list
    under the purge lock before they are released, so the list never holds a
    segment that is gone. */
-#include "../internal.h"
+#include "segment.h"
 
 mi_lock_t _mi_purge_lock;
 static mi_segment_t* mi_purge_first; /* under _mi_purge_lock */

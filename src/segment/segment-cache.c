@@ -3,7 +3,7 @@
    is "dirty" (its memory still committed; reusable as is by the same kind)
    until its purge delay has passed; then its memory goes back to the OS and
    it is "clean" (reads as zero; reusable by any kind). */
-#include "../internal.h"
+#include "segment.h"
 
 /* The cache is an array of slots kept outside the segments: purging a
    segment zeroes its header, so nothing about a clean segment may live in it.

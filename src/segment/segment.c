@@ -2,7 +2,12 @@
    medium segments) or a single large or huge block. Also the abandoned list
    (segments of exited threads that still hold live blocks) and the list of
    large and huge blocks. */
-#include "../internal.h"
+#include "segment.h"
+/* Above its floor until the abandonment protocol moves up a layer (issue 20,
+   part 3): a page's set-up and a reclaimed segment's pages put into a heap's
+   queues are the page layer's work (ci/layers.txt lists the exception). */
+#include "../page/page.h"
+#include "../dhat/hooks.h"
 
 static mi_lock_t mi_abandoned_lock;
 static mi_segment_t* mi_abandoned_first; /* under mi_abandoned_lock */

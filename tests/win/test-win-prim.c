@@ -15,6 +15,7 @@
 #include <mimalloc/fault.h>
 
 #include "../../src/internal.h"
+#include "../../src/prim/fault.h" /* mi_fault_reserved */
 #include "../../src/prim/windows/win.h"
 
 #define MiB ((size_t)1 << 20)

@@ -1,25 +1,10 @@
 /* Statistics: OS-level figures kept with atomics on the slow paths, and
    (with MI_STAT) per-size-class allocation counts kept per heap and merged
    into the global figures when a heap goes away or stats are printed. */
-#include "../internal.h"
+#include "heap.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-
-mi_stats_t _mi_stats;
-
-void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) {
-  int64_t cur = atomic_fetch_add_explicit(&stat->current, amount, memory_order_relaxed) + amount;
-  atomic_fetch_add_explicit(&stat->total, amount, memory_order_relaxed);
-  int64_t peak = atomic_load_explicit(&stat->peak, memory_order_relaxed);
-  while (cur > peak &&
-         !atomic_compare_exchange_weak_explicit(&stat->peak, &peak, cur, memory_order_relaxed, memory_order_relaxed)) {
-  }
-}
-
-void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) {
-  atomic_fetch_sub_explicit(&stat->current, amount, memory_order_relaxed);
-}
 
 void _mi_stats_merge_heap(mi_heap_t* heap) {
 #if MI_STAT

@@ -1,0 +1,33 @@
+/* The entry points (the top layer): allocation, reallocation, free,
+   reservations, the malloc and operator new/delete override. Defined in api/. */
+#ifndef MI_API_H
+#define MI_API_H
+
+#include "../heap/heap.h"
+#include "../dhat/hooks.h"
+
+/* free.c */
+void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
+void _mi_free_unrecorded(void* p) mi_decl_hidden;
+
+/* alloc.c */
+void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
+size_t _mi_usable_size(const void* p) mi_decl_hidden;
+void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) mi_decl_hidden;
+
+/* count * size for the calls that reallocate an array. On overflow, without
+   a block: false, errno ENOMEM. With one: a size no allocation can have, so
+   that the call fails with ENOMEM only after it has validated the pointer
+   (secure builds report a bad one whatever the size). */
+static inline bool _mi_realloc_total(const void* p, size_t count, size_t size, size_t* total) {
+  if (!mi_mul_overflow(count, size, total)) return true;
+  if (p == NULL) {
+    errno = ENOMEM;
+    return false;
+  }
+  *total = SIZE_MAX;
+  return true;
+}
+
+#endif

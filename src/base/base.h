@@ -1,0 +1,151 @@
+/* The base layer, under every other but the primitives: the data (types.h),
+   locks (lock.h), the teardown protocol's schedule points (sched.h), options,
+   messages, statistics counters, the thread id, pointer arithmetic, the
+   generator and assertions. Defined in base/. */
+#ifndef MI_BASE_H
+#define MI_BASE_H
+
+#include "types.h"
+#include "lock.h"
+
+/* xorshift64*: not for secrets, only for spreading (inline: the secure
+   build draws one per block it carves and per free) */
+static inline uintptr_t _mi_random_next(uintptr_t* state) {
+  uint64_t x = *state;
+  if (x == 0) x = 0x9E3779B97F4A7C15ULL;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return (uintptr_t)(x * 0x2545F4914F6CDD1DULL);
+}
+
+/* options.c */
+void _mi_options_init(void) mi_decl_hidden;
+typedef enum mi_option_init_e { MI_OPTION_UNINIT, MI_OPTION_DEFAULTED, MI_OPTION_INITIALIZED } mi_option_init_t;
+typedef struct mi_option_desc_s {
+  long value;
+  const char* name;
+  mi_option_init_t init;
+  bool is_size; /* value in KiB; accepts KiB/MiB/GiB suffixes */
+} mi_option_desc_t;
+extern mi_option_desc_t _mi_options[_mi_option_last] mi_decl_hidden;
+long _mi_option_get_slow(mi_option_t option) mi_decl_hidden;
+
+/* An option's value, read on hot paths: a table load once it is initialised. */
+static inline long _mi_option_get_fast(mi_option_t option) {
+  const mi_option_desc_t* desc = &_mi_options[option];
+  if (mi_unlikely(desc->init == MI_OPTION_UNINIT)) return _mi_option_get_slow(option);
+  return desc->value;
+}
+/* Where the process set-up has run (it reads every option before the first
+   heap exists): on the paths of a block that was handed out. No test, and
+   no call that would make the caller keep a stack frame. */
+static inline long _mi_option_get_after_init(mi_option_t option) {
+  return _mi_options[option].value;
+}
+
+/* output.c */
+void _mi_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 2);
+void _mi_verbose_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 2);
+void _mi_warning_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 2);
+void _mi_error_callback(int err) mi_decl_hidden;
+void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden mi_attr_printf(2, 3);
+void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
+
+/* stat-count.c */
+void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
+void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
+
+/* Page flags. Only the page's owner (or the thread abandoning or reclaiming
+   it) writes them, but any thread holding a block of the page reads them
+   (mi_usable_size, a free from another thread): relaxed atomics, plain
+   loads and stores on the machine, and no data race in the C11 sense
+   (ThreadSanitizer found the race when the field was a plain byte). */
+static inline uint8_t mi_page_flags(const mi_page_t* page) {
+  return atomic_load_explicit(&page->flags, memory_order_relaxed);
+}
+static inline void mi_page_flags_store(mi_page_t* page, uint8_t flags) {
+  atomic_store_explicit(&page->flags, flags, memory_order_relaxed);
+}
+static inline void mi_page_flags_add(mi_page_t* page, uint8_t flag) {
+  mi_page_flags_store(page, (uint8_t)(mi_page_flags(page) | flag));
+}
+static inline void mi_page_flags_clear(mi_page_t* page, uint8_t flag) {
+  mi_page_flags_store(page, (uint8_t)(mi_page_flags(page) & ~flag));
+}
+
+static inline uintptr_t _mi_thread_id(void) {
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+  /* the thread control block's pointer to itself (glibc and musl both keep
+     it at %fs:0): unique among live threads, and free's compare of the
+     owner reads it in the compare itself */
+#if defined(__has_builtin) && __has_builtin(__builtin_thread_pointer)
+  return (uintptr_t)__builtin_thread_pointer(); /* the compiler folds it into the compare */
+#else
+  uintptr_t tcb;
+  __asm__("movq %%fs:0, %0" : "=r"(tcb));
+  return tcb;
+#endif
+#else
+  /* the address of a thread-local is unique among live threads and costs one
+     instruction with the initial-exec TLS model */
+  return (uintptr_t)&_mi_heap_default;
+#endif
+}
+
+static inline mi_segment_t* _mi_ptr_segment(const void* p) {
+  return (mi_segment_t*)((uintptr_t)p & ~(uintptr_t)MI_SEGMENT_MASK);
+}
+
+static inline mi_page_t* _mi_segment_page_of(mi_segment_t* segment, const void* p) {
+  size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> segment->page_shift;
+  return &segment->pages[idx];
+}
+
+static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
+  return _mi_ptr_segment(page);
+}
+
+static inline size_t _mi_align_up(size_t n, size_t align) {
+  return (n + align - 1) & ~(align - 1);
+}
+
+static inline bool _mi_is_power_of_two(size_t x) {
+  return (x != 0 && (x & (x - 1)) == 0);
+}
+
+static inline bool _mi_mul_overflow(size_t count, size_t size, size_t* total) {
+  return mi_mul_overflow(count, size, total);
+}
+
+/* The thread's generator (secure builds: page keys, the quarantine slot, the
+   carving shuffle), seeded on first use from the process key and the thread. */
+#if MI_SECURE
+static inline uintptr_t _mi_tld_random(mi_tld_t* tld) {
+  if (mi_unlikely(tld->rng == 0)) tld->rng = (_mi_process_key ^ (tld->thread_id * 0x9E3779B97F4A7C15ULL)) | 1;
+  return _mi_random_next(&tld->rng);
+}
+#endif
+
+static inline mi_heap_t* mi_get_default_heap(void) {
+  return _mi_heap_default;
+}
+
+static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
+  return (heap != &_mi_heap_empty);
+}
+
+#if MI_DEBUG > 0
+void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) mi_decl_hidden;
+#define mi_assert(x) ((x) ? (void)0 : _mi_assert_fail(#x, __FILE__, __LINE__, __func__))
+#else
+#define mi_assert(x) ((void)0)
+#endif
+#if MI_DEBUG > 1
+#define mi_assert_internal mi_assert
+#else
+#define mi_assert_internal(x) ((void)0)
+#endif
+
+#endif

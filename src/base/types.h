@@ -1,0 +1,231 @@
+/* The allocator's data: blocks, pages, segments, heaps, thread data and the
+   statistics counters, and the process-wide globals. Every layer reads these
+   structures. */
+#ifndef MI_BASE_TYPES_H
+#define MI_BASE_TYPES_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "../../include/mimalloc.h"
+#include "../compiler.h"
+#include "../config.h"
+#include "../prim/prim.h"
+#include "sched.h"
+#include "track.h"
+
+/* ---- Blocks, pages, segments ---------------------------------------------- */
+
+typedef struct mi_block_s {
+  struct mi_block_s* next;
+} mi_block_t;
+
+/* State of a page slot inside its segment. Changed by the owning thread
+   (taking or freeing the page) and by the purge thread (FREE_DIRTY ->
+   PURGING -> FREE_CLEAN) only through compare-and-swap, so the two never
+   both act on one page. */
+typedef enum mi_page_state_e {
+  MI_PAGE_IN_USE = 0,
+  MI_PAGE_FREE_DIRTY = 1, /* free, memory still committed */
+  MI_PAGE_PURGING = 2,    /* the purge thread is returning its memory */
+  MI_PAGE_FREE_CLEAN = 3, /* free, memory returned (or never touched) */
+  MI_PAGE_HELD = 4        /* secure builds: a destroyed heap's page, not reused yet (page.c) */
+} mi_page_state_t;
+
+#define MI_PAGE_FLAG_IN_FULL 0x01     /* in the heap's full queue */
+#define MI_PAGE_FLAG_HAS_ALIGNED 0x02 /* holds aligned blocks: pointers may be interior */
+#define MI_PAGE_FLAG_KEPT 0x04        /* kept empty when its heap took it over (_mi_segments_take_over) */
+
+typedef struct mi_heap_s mi_heap_t;
+typedef struct mi_tld_s mi_tld_t;
+
+typedef struct mi_page_s {
+  /* fast-path fields first */
+  mi_block_t* free;       /* blocks available to the owner */
+  uint32_t used;          /* blocks handed out and not yet freed back to the owner */
+  _Atomic(uint8_t) flags; /* MI_PAGE_FLAG_*: written by the owner, read by any thread (mi_page_flags) */
+  uint8_t bin;
+  uint8_t index;     /* slot in the segment */
+  uint32_t capacity; /* blocks carved out so far */
+  uint32_t reserved; /* blocks that fit the page */
+  size_t block_size;
+  uint8_t* start;                    /* first block */
+  _Atomic(mi_block_t*) xthread_free; /* blocks freed by other threads */
+  mi_heap_t* heap;                   /* owning heap; NULL while abandoned */
+  struct mi_page_s* next;            /* in the heap's queue */
+  struct mi_page_s* prev;
+  _Atomic(uint32_t) state;   /* mi_page_state_t */
+  _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned; FREE_CLEAN: when it was */
+  size_t committed;          /* bytes of this page's area counted as committed */
+#if MI_SECURE
+  uintptr_t keys[2];       /* free-list link encoding */
+  uint64_t block_size_inv; /* ceil(2^40 / block_size): block index by multiplication */
+  uint64_t geometry;       /* keyed check of what free trusts of the page and its segment (secure.c) */
+  uintptr_t heap_check;    /* single-block pages: keyed copy of `heap`, checked when unlinked (segment.c) */
+  size_t guard_offset;     /* single-block pages: offset of the guard page after the block (0: none) */
+  bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
+  bool is_guarded;         /* a sampled guarded block: it ends at its guard page, no trailer */
+  bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
+  bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
+  bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
+  size_t guarded_size;     /* ... where its data ends, from the block's start */
+  size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
+  uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure.c) */
+  _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
+#endif
+} mi_page_t;
+
+typedef enum mi_segment_kind_e {
+  MI_SEGMENT_SMALL = 0,
+  MI_SEGMENT_MEDIUM = 1,
+  MI_SEGMENT_SINGLE = 2, /* one block: large or huge */
+  MI_SEGMENT_ZERO = 3    /* secure builds: zero-size allocations' slots (secure-zero.c) */
+} mi_segment_kind_t;
+#define MI_SEGMENT_ANY_KIND (-1)
+
+/* Owner of the segments of a thread a fork child does not have: no thread's
+   id (ids are addresses of a thread-local, never odd). */
+#define MI_THREAD_ID_ORPHAN ((uintptr_t)1)
+
+/* The owner word of a small or medium segment (docs/teardown-protocol.md):
+   the owner state in the low bits, and above it a generation that every
+   transition replaces with a new value from one process-wide counter, so no
+   (state, generation) value is ever written twice. Every owner transition is
+   a CAS from the value its maker observed: a stale observation fails. */
+typedef enum mi_owner_state_e {
+  MI_OWNER_RELEASED = 0,  /* new, cached or unmapped; single-block segments always */
+  MI_OWNER_OWNED = 1,     /* a live thread's (its id in thread_id) */
+  MI_OWNER_ABANDONED = 2, /* on the abandoned list, no holder */
+  MI_OWNER_CLAIMED = 3,   /* taken by one claimer, not yet its owner (or the cleanup holds it) */
+  MI_OWNER_ORPHAN = 4     /* fork child: its thread is not in the child */
+} mi_owner_state_t;
+#define MI_OWNER_STATE_BITS 3
+#define MI_OWNER_STATE_MASK ((uint64_t)((1 << MI_OWNER_STATE_BITS) - 1))
+
+typedef struct mi_segment_s {
+  _Atomic(uintptr_t) thread_id; /* owner; 0 when abandoned, cached or single-block; MI_THREAD_ID_ORPHAN */
+  _Atomic(uint64_t) owner;      /* owner word: state | generation << MI_OWNER_STATE_BITS */
+  uintptr_t cookie;             /* segment ^ process key: recognises our headers */
+  size_t segment_size;          /* bytes mapped */
+  uint8_t kind;
+  uint8_t page_shift;    /* log2 of the page size; 63 for single-block segments */
+  uint8_t in_purge_list; /* protected by the purge lock */
+  uint8_t is_pinned;     /* large or huge OS pages: never purged, never cached */
+  uint8_t thp_hinted;    /* asked for transparent huge pages (os-thp.c); 0 again once purged */
+  uint8_t thp_probe;     /* its block measures how densely large blocks are used (os-thp.c) */
+  uint32_t page_count;
+  uint32_t used_pages;       /* pages in use (owner only) */
+  size_t thp_resident;       /* a probe's pages resident when it was handed out */
+  size_t info_size;          /* header bytes before page 0's blocks */
+  mi_tld_t* tld;             /* owner thread data (owner only) */
+  struct mi_segment_s* next; /* tld's segment list, abandoned list or cache */
+  struct mi_segment_s* prev;
+  struct mi_segment_s* free_next; /* tld's list of segments with a free page slot */
+  struct mi_segment_s* free_prev;
+  struct mi_segment_s* purge_next; /* global list of segments with dirty free pages */
+  struct mi_segment_s* purge_prev;
+  mi_page_t pages[MI_SMALL_PAGES_PER_SEGMENT];
+} mi_segment_t;
+
+typedef struct mi_page_queue_s {
+  mi_page_t* first;
+  mi_page_t* last;
+} mi_page_queue_t;
+
+typedef struct mi_single_list_s mi_single_list_t;
+
+struct mi_heap_s {
+  mi_tld_t* tld;
+  uintptr_t thread_id;
+  /* the first page of the queue of each size up to MI_BIN_WSIZE_MAX words,
+     by the size in words: the fast path's one load where the bin's lookup
+     and its queue were two (page.c keeps it in step with the queues) */
+  mi_page_t* pages_direct[MI_BIN_WSIZE_MAX + 1];
+  mi_page_queue_t pages[MI_BIN_COUNT];
+  mi_heap_t* next;         /* in the tld's list of heaps */
+  mi_page_t* single_first; /* this heap's large and huge blocks (under the single lock) */
+  size_t page_count;
+  uint64_t heartbeat;
+  bool is_backing;
+  bool has_kept;  /* holds pages flagged MI_PAGE_FLAG_KEPT */
+  bool took_over; /* _mi_segments_take_over ran: once, at the heap's first page */
+#if MI_SECURE
+  struct mi_zero_segment_s* zero_segments; /* its zero-size allocations' segments (under the zero lock) */
+#endif
+#if MI_STAT
+  uint64_t stat_malloc[MI_BIN_COUNT + 1];
+#endif
+};
+
+typedef struct mi_stat_count_s {
+  _Atomic(int64_t) current;
+  _Atomic(int64_t) peak;
+  _Atomic(int64_t) total;
+} mi_stat_count_t;
+
+typedef struct mi_stats_s {
+  mi_stat_count_t reserved;
+  mi_stat_count_t committed;
+  mi_stat_count_t segments;
+  mi_stat_count_t pages;
+  mi_stat_count_t abandoned;
+  mi_stat_count_t large; /* large and huge blocks in use */
+  mi_stat_count_t threads;
+  mi_stat_count_t purged; /* bytes returned to the OS (total) */
+  mi_stat_count_t meta;   /* bytes reserved for the allocator's metadata (never returned) */
+  mi_stat_count_t arenas; /* bytes reserved for arenas (never returned) */
+  _Atomic(int64_t) mmap_calls;
+  _Atomic(int64_t) purge_calls;
+  _Atomic(int64_t) reclaimed;
+  _Atomic(int64_t) malloc_bins[MI_BIN_COUNT + 1];
+} mi_stats_t;
+
+#if MI_SECURE
+/* A block in the quarantine, with its page (looked up at free already) */
+typedef struct mi_quarantined_s {
+  mi_block_t* block;
+  mi_page_t* page;
+} mi_quarantined_t;
+#endif
+
+struct mi_tld_s {
+  uintptr_t thread_id;
+  mi_heap_t* heap_backing;
+  mi_heap_t* heaps;               /* all heaps of this thread, backing one included */
+  mi_segment_t* segments;         /* owned small and medium segments */
+  mi_segment_t* free_segments[2]; /* owned segments with a free page slot, per kind */
+  mi_tld_t* thread_next;          /* list of live threads (init.c, under the threads lock) */
+  mi_tld_t* thread_prev;
+  bool recurse;
+  bool exiting; /* in its exit hook: claims no abandoned segment on free */
+#if MI_SECURE
+  uintptr_t rng;
+  mi_quarantined_t quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
+  /* destroyed heaps' pages not reused yet, oldest first (page.c) */
+  mi_page_t* held_first;
+  mi_page_t* held_last;
+  size_t held_count;
+  size_t held_bytes;
+#endif
+#if MI_GUARDED
+  uintptr_t guard_rng;
+  long guard_countdown; /* allocations until the next sampled guarded one */
+#endif
+};
+
+/* ---- Globals ------------------------------------------------------------- */
+/* Read by every layer, each written by one: the empty page and heap and the
+   thread's default heap (heap/heap.c), the counters (base/stat-count.c), the
+   OS's page sizes (os/os.c), the process's set-up and key (heap/init.c). */
+extern const mi_page_t _mi_page_empty mi_decl_hidden;
+extern const mi_heap_t _mi_heap_empty mi_decl_hidden;
+extern mi_decl_thread mi_heap_t* _mi_heap_default;
+extern mi_stats_t _mi_stats mi_decl_hidden;
+extern mi_prim_config_t _mi_os_config mi_decl_hidden;
+extern bool _mi_process_is_initialized mi_decl_hidden;
+extern uintptr_t _mi_process_key mi_decl_hidden;
+
+#endif

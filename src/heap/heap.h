@@ -1,0 +1,34 @@
+/* Heaps and threads (layer above pages): heap set-up, collection and
+   destruction, thread and process set-up and teardown, the statistics
+   printed from them. Defined in heap/. */
+#ifndef MI_HEAP_H
+#define MI_HEAP_H
+
+#include "../page/page.h"
+
+/* init.c */
+mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
+void _mi_process_init_once(void) mi_decl_hidden;
+
+/* heap.c */
+void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
+void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
+void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
+
+/* stats.c */
+void _mi_stats_print_at_exit(void) mi_decl_hidden;
+void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
+
+/* heap-check.c */
+void _mi_heap_check(const mi_heap_t* heap) mi_decl_hidden;
+
+/* The page a request of `size` takes its block from: up to
+   MI_BIN_WSIZE_BYTES_MAX one load from the heap's direct table; past it
+   (and up to MI_MEDIUM_BLOCK_MAX, which the caller checks) its bin's queue. */
+static inline mi_page_t* _mi_heap_page_for(mi_heap_t* heap, size_t size) {
+  if (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX)) return heap->pages_direct[(size + 7) >> 3];
+  return heap->pages[_mi_bin(size)].first;
+}
+
+#endif

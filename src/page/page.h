@@ -1,0 +1,127 @@
+/* Pages (layer above segments): size classes, free lists and their links,
+   the page queues of a heap, the allocation slow path. Defined in page/. */
+#ifndef MI_PAGE_H
+#define MI_PAGE_H
+
+#include "../segment/segment.h"
+
+/* page.c */
+/* the allocation slow path of an initialised heap (heap.c: _mi_malloc_generic sets it up) */
+void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void _mi_page_retire(mi_page_t* page) mi_decl_hidden;
+void _mi_page_collect(mi_page_t* page) mi_decl_hidden;
+void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) mi_decl_hidden;
+void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
+void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
+bool _mi_heap_direct_consistent(const mi_heap_t* heap) mi_decl_hidden;
+mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) mi_decl_hidden;
+void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
+void _mi_heap_collect_pages(mi_heap_t* heap) mi_decl_hidden;
+bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
+#if MI_SECURE
+void _mi_page_hold(mi_tld_t* tld, mi_page_t* page) mi_decl_hidden;
+void _mi_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) mi_decl_hidden;
+#endif
+
+/* the hook a program registers with mi_register_deferred_free */
+void _mi_deferred_free(mi_heap_t* heap, bool force) mi_decl_hidden;
+
+/* ---- Inline helpers ---------------------------------------------------------- */
+
+/* Free-list links. Secure builds store them encoded with per-page keys, so an
+   overwritten link or a leaked pointer cannot steer allocation. */
+#if MI_SECURE
+static inline uintptr_t mi_rotl(uintptr_t x, uintptr_t s) {
+  s &= 63;
+  return (s == 0 ? x : (x << s) | (x >> (64 - s)));
+}
+static inline uintptr_t mi_rotr(uintptr_t x, uintptr_t s) {
+  s &= 63;
+  return (s == 0 ? x : (x >> s) | (x << (64 - s)));
+}
+static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
+  return (mi_block_t*)(mi_rotr((uintptr_t)block->next - page->keys[1], page->keys[0]) ^ page->keys[0]);
+}
+static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
+  block->next = (mi_block_t*)(mi_rotl((uintptr_t)next ^ page->keys[0], page->keys[0]) + page->keys[1]);
+}
+/* The next link of a block about to be handed out: a decoded link that does
+   not point into the page's carved blocks means the list was corrupted; it is
+   never followed. */
+static inline mi_block_t* mi_block_next_checked(const mi_page_t* page, const mi_block_t* block) {
+  mi_block_t* next = mi_block_next(page, block);
+  if (mi_unlikely(next != NULL && ((uint8_t*)next < page->start ||
+                                   (uint8_t*)next >= page->start + (size_t)page->capacity * page->block_size))) {
+    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
+  }
+  return next;
+}
+#else
+/* the link lives inside a free block, which a memory checker sees as
+   inaccessible: opened for the access (track.h; nothing without one) */
+static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
+  (void)page;
+  mi_track_link_open(block);
+  mi_block_t* next = block->next;
+  mi_track_link_close(block);
+  return next;
+}
+#define mi_block_next_checked mi_block_next
+static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
+  (void)page;
+  mi_track_link_open(block);
+  block->next = (mi_block_t*)next;
+  mi_track_link_close(block);
+}
+#endif
+
+/* Size class of a request; requests above MI_MEDIUM_BLOCK_MAX have no bin. */
+/* page.c: the bins of sizes up to MI_BIN_WSIZE_MAX words, by word count */
+extern const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] mi_decl_hidden;
+
+static inline size_t _mi_bin(size_t size) {
+  if (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX)) return _mi_bin_of_wsize[(size + 7) >> 3];
+  size_t s = size - 1;
+  size_t b = mi_bsr64((unsigned long long)s);
+  return 9 + (b - 7) * 8 + ((s >> (b - 3)) & 7);
+}
+/* the block size of a bin: the largest request _mi_bin gives it (page.c) */
+size_t _mi_bin_size(size_t bin) mi_decl_hidden;
+
+/* ---- Blocks back on a page's lists: the owner's, and the one other threads
+   push to. Inline: free's slow path (api/free.c) and the secure wing take
+   them on every free the fast path does not finish. */
+
+/* The block an interior pointer of an aligned allocation lies in. */
+static inline mi_block_t* _mi_page_block_start(const mi_page_t* page, const void* p) {
+  size_t diff = (size_t)((const uint8_t*)p - page->start);
+  size_t adjust = diff % page->block_size;
+  return (mi_block_t*)((uintptr_t)p - adjust);
+}
+
+/* A free by the owning thread that may need more than the fast path: the
+   page is in the full queue or holds aligned blocks, or (secure builds) the
+   block leaves the quarantine. */
+static inline void _mi_free_local_release(mi_page_t* page, mi_block_t* block) {
+  mi_block_set_next(page, block, page->free);
+  page->free = block;
+  page->used--;
+  if (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) _mi_page_unfull(page);
+  if (page->used == 0) _mi_page_retire(page);
+}
+
+/* A free from a thread that does not own the page: push onto the page's
+   atomic list, which the owner (or whoever reclaims the page after the owner
+   is gone) collects. After the push this thread touches nothing of the page:
+   once the block is on the list the owner may free the page at any time. */
+static inline void _mi_free_remote(mi_page_t* page, mi_block_t* block) {
+  mi_block_t* head = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  mi_sched_point(MI_SCHED_FREE_REMOTE_READ);
+  do {
+    mi_block_set_next(page, block, head);
+  } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &head, block, memory_order_release,
+                                                  memory_order_relaxed));
+  mi_sched_point(MI_SCHED_FREE_REMOTE_PUSHED);
+}
+
+#endif

@@ -1,0 +1,68 @@
+/* The secure wing's entry points, called by the core (MI_SECURE). Only
+   declarations of the base layer's types: any layer may include it. */
+#ifndef MI_SECURE_H
+#define MI_SECURE_H
+
+#include "../base/base.h"
+
+/* secure.c (MI_SECURE) */
+#if MI_SECURE
+void _mi_secure_keys_init(void) mi_decl_hidden;
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;
+void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
+/* the page's geometry is set (and again when it changes): free checks it against its check word */
+void _mi_secure_page_seal(mi_page_t* page) mi_decl_hidden;
+mi_decl_noreturn void _mi_secure_corrupted_header(const mi_segment_t* segment) mi_decl_hidden;
+void _mi_secure_page_check(const mi_page_t* page) mi_decl_hidden;
+void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
+void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;
+typedef enum mi_secure_op_e { MI_OP_FREE, MI_OP_REALLOC, MI_OP_USABLE_SIZE, MI_OP_VISIT } mi_secure_op_t;
+/* The size a visit's validation gives a block another thread is freeing. */
+#define MI_SECURE_VISIT_SKIP SIZE_MAX
+mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
+                                size_t* size_out) mi_decl_hidden;
+void _mi_secure_free(void* p) mi_decl_hidden;
+void _mi_secure_free_copied(void* p) mi_decl_hidden;
+void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
+bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
+void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) mi_decl_hidden;
+void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
+void _mi_secure_zero_on_free_enabled(void) mi_decl_hidden;
+void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
+bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
+void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
+mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+/* secure-sized.c (MI_SECURE): sized and aligned deallocation */
+void _mi_secure_free_sized(void* p, size_t size) mi_decl_hidden;
+void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized) mi_decl_hidden;
+/* guard/guard.c (MI_SECURE) */
+void _mi_guard_fault_report(void* addr) mi_decl_hidden;
+void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+void _mi_guard_options_changed(void) mi_decl_hidden;
+void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
+void _mi_guard_quarantine_flush(void) mi_decl_hidden;
+/* secure-large.c (MI_SECURE): freed large blocks fenced off and held */
+void _mi_secure_large_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_secure_block_zero(void* p, size_t size) mi_decl_hidden;
+void _mi_secure_large_quarantine_flush(void) mi_decl_hidden;
+/* secure-zero.c (MI_SECURE): zero-size allocations, in slots no access reaches */
+typedef enum mi_zero_state_e { MI_ZERO_LIVE, MI_ZERO_FREED, MI_ZERO_INVALID } mi_zero_state_t;
+/* a slot's address is a multiple of 16 in a segment aligned to more than
+   any alignment the API allows */
+static inline bool _mi_zero_can_align(size_t alignment, size_t offset) {
+  return (offset & ((alignment < MI_MAX_ALIGN_SIZE ? alignment : MI_MAX_ALIGN_SIZE) - 1)) == 0 &&
+         alignment <= MI_SEGMENT_SIZE / 2;
+}
+void _mi_zero_init(void) mi_decl_hidden;
+void* _mi_zero_malloc(mi_heap_t* heap, size_t alignment, size_t offset) mi_decl_hidden;
+/* p, in a zero segment: a slot handed out (freed now with `release`), or not */
+mi_zero_state_t _mi_zero_check(mi_segment_t* segment, const void* p, bool release) mi_decl_hidden;
+void _mi_zero_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
+void _mi_zero_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
+/* mi_heap_visit_blocks: an area per zero segment of the heap, its slots
+   handed out as blocks of size 0 */
+bool _mi_zero_visit(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) mi_decl_hidden;
+#endif
+
+#endif

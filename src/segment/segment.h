@@ -1,0 +1,106 @@
+/* Segments (layer above OS memory): their life, the abandonment protocol,
+   single-block segments, the segment cache and the purge of free memory.
+   Defined in segment/. */
+#ifndef MI_SEGMENT_H
+#define MI_SEGMENT_H
+
+#include "../os/os.h"
+#include "../secure/secure.h" /* the hooks of the secure wing this layer calls */
+
+/* segment-cache.c */
+void _mi_segment_cache_init(void) mi_decl_hidden;
+/* `want`: about how many bytes the caller will touch (0: unknown) */
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want) mi_decl_hidden;
+bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
+
+/* segment.c */
+#if MI_SECURE
+/* NULL, or a segment of ours: in the segment map and with our cookie */
+bool _mi_segment_ours_or_null(const mi_segment_t* segment) mi_decl_hidden;
+#endif
+void _mi_segments_init(void) mi_decl_hidden;
+size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) mi_decl_hidden;
+void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
+mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) mi_decl_hidden;
+void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
+void _mi_segment_page_hold(mi_page_t* page) mi_decl_hidden;
+mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
+void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_thp_measure(mi_segment_t* segment) mi_decl_hidden; /* a large block freed (os-thp.c) */
+void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_single_discard(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
+bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
+void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
+void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
+bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
+void _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
+bool _mi_segment_has_live_blocks(const mi_segment_t* segment) mi_decl_hidden;
+bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
+
+/* A free into a small or medium segment of no thread (`owner` 0): with
+   mi_option_abandoned_reclaim_on_free, try to claim it if it is abandoned;
+   true if this thread owns it now and frees locally. */
+static inline bool _mi_free_claims(mi_segment_t* segment, uintptr_t owner) {
+  return (owner == 0 && _mi_option_get_fast(mi_option_abandoned_reclaim_on_free) != 0 &&
+          _mi_segment_claim_on_free(segment));
+}
+
+int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
+void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
+void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
+bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
+
+/* purge-delay.c: how long freed memory waits, per purge pass */
+typedef struct mi_purge_pass_s {
+  int64_t now;
+  int64_t base;  /* the purge delay option (ms, at least 0) */
+  int64_t extra; /* added to it while purged memory keeps coming back */
+  bool idle;     /* nothing took memory for one plain delay: it is enough */
+} mi_purge_pass_t;
+void _mi_purge_pass_begin(mi_purge_pass_t* pass, int64_t now, long delay) mi_decl_hidden;
+/* `due` is when the memory was freed plus the plain delay: true if it goes
+   now, else *next_due is lowered to when to look at it again */
+bool _mi_purge_pass_due(const mi_purge_pass_t* pass, int64_t due, int64_t* next_due) mi_decl_hidden;
+void _mi_purge_note_taken(void) mi_decl_hidden; /* a page or segment set up */
+void _mi_purge_note_reused(int64_t purged_at, int64_t now, long base) mi_decl_hidden;
+/* purged memory taken back (purged_at 0: it never was) */
+static inline void _mi_purge_reused(int64_t purged_at) {
+  if (purged_at > 0) _mi_purge_note_reused(purged_at, mi_prim_clock_now(), _mi_option_get_fast(mi_option_purge_delay));
+}
+long _mi_purge_delay_shift(void) mi_decl_hidden;
+/* The budget of dirty free pages inside segments: what a pass found of them,
+   the bytes of each by how long past its plain delay it has waited */
+#define MI_PURGE_AGE_STEPS 64 /* of one plain delay each: the grown delay's reach */
+typedef struct mi_purge_budget_s {
+  int64_t dirty;                      /* all dirty free pages */
+  int64_t waited[MI_PURGE_AGE_STEPS]; /* past the plain delay, not the grown one */
+} mi_purge_budget_t;
+void _mi_purge_budget_add(mi_purge_budget_t* budget, const mi_purge_pass_t* pass, int64_t due,
+                          int64_t bytes) mi_decl_hidden;
+/* how many dirty bytes a budget allows beside `in_use` (both budgets' rule) */
+int64_t _mi_purge_dirty_allowed(int64_t in_use, int64_t min) mi_decl_hidden;
+/* the due time at and before which pages go for the budget (INT64_MIN: none) */
+int64_t _mi_purge_budget_cutoff(const mi_purge_budget_t* budget, const mi_purge_pass_t* pass,
+                                int64_t in_use) mi_decl_hidden;
+int64_t _mi_segment_cache_dirty(void) mi_decl_hidden;                                    /* segment-cache.c */
+int64_t _mi_segment_cache_purge(bool force, const mi_purge_pass_t* pass) mi_decl_hidden; /* segment-cache.c */
+
+/* purge.c */
+void _mi_purge_init(void) mi_decl_hidden;
+void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
+void _mi_purge_unlink_segment(mi_segment_t* segment) mi_decl_hidden;
+void _mi_purge_track_segment(mi_segment_t* segment) mi_decl_hidden;
+void _mi_purge_wake(void) mi_decl_hidden;
+void _mi_purge_due_after_delay(void) mi_decl_hidden;
+void _mi_purge_due_in(long ms) mi_decl_hidden;
+void _mi_purge_run(bool force) mi_decl_hidden;
+void _mi_purge_maybe(void) mi_decl_hidden;
+void _mi_purge_thread_stop(void) mi_decl_hidden;
+void _mi_purge_fork_child_begin(void) mi_decl_hidden;
+void _mi_purge_fork_child_end(void) mi_decl_hidden;
+/* purge lock, taken by segment code when it must not race the purge thread */
+extern mi_lock_t _mi_purge_lock mi_decl_hidden;
+
+#endif
