@@ -186,7 +186,7 @@ static void mi_page_extend(mi_page_t* page) {
   mi_track_mem_noaccess(start, want * bsize);
 }
 
-void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
+static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
   size_t bsize = _mi_bin_size(bin);
   page->heap = heap;
   page->bin = (uint8_t)bin;
@@ -203,6 +203,37 @@ void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) {
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   mi_track_mem_noaccess(page->start, area); /* never-carved slack too, whatever it held before */
   mi_page_extend(page);
+}
+
+/* A fresh page of `bin` for `heap`: a free slot of one of its thread's
+   segments, else of a segment adopted from an exited thread (of this kind:
+   another would give no slot for this page, and a thread starting alongside
+   may want it), else of a new segment. The slot's set-up: the secure wing's
+   first (it sees whether the slot's memory is still committed), then the
+   segment's, then the page's own; and the secure wing seals what free will
+   trust of it. */
+static mi_page_t* mi_page_fresh(mi_heap_t* heap, size_t bin) {
+  mi_tld_t* tld = heap->tld;
+  mi_segment_kind_t kind = _mi_segment_kind_of_bin(bin);
+  for (int attempt = 0; attempt < 3; attempt++) {
+    mi_page_t* page = _mi_segment_page_claim(tld, kind);
+    if (page != NULL) {
+      uint8_t* start;
+      size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
+#if MI_SECURE
+      _mi_secure_page_init(heap, page, page->committed != 0, area / _mi_bin_size(bin));
+#endif
+      _mi_segment_page_setup(page, area, start);
+      mi_page_init(heap, page, bin, area);
+#if MI_SECURE
+      _mi_secure_page_seal(page); /* free checks what it reads of the page against it */
+#endif
+      return page;
+    }
+    if (attempt == 0 && _mi_segments_reclaim_kind(tld->heap_backing, 2, kind)) continue;
+    if (!_mi_segment_new(tld, kind)) return NULL;
+  }
+  return NULL;
 }
 
 /* ---- Retiring pages ------------------------------------------------------------ */
@@ -287,13 +318,13 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
   mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
   page = (pq->last != NULL ? pq->first : NULL);
   if (page != NULL && page->free != NULL) return page;
-  page = _mi_segment_page_alloc(heap, bin);
+  page = mi_page_fresh(heap, bin);
   if (page == NULL) {
     /* out of memory: scan every full page, then try once more */
     mi_heap_scan_full(heap, SIZE_MAX);
     page = (pq->last != NULL ? pq->first : NULL);
     if (page != NULL && page->free != NULL) return page;
-    page = _mi_segment_page_alloc(heap, bin);
+    page = mi_page_fresh(heap, bin);
     if (page == NULL) return NULL;
   }
   heap->page_count++;

@@ -10,7 +10,6 @@
 void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_page_retire(mi_page_t* page) mi_decl_hidden;
 void _mi_page_collect(mi_page_t* page) mi_decl_hidden;
-void _mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t area) mi_decl_hidden;
 void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
 void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;
 bool _mi_heap_direct_consistent(const mi_heap_t* heap) mi_decl_hidden;

@@ -13,31 +13,35 @@ void _mi_segment_cache_init(void) mi_decl_hidden;
 mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 
-/* segment.c */
+/* segment.c: the life of a segment */
+void _mi_segments_init(void) mi_decl_hidden;
+size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) mi_decl_hidden;
+/* a page's set-up, with the page layer's (page.c): claim a slot, then setup */
+mi_page_t* _mi_segment_page_claim(mi_tld_t* tld, mi_segment_kind_t kind) mi_decl_hidden;
+void _mi_segment_page_setup(mi_page_t* page, size_t area, uint8_t* start) mi_decl_hidden;
+bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind) mi_decl_hidden;
+void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
+void _mi_segment_page_hold(mi_page_t* page) mi_decl_hidden;
+int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
 #if MI_SECURE
 /* NULL, or a segment of ours: in the segment map and with our cookie */
 bool _mi_segment_ours_or_null(const mi_segment_t* segment) mi_decl_hidden;
 #endif
-void _mi_segments_init(void) mi_decl_hidden;
-size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) mi_decl_hidden;
-void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
-mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t bin) mi_decl_hidden;
-void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
-void _mi_segment_page_hold(mi_page_t* page) mi_decl_hidden;
-mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
-void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
-void _mi_segment_thp_measure(mi_segment_t* segment) mi_decl_hidden; /* a large block freed (os-thp.c) */
-void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
-void _mi_segment_single_discard(mi_segment_t* segment) mi_decl_hidden;
-void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
-bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
+
+static inline mi_segment_kind_t _mi_segment_kind_of_bin(size_t bin) {
+  return (bin <= MI_BIN_SMALL_MAX ? MI_SEGMENT_SMALL : MI_SEGMENT_MEDIUM);
+}
+
+/* abandon.c: the abandonment protocol (docs/teardown-protocol.md) */
 void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
 void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
+bool _mi_segments_reclaim_kind(mi_heap_t* heap, size_t max, mi_segment_kind_t kind) mi_decl_hidden;
 void _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
 bool _mi_segment_has_live_blocks(const mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
+void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
 
 /* A free into a small or medium segment of no thread (`owner` 0): with
    mi_option_abandoned_reclaim_on_free, try to claim it if it is abandoned;
@@ -47,10 +51,38 @@ static inline bool _mi_free_claims(mi_segment_t* segment, uintptr_t owner) {
           _mi_segment_claim_on_free(segment));
 }
 
-int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
+/* single.c: segments of one large or huge block */
+mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
+void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_thp_measure(mi_segment_t* segment) mi_decl_hidden; /* a large block freed (os-thp.c) */
+void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_single_discard(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
+bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
 void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
 void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
+
+/* ---- Between the rooms of this layer (segment.c for abandon.c and single.c) ---- */
+void _mi_segments_abandoned_init(void) mi_decl_hidden;
+void _mi_segments_single_init(void) mi_decl_hidden;
+size_t _mi_segment_info_size(void) mi_decl_hidden;
+/* the page count, for a walk of the page table (secure builds: checked) */
+size_t _mi_segment_pages(const mi_segment_t* segment) mi_decl_hidden;
+mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, size_t want) mi_decl_hidden;
+void _mi_segment_release(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segment_unmap(mi_segment_t* segment) mi_decl_hidden;
+void _mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;
+void _mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;
+bool _mi_page_claim_slot(mi_page_t* page, bool* was_clean) mi_decl_hidden;
+/* The owner word (docs/teardown-protocol.md): every transition is a CAS from
+   the word as observed to a new state with a new generation. */
+uint64_t _mi_owner_word(mi_owner_state_t state) mi_decl_hidden;
+bool _mi_owner_cas(mi_segment_t* segment, uint64_t observed, mi_owner_state_t state) mi_decl_hidden;
+void _mi_owner_move(mi_segment_t* segment, mi_owner_state_t from, mi_owner_state_t to) mi_decl_hidden;
+static inline mi_owner_state_t _mi_owner_state_of(uint64_t word) {
+  return (mi_owner_state_t)(word & MI_OWNER_STATE_MASK);
+}
 
 /* purge-delay.c: how long freed memory waits, per purge pass */
 typedef struct mi_purge_pass_s {

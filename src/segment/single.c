@@ -1,0 +1,305 @@
+/* Segments of one large or huge block. Each lives alone in its own
+   segment. They belong to no thread: any thread frees one directly (large
+   ones go to the segment cache, huge ones to the OS at once), so they are
+   kept on their heap's list under one lock. */
+#include "segment.h"
+#include "../dhat/hooks.h"
+
+static mi_lock_t mi_single_lock;
+static mi_page_t* mi_single_orphans; /* large/huge blocks whose thread has exited */
+
+void _mi_segments_single_init(void) {
+  _mi_lock_init(&mi_single_lock, MI_LOCK_SINGLE);
+}
+
+#if MI_SECURE
+/* A page's links are followed and written when it is unlinked (its block
+   freed): links written over are reported, not followed. A neighbour must
+   be the page of a single-block segment (in the segment map, with our
+   cookie, before it is read) that links back; nothing tells a heap from
+   other memory, so the page keeps a keyed copy of its heap pointer,
+   checked before the heap is read. */
+static uintptr_t mi_single_heap_check(const mi_page_t* page, const mi_heap_t* heap) {
+  return (((uintptr_t)heap ^ _mi_process_key) * 0x9E3779B97F4A7C15ULL) ^ (uintptr_t)page;
+}
+
+static bool mi_single_page_at(const mi_page_t* q) {
+  if (((uintptr_t)q & MI_SEGMENT_MASK) != offsetof(mi_segment_t, pages) || !_mi_segment_map_contains(q)) return false;
+  const mi_segment_t* segment = _mi_page_segment(q);
+  return (segment->cookie == ((uintptr_t)segment ^ _mi_process_key) && segment->kind == MI_SEGMENT_SINGLE);
+}
+
+static void mi_single_links_check(const mi_page_t* page, mi_page_t* const* head) {
+  const mi_page_t* prev = page->prev;
+  const mi_page_t* next = page->next;
+  bool ok = (prev == NULL ? *head == page : mi_single_page_at(prev) && prev->next == page);
+  if (ok && next != NULL) ok = (mi_single_page_at(next) && next->prev == page);
+  if (!ok) _mi_secure_corrupted_header(_mi_page_segment(page));
+}
+#endif
+
+static void mi_single_link(mi_heap_t* heap, mi_page_t* page) {
+  page->heap = heap;
+#if MI_SECURE
+  page->heap_check = mi_single_heap_check(page, heap);
+#endif
+  page->prev = NULL;
+  mi_page_t** head = (heap != NULL ? &heap->single_first : &mi_single_orphans);
+  page->next = *head;
+  if (*head != NULL) (*head)->prev = page;
+  *head = page;
+}
+
+static void mi_single_unlink(mi_page_t* page) {
+#if MI_SECURE
+  /* the heap checked before it is read */
+  if (page->heap_check != mi_single_heap_check(page, page->heap)) _mi_secure_corrupted_header(_mi_page_segment(page));
+#endif
+  mi_page_t** head = (page->heap != NULL ? &page->heap->single_first : &mi_single_orphans);
+#if MI_SECURE
+  mi_single_links_check(page, head);
+#endif
+  if (page->prev != NULL) page->prev->next = page->next;
+  else *head = page->next;
+  if (page->next != NULL) page->next->prev = page->prev;
+  page->next = page->prev = NULL;
+}
+
+/* Huge pages for a large block's segment while the program's large blocks
+   are used densely, or the block is a probe that measures it (os-thp.c).
+   Only past one segment size: every block such a segment holds is more than
+   MI_SEGMENT_SIZE - a page, so at most its last huge page is partly unused,
+   where a 200 KiB block in a huge page would keep 2 MiB resident. */
+static void mi_segment_thp_advise(mi_segment_t* segment, const mi_page_t* page, bool clean) {
+  segment->thp_probe = 0;
+  if (segment->is_pinned || segment->segment_size <= MI_SEGMENT_SIZE) return;
+  mi_thp_use_t use = _mi_os_thp_decide(clean);
+  bool want = (use == MI_THP_ASK);
+  if (want != (segment->thp_hinted != 0)) {
+    _mi_os_hint_huge_pages(segment, segment->segment_size, want);
+    segment->thp_hinted = (uint8_t)want;
+  }
+  if (use != MI_THP_PROBE) return;
+  size_t measured;
+  segment->thp_resident = _mi_os_thp_resident(page->start, page->block_size, &measured);
+  segment->thp_probe = (segment->thp_resident != SIZE_MAX);
+}
+
+/* A probe's block freed (its memory as the program left it). */
+void _mi_segment_thp_measure(mi_segment_t* segment) {
+  if (!segment->thp_probe) return;
+  segment->thp_probe = 0;
+  const mi_page_t* page = &segment->pages[0];
+  size_t measured;
+  size_t after = _mi_os_thp_resident(page->start, page->block_size, &measured);
+  _mi_os_thp_note(segment->thp_resident, after, measured);
+}
+
+mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) {
+  size_t info = _mi_segment_info_size();
+  size_t psize = _mi_os_page_size();
+  /* the block starts at the first `alignment` boundary after the header (the
+     header is page aligned, so smaller alignments come for free); secure
+     builds move it up to end at the guard page, and read `alignment` as how
+     far into the block the caller will hand out a pointer */
+  size_t offset = (alignment > psize && !MI_SECURE ? _mi_align_up(info, alignment) : info);
+  if (size > MI_MAX_ALLOC_SIZE - offset - psize) return NULL;
+  size_t needed = _mi_align_up(offset + size, psize);
+  size_t guard = (MI_SECURE ? psize : 0); /* secure: a guard page right after the block */
+  /* large segments come in whole multiples of the segment size so the cache
+     can reuse them; huge ones are mapped to measure */
+  size_t segment_size =
+      (needed + guard <= MI_LARGE_SEGMENT_MAX ? _mi_align_up(needed + guard, MI_SEGMENT_SIZE) : needed + guard);
+  mi_segment_t* segment = _mi_segment_alloc(MI_SEGMENT_SINGLE, segment_size, info + needed - offset);
+  if (segment == NULL) return NULL;
+  mi_page_t* page = &segment->pages[0];
+  bool was_clean = false;
+  _mi_page_claim_slot(page, &was_clean);
+#if MI_SECURE
+  /* The guard page is the segment's last page, so it stays put while the
+     segment is cached and reused for blocks of other sizes (moving it cost two
+     mprotect calls per large allocation), and the block runs up to it: a
+     linear overflow off its end crosses the canary and the trailer and then
+     faults. The memory a block may have touched is a suffix of the area, and
+     `committed` counts that suffix. */
+  size_t guard_at = segment_size - psize;
+  /* the block starts on a page boundary: the slack before the guard (under
+     a page) lets a realloc grow in place, as a left-aligned block could */
+  size_t block_at = (guard_at - size) & ~(psize - 1);
+  if (block_at < offset) block_at = offset;
+  /* every pointer handed out from the block (an aligned one lies up to
+     twice its alignment inside) must fall in the segment's first
+     MI_SEGMENT_SIZE bytes, where _mi_ptr_segment finds the header */
+  size_t reach = (alignment > MI_MAX_ALIGN_SIZE ? 2 * alignment : 0) + 2 * (size_t)MI_MAX_ALIGN_SIZE;
+  size_t max_at =
+      (MI_SEGMENT_SIZE > reach + offset ? (MI_SEGMENT_SIZE - reach) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1) : offset);
+  if (block_at > max_at) block_at = max_at;
+  size_t area = guard_at - (block_at & ~(psize - 1));
+  size_t block_end = guard_at;
+#else
+  size_t block_at = offset;
+  size_t area = needed - info;
+  size_t block_end = needed;
+#endif
+  bool is_zero = (was_clean || page->committed == 0);
+  if (page->committed < area) {
+    _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
+    page->committed = area;
+  }
+#if !MI_SECURE
+  else {
+    /* a larger cached segment (segment-cache.c) gives back what this block
+       leaves of it, from a huge page boundary on (splitting none) */
+    size_t huge = _mi_os_large_page_size();
+    size_t keep = (huge != 0 ? _mi_align_up(info + area, huge) : _mi_align_up(info + area, psize)) - info;
+    if (page->committed > keep && !segment->is_pinned &&
+        _mi_os_purge((uint8_t*)segment + info + keep, page->committed - keep)) {
+      _mi_stat_decrease(&_mi_stats.committed, (int64_t)(page->committed - keep));
+      page->committed = keep;
+    }
+  }
+#endif
+#if MI_SECURE
+  if (page->guard_offset != guard_at) {
+    int err = 0;
+    if (page->guard_offset != 0) err = _mi_os_protect((uint8_t*)segment + page->guard_offset, psize, false);
+    if (err == 0) {
+      page->guard_offset = 0;
+      err = _mi_os_protect((uint8_t*)segment + guard_at, psize, true);
+    }
+    if (err != 0) {
+      void* block = (uint8_t*)segment + block_at;
+      _mi_error_message(err, "unable to protect the guard page after block %p\n", block); /* fault path */
+      atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
+      _mi_segment_unmap(segment);
+      return NULL;
+    }
+    page->guard_offset = guard_at;
+  }
+#endif
+  page->start = (uint8_t*)segment + block_at;
+  page->block_size = block_end - block_at;
+  mi_segment_thp_advise(segment, page, is_zero);
+#if MI_SECURE
+  page->block_size_inv = 0; /* its one block has index 0 whatever the offset */
+  page->is_guarded = false; /* a reused segment must not inherit it: the sampling sets it after this */
+  page->guarded_freed = false;
+  page->large_fenced = false;
+#endif
+  page->reserved = 1;
+  page->capacity = 1;
+  page->used = 1;
+  page->bin = MI_BIN_FULL;
+  mi_page_flags_store(page, 0);
+  page->free = NULL;
+  atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  segment->used_pages = 1;
+  atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+  if (zero && !is_zero) {
+    mi_track_mem_undefined(page->start, page->block_size);
+    memset(page->start, 0, page->block_size);
+  }
+  _mi_stat_increase(&_mi_stats.large, 1);
+  _mi_lock_acquire(&mi_single_lock);
+  mi_single_link(heap, page);
+  _mi_lock_release(&mi_single_lock);
+  return page;
+}
+
+/* Take a freed large or huge block off its heap's list ... */
+void _mi_segment_single_unlink(mi_segment_t* segment) {
+  mi_page_t* page = &segment->pages[0];
+  _mi_lock_acquire(&mi_single_lock);
+  mi_single_unlink(page);
+  page->heap = NULL;
+  _mi_lock_release(&mi_single_lock);
+  _mi_stat_decrease(&_mi_stats.large, 1);
+}
+
+void _mi_segment_single_free(mi_segment_t* segment) {
+  _mi_segment_thp_measure(segment);
+  _mi_segment_single_unlink(segment);
+  _mi_segment_single_release(segment);
+}
+
+/* ... and give its segment back (to the cache or the OS). */
+void _mi_segment_single_release(mi_segment_t* segment) {
+  mi_page_t* page = &segment->pages[0];
+  page->used = 0;
+  segment->used_pages = 0;
+  atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
+  _mi_segment_release(segment);
+}
+
+/* Give a single-block segment straight back to the OS (or its arena),
+   never to the cache: its block's memory cannot be trusted to be usable. */
+void _mi_segment_single_discard(mi_segment_t* segment) {
+  mi_page_t* page = &segment->pages[0];
+  page->used = 0;
+  segment->used_pages = 0;
+  atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
+  atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+  segment->tld = NULL;
+  _mi_segment_unmap(segment);
+}
+
+/* Grow or shrink a large block within its segment. */
+bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) {
+  mi_page_t* page = &segment->pages[0];
+  size_t psize = _mi_os_page_size();
+  size_t offset = (size_t)(page->start - (uint8_t*)segment);
+  if (newsize > segment->segment_size - offset) return false;
+  size_t needed = _mi_align_up(offset + newsize, psize);
+  size_t area = needed - segment->info_size;
+  if (page->committed < area) {
+    _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
+    page->committed = area;
+  }
+  page->block_size = needed - offset;
+  segment->thp_probe = 0; /* what it measured was another size */
+#if MI_SECURE
+  _mi_secure_page_seal(page);
+#endif
+  return true;
+}
+
+void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) {
+  _mi_lock_acquire(&mi_single_lock);
+  while (from->single_first != NULL) {
+    mi_page_t* page = from->single_first;
+    mi_single_unlink(page);
+    mi_single_link(to, page);
+  }
+  _mi_lock_release(&mi_single_lock);
+}
+
+void _mi_single_heap_destroy(mi_heap_t* heap) {
+  for (;;) {
+    _mi_lock_acquire(&mi_single_lock);
+    mi_page_t* page = heap->single_first;
+    _mi_lock_release(&mi_single_lock);
+    if (page == NULL) break;
+#if MI_DHAT
+    if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its block is freed */
+#endif
+#if MI_GUARDED
+    if (page->is_guarded) {
+      _mi_secure_guarded_destroyed(_mi_page_segment(page), page);
+      continue;
+    }
+#endif
+#if MI_SECURE
+    _mi_secure_large_free(_mi_page_segment(page)); /* as free does: a stale use faults or is reported */
+#else
+    _mi_segment_single_free(_mi_page_segment(page));
+#endif
+  }
+}
+
+bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) {
+  _mi_lock_acquire(&mi_single_lock);
+  bool ok = true;
+  for (mi_page_t* page = heap->single_first; page != NULL && ok; page = page->next) ok = fn(page, arg);
+  _mi_lock_release(&mi_single_lock);
+  return ok;
+}
