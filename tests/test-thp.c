@@ -106,7 +106,7 @@ static void test_thp_sparse_blocks_segment_does_not_ask(void** state) {
   free_blocks_touched(8 * PROBE_EVERY, 2 * BLOCK, 256 * KiB);
   assert_true(_mi_os_thp_density() < DENSE);
   /* the segment that asked, cached as it is, takes it back when reused (or
-     when purged, if the purge thread got to it first) */
+     when purged, if the background thread got to it first) */
   mi_free(kept);
   void* p = mi_malloc(BLOCK);
   assert_non_null(p);

@@ -24,13 +24,13 @@ typedef struct mi_block_s {
 } mi_block_t;
 
 /* State of a page slot inside its segment. Changed by the owning thread
-   (taking or freeing the page) and by the purge thread (FREE_DIRTY ->
+   (taking or freeing the page) and by the background thread (FREE_DIRTY ->
    PURGING -> FREE_CLEAN) only through compare-and-swap, so the two never
    both act on one page. */
 typedef enum mi_page_state_e {
   MI_PAGE_IN_USE = 0,
   MI_PAGE_FREE_DIRTY = 1, /* free, memory still committed */
-  MI_PAGE_PURGING = 2,    /* the purge thread is returning its memory */
+  MI_PAGE_PURGING = 2,    /* the background thread is returning its memory */
   MI_PAGE_FREE_CLEAN = 3, /* free, memory returned (or never touched) */
   MI_PAGE_HELD = 4        /* secure builds: a destroyed heap's page, not reused yet (page.c) */
 } mi_page_state_t;

@@ -219,7 +219,7 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   _mi_segments_abandon(tld);
   /* only now: a purge run between the keeping and the abandoning would
      find the segment on no list and use up the due time */
-  if (kept) _mi_purge_due_after_delay();
+  if (kept) _mi_background_due_after_delay();
 }
 
 /* Fork child: the thread of `tld` does not exist here. Its large blocks
@@ -260,7 +260,7 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
     _mi_segments_reclaim(heap->tld->heap_backing, SIZE_MAX, true);
     _mi_heap_collect_pages(heap->tld->heap_backing);
   } else {
-    _mi_segments_abandoned_cleanup(); /* what the purge thread does when due (force adopted them all) */
+    _mi_segments_abandoned_cleanup(); /* what the background thread does when due (force adopted them all) */
   }
   _mi_purge_run(force);
 }

@@ -123,11 +123,11 @@ static void mi_fork_parent(void) {
    thread's data goes: their heaps' large blocks become orphans, their
    segments are orphaned (frees into them take the cross-thread path; they
    are not adopted, their pages' state being a fuzzy copy, see segment.c).
-   The purge thread is started again when needed, not from inside the
+   The background thread is started again when needed, not from inside the
    handler. */
 static void mi_fork_child(void) {
   _mi_locks_release_in_fork_child();
-  _mi_purge_fork_child_begin();
+  _mi_background_fork_child_begin();
   mi_heap_t* heap = mi_get_default_heap();
   mi_tld_t* self = (mi_heap_is_initialized(heap) ? heap->tld : NULL);
   _mi_lock_acquire(&mi_threads_lock);
@@ -144,7 +144,7 @@ static void mi_fork_child(void) {
   }
   _mi_lock_release(&mi_threads_lock);
   _mi_segments_abandoned_fork_child();
-  _mi_purge_fork_child_end();
+  _mi_background_fork_child_end();
 #if MI_DHAT
   _mi_dhat_after_fork_child();
 #endif
@@ -154,7 +154,7 @@ static void mi_fork_child(void) {
 
 static void mi_process_done(void) {
   if (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) return;
-  _mi_purge_thread_stop();
+  _mi_background_stop();
 #if MI_DHAT
   _mi_dhat_process_done();
 #endif
@@ -194,8 +194,10 @@ void _mi_process_init_once(void) {
   _mi_lock_init(&mi_threads_lock, MI_LOCK_THREADS);
   _mi_meta_init();
   _mi_segments_init();
+  _mi_segments_abandoned_init();
   _mi_arenas_init();
   _mi_purge_init();
+  _mi_background_init(&_mi_segments_abandoned_cleanup);
   mi_prim_thread_exit_hook_init(&mi_thread_exit_hook);
   _mi_process_is_initialized = true;
   atomic_store_explicit(&mi_process_state, 2, memory_order_release);

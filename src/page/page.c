@@ -340,7 +340,7 @@ static void mi_heap_heartbeat(mi_heap_t* heap) {
   if ((heap->heartbeat & 63) == 0) {
     if (mi_unlikely(heap->has_kept)) mi_heap_free_kept(heap);
     mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
-    _mi_purge_maybe();
+    _mi_background_maybe();
   }
 }
 

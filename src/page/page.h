@@ -5,6 +5,26 @@
 
 #include "../segment/segment.h"
 
+/* abandon.c: the abandonment protocol (docs/teardown-protocol.md) */
+void _mi_segments_abandoned_init(void) mi_decl_hidden;
+void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
+void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
+bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
+bool _mi_segments_reclaim_kind(mi_heap_t* heap, size_t max, mi_segment_kind_t kind) mi_decl_hidden;
+void _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
+bool _mi_segment_has_live_blocks(const mi_segment_t* segment) mi_decl_hidden;
+bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
+void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
+void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
+
+/* A free into a small or medium segment of no thread (`owner` 0): with
+   mi_option_abandoned_reclaim_on_free, try to claim it if it is abandoned;
+   true if this thread owns it now and frees locally. */
+static inline bool _mi_free_claims(mi_segment_t* segment, uintptr_t owner) {
+  return (owner == 0 && _mi_option_get_fast(mi_option_abandoned_reclaim_on_free) != 0 &&
+          _mi_segment_claim_on_free(segment));
+}
+
 /* page.c */
 /* the allocation slow path of an initialised heap (heap.c: _mi_malloc_generic sets it up) */
 void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;

@@ -92,7 +92,7 @@ void mi_prim_lock_init(mi_prim_lock_t* lock);
 void mi_prim_lock_acquire(mi_prim_lock_t* lock);
 bool mi_prim_lock_try_acquire(mi_prim_lock_t* lock);
 void mi_prim_lock_release(mi_prim_lock_t* lock);
-/* Wait on / signal the event of the background purge thread. A lock and a
+/* Wait on / signal the event of the background thread. A lock and a
    condition in one, since that thread is the only waiter. */
 typedef struct mi_prim_event_s {
   _Alignas(8) unsigned char opaque[96];

@@ -19,42 +19,10 @@ static mi_segment_t* mi_purge_first; /* under _mi_purge_lock */
    by a thread it does not have (whoever waits for such a page would wait
    forever). */
 static mi_lock_t mi_purge_run_lock;
-static _Atomic(int64_t) mi_purge_next_due = INT64_MAX;
-
-static mi_prim_event_t mi_purge_event;
-/* 0: not started, 1: starting/running, 2: stopping, 3: none (could not
-   start, or in a fork child until its handler is done): purging happens on
-   the allocation path */
-static _Atomic(int) mi_purge_thread_state;
-static void* mi_purge_thread_handle;
 
 void _mi_purge_init(void) {
   _mi_lock_init(&_mi_purge_lock, MI_LOCK_PURGE);
   _mi_lock_init(&mi_purge_run_lock, MI_LOCK_PURGE_RUN);
-  mi_prim_event_init(&mi_purge_event);
-}
-
-/* Lower the time at which the next purge is due; true if it was lowered. */
-static bool mi_purge_due_at(int64_t at) {
-  int64_t cur = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
-  while (at < cur) {
-    if (atomic_compare_exchange_weak_explicit(&mi_purge_next_due, &cur, at, memory_order_relaxed,
-                                              memory_order_relaxed)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-/* Something becomes purgeable `ms` from now. */
-void _mi_purge_due_in(long ms) {
-  if (mi_purge_due_at(mi_prim_clock_now() + ms)) _mi_purge_wake();
-}
-
-/* Something becomes purgeable after the purge delay from now. */
-void _mi_purge_due_after_delay(void) {
-  long delay = _mi_option_get_fast(mi_option_purge_delay);
-  if (delay >= 0) _mi_purge_due_in(delay);
 }
 
 /* Under the purge lock. */
@@ -115,7 +83,7 @@ void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
   atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
   mi_purge_list_add(segment);
   _mi_lock_release(&_mi_purge_lock);
-  if (delay >= 0 && mi_purge_due_at(due)) _mi_purge_wake();
+  if (delay >= 0 && _mi_background_due_at(due)) _mi_background_wake();
 }
 
 static void mi_purge_list_remove(mi_segment_t* segment) {
@@ -138,7 +106,7 @@ void _mi_purge_track_segment(mi_segment_t* segment) {
   _mi_lock_acquire(&_mi_purge_lock);
   mi_purge_list_add(segment);
   _mi_lock_release(&_mi_purge_lock);
-  _mi_purge_due_after_delay();
+  _mi_background_due_after_delay();
 }
 
 /* Before a segment is released: take it off the list, and wait for a purge
@@ -279,7 +247,7 @@ static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
       atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
       mi_purge_list_add(segment);
       _mi_lock_release(&_mi_purge_lock);
-      _mi_purge_due_after_delay();
+      _mi_background_due_after_delay();
 #endif
     }
     mi_sched_point(MI_SCHED_PURGE_SETTLED); /* the segment may be gone from here */
@@ -290,7 +258,7 @@ static size_t mi_purge_items(mi_purge_item_t* items, size_t n, int64_t now) {
 /* Purge everything that is due (everything with `force`). */
 void _mi_purge_run(bool force) {
   int64_t now = mi_prim_clock_now();
-  atomic_store_explicit(&mi_purge_next_due, INT64_MAX, memory_order_relaxed);
+  _mi_background_due_reset();
   mi_purge_pass_t pass;
   _mi_purge_pass_begin(&pass, now, _mi_option_get_fast(mi_option_purge_delay));
   mi_purge_item_t items[MI_PURGE_BATCH];
@@ -307,7 +275,7 @@ void _mi_purge_run(bool force) {
     size_t n = mi_purge_claim(&pass, force, cutoff, &next_due, items, MI_PURGE_BATCH);
     _mi_lock_release(&_mi_purge_lock);
     if (n > 0) mi_sched_point(MI_SCHED_PURGE_CLAIMED);
-    if (next_due != INT64_MAX) mi_purge_due_at(next_due);
+    if (next_due != INT64_MAX) _mi_background_due_at(next_due);
     size_t failed = (n > 0 ? mi_purge_items(items, n, now) : 0);
     _mi_lock_release(&mi_purge_run_lock);
     /* a refusal ends the run: a forced run would claim the same pages again */
@@ -316,85 +284,5 @@ void _mi_purge_run(bool force) {
   _mi_lock_acquire(&mi_purge_run_lock);
   int64_t cache_next = _mi_segment_cache_purge(force, &pass);
   _mi_lock_release(&mi_purge_run_lock);
-  if (cache_next != INT64_MAX) mi_purge_due_at(cache_next);
-}
-
-/* What is due: the pages' purges, then the abandoned segments' cleanup
-   (whose freed pages are purged in turn, at the next due time). */
-static void mi_purge_due_work(void) {
-  _mi_purge_run(false);
-  _mi_segments_abandoned_cleanup();
-}
-
-/* From an allocating thread's slow path, when there is no purge thread. */
-void _mi_purge_maybe(void) {
-  if (_mi_option_get_fast(mi_option_purge_thread) != 0 &&
-      atomic_load_explicit(&mi_purge_thread_state, memory_order_relaxed) == 1) {
-    return;
-  }
-  int64_t due = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
-  if (due == INT64_MAX || due > mi_prim_clock_now()) return;
-  mi_purge_due_work();
-}
-
-/* ---- The purge thread ------------------------------------------------------- */
-
-static void mi_purge_thread_main(void) {
-  while (atomic_load_explicit(&mi_purge_thread_state, memory_order_acquire) == 1) {
-    int64_t due = atomic_load_explicit(&mi_purge_next_due, memory_order_relaxed);
-    int64_t now = mi_prim_clock_now();
-    if (due <= now) {
-      mi_purge_due_work();
-      continue;
-    }
-    /* sleep until the next page is due, or until woken for a new one */
-    int64_t wait = (due == INT64_MAX ? -1 : due - now);
-    mi_prim_event_wait(&mi_purge_event, wait);
-  }
-}
-
-static void mi_purge_thread_start(void) {
-  int expected = 0;
-  if (!atomic_compare_exchange_strong_explicit(&mi_purge_thread_state, &expected, 1, memory_order_acq_rel,
-                                               memory_order_relaxed)) {
-    return;
-  }
-  if (!mi_prim_thread_start(&mi_purge_thread_main, &mi_purge_thread_handle)) {
-    /* without a thread, allocating threads purge on their slow path */
-    atomic_store_explicit(&mi_purge_thread_state, 3, memory_order_release);
-    _mi_verbose_message("unable to start the purge thread; purging on the allocation path only\n");
-  }
-}
-
-void _mi_purge_wake(void) {
-  if (_mi_option_get_fast(mi_option_purge_thread) == 0) return;
-  int state = atomic_load_explicit(&mi_purge_thread_state, memory_order_relaxed);
-  if (state == 0) {
-    mi_purge_thread_start();
-    return;
-  }
-  if (state == 1) mi_prim_event_signal(&mi_purge_event);
-}
-
-void _mi_purge_thread_stop(void) {
-  int expected = 1;
-  if (!atomic_compare_exchange_strong_explicit(&mi_purge_thread_state, &expected, 2, memory_order_acq_rel,
-                                               memory_order_relaxed)) {
-    return;
-  }
-  mi_prim_event_signal(&mi_purge_event);
-  mi_prim_thread_join(mi_purge_thread_handle);
-  atomic_store_explicit(&mi_purge_thread_state, 0, memory_order_release);
-}
-
-/* Fork child, first thing: the purge thread does not exist here. Until the
-   handler is done nothing may start one (state 3). */
-void _mi_purge_fork_child_begin(void) {
-  atomic_store_explicit(&mi_purge_thread_state, 3, memory_order_relaxed);
-  mi_prim_event_init(&mi_purge_event);
-}
-
-/* Fork child, last thing: a new purge thread starts when one is needed. */
-void _mi_purge_fork_child_end(void) {
-  atomic_store_explicit(&mi_purge_thread_state, 0, memory_order_relaxed);
+  if (cache_next != INT64_MAX) _mi_background_due_at(cache_next);
 }

@@ -165,7 +165,7 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
     }
   }
   _mi_lock_release(&mi_cache_lock);
-  if (ok) _mi_purge_due_after_delay();
+  if (ok) _mi_background_due_after_delay();
   return ok;
 }
 

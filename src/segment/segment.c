@@ -1,13 +1,14 @@
 /* Segments: their life. 4 MiB-aligned spans that hold the pages of one
    thread (small and medium segments) or a single large or huge block: the
    header and its owner word, mapping and unmapping, the thread's lists of
-   its segments, page slots taken and freed. The abandonment protocol is in
-   abandon.c, the segments of one large or huge block in single.c. */
+   its segments, page slots taken and freed. The segments of one large or
+   huge block are in single.c; the abandonment protocol, which hands
+   segments between threads and their pages between heaps, is a layer up
+   (page/abandon.c). */
 #include "segment.h"
 #include "../dhat/hooks.h"
 
 void _mi_segments_init(void) {
-  _mi_segments_abandoned_init();
   _mi_segments_single_init();
   _mi_segment_cache_init();
 }
@@ -270,7 +271,7 @@ static inline bool mi_page_slot_taken(uint32_t state) {
   return (state == MI_PAGE_IN_USE || (MI_SECURE && state == MI_PAGE_HELD));
 }
 
-/* Take a free page slot for use. The purge thread may be returning its memory
+/* Take a free page slot for use. The background thread may be returning its memory
    right now (PURGING): then wait for it to finish, which is short. */
 bool _mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
   for (;;) {
@@ -431,7 +432,7 @@ void _mi_segment_page_free(mi_page_t* page) {
    with _mi_segment_page_free: its slot stays taken and counted in the
    segment's pages in use, so neither the slot nor the segment is reused,
    while validation, finding it not in use, reports a pointer into its
-   blocks as freed (it keeps its geometry for that). The purge thread
+   blocks as freed (it keeps its geometry for that). The background thread
    takes FREE_DIRTY slots only: it leaves it alone. */
 void _mi_segment_page_hold(mi_page_t* page) {
   page->heap = NULL;

@@ -32,25 +32,6 @@ static inline mi_segment_kind_t _mi_segment_kind_of_bin(size_t bin) {
   return (bin <= MI_BIN_SMALL_MAX ? MI_SEGMENT_SMALL : MI_SEGMENT_MEDIUM);
 }
 
-/* abandon.c: the abandonment protocol (docs/teardown-protocol.md) */
-void _mi_segments_abandon(mi_tld_t* tld) mi_decl_hidden;
-void _mi_segments_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
-bool _mi_segments_reclaim(mi_heap_t* heap, size_t max, bool force) mi_decl_hidden;
-bool _mi_segments_reclaim_kind(mi_heap_t* heap, size_t max, mi_segment_kind_t kind) mi_decl_hidden;
-void _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
-bool _mi_segment_has_live_blocks(const mi_segment_t* segment) mi_decl_hidden;
-bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
-void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
-void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
-
-/* A free into a small or medium segment of no thread (`owner` 0): with
-   mi_option_abandoned_reclaim_on_free, try to claim it if it is abandoned;
-   true if this thread owns it now and frees locally. */
-static inline bool _mi_free_claims(mi_segment_t* segment, uintptr_t owner) {
-  return (owner == 0 && _mi_option_get_fast(mi_option_abandoned_reclaim_on_free) != 0 &&
-          _mi_segment_claim_on_free(segment));
-}
-
 /* single.c: segments of one large or huge block */
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
 void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
@@ -63,8 +44,7 @@ void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
 void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
 
-/* ---- Between the rooms of this layer (segment.c for abandon.c and single.c) ---- */
-void _mi_segments_abandoned_init(void) mi_decl_hidden;
+/* ---- The segment's life for single.c and for the abandonment protocol (page/abandon.c) ---- */
 void _mi_segments_single_init(void) mi_decl_hidden;
 size_t _mi_segment_info_size(void) mi_decl_hidden;
 /* the page count, for a walk of the page table (secure builds: checked) */
@@ -119,20 +99,27 @@ int64_t _mi_purge_budget_cutoff(const mi_purge_budget_t* budget, const mi_purge_
 int64_t _mi_segment_cache_dirty(void) mi_decl_hidden;                                    /* segment-cache.c */
 int64_t _mi_segment_cache_purge(bool force, const mi_purge_pass_t* pass) mi_decl_hidden; /* segment-cache.c */
 
-/* purge.c */
+/* purge.c: the purge pass */
 void _mi_purge_init(void) mi_decl_hidden;
 void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
 void _mi_purge_unlink_segment(mi_segment_t* segment) mi_decl_hidden;
 void _mi_purge_track_segment(mi_segment_t* segment) mi_decl_hidden;
-void _mi_purge_wake(void) mi_decl_hidden;
-void _mi_purge_due_after_delay(void) mi_decl_hidden;
-void _mi_purge_due_in(long ms) mi_decl_hidden;
 void _mi_purge_run(bool force) mi_decl_hidden;
-void _mi_purge_maybe(void) mi_decl_hidden;
-void _mi_purge_thread_stop(void) mi_decl_hidden;
-void _mi_purge_fork_child_begin(void) mi_decl_hidden;
-void _mi_purge_fork_child_end(void) mi_decl_hidden;
-/* purge lock, taken by segment code when it must not race the purge thread */
+
+/* background.c: the thread that runs the purge passes and the abandoned
+   segments' cleanup when they are due */
+typedef void mi_background_cleanup_fun(void);
+void _mi_background_init(mi_background_cleanup_fun* cleanup) mi_decl_hidden; /* page/abandon.c's cleanup */
+bool _mi_background_due_at(int64_t at) mi_decl_hidden;
+void _mi_background_due_reset(void) mi_decl_hidden;
+void _mi_background_due_in(long ms) mi_decl_hidden;
+void _mi_background_due_after_delay(void) mi_decl_hidden;
+void _mi_background_wake(void) mi_decl_hidden;
+void _mi_background_maybe(void) mi_decl_hidden;
+void _mi_background_stop(void) mi_decl_hidden;
+void _mi_background_fork_child_begin(void) mi_decl_hidden;
+void _mi_background_fork_child_end(void) mi_decl_hidden;
+/* purge lock, taken by segment code when it must not race a purge pass */
 extern mi_lock_t _mi_purge_lock mi_decl_hidden;
 
 #endif

@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
     printf("fault-sweep: this build has no fault hooks (MI_FAULT=OFF); nothing to sweep\n");
     return 0;
   }
-  /* a deterministic call sequence: no purge thread, no purges by time, no
+  /* a deterministic call sequence: no background thread, no purges by time, no
      cached segments (teardown then returns every segment), short retries */
   mi_option_set(mi_option_purge_thread, 0);
   mi_option_set(mi_option_purge_delay, -1);

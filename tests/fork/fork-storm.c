@@ -303,7 +303,7 @@ static void child_main(int variant, long n) {
   child_churn((uint64_t)n * 7919u + 1);
   if (n % 8 == 0) {
     /* adopt the abandoned segments and purge everything free (which starts
-       a purge thread): a live block a parent's thread allocated keeps its
+       a background thread): a live block a parent's thread allocated keeps its
        contents (its page is orphaned, or adopted if its thread had exited) */
     mi_collect(true);
     if (kept != NULL && !verify(kept)) child_fail_block("inherited block corrupted by mi_collect(true)", kept);

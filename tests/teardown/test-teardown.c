@@ -928,7 +928,7 @@ static void case_exit_keeps_empty_page(void) {
 
 /* No thread takes the kept page over: the cleanup of abandoned segments
    frees it, and the segment once its last block is freed. It runs with what
-   is due (here from a slow path's _mi_purge_maybe, as with no purge thread),
+   is due (here from a slow path's _mi_background_maybe, as with no background thread),
    and the exit makes it due only once the segment is on the abandoned list:
    a purge run between the keeping and the abandoning (forced here) would
    otherwise use up the due time and leave the page kept for good. A
@@ -960,7 +960,7 @@ static void case_exit_kept_page_cleaned(void) {
   rules_all_fired();
   CHECK(page_in_use(emptied) && emptied->used == 0);
   int64_t pages = snapshot().pages;
-  _mi_purge_maybe();
+  _mi_background_maybe();
   CHECK(!page_in_use(emptied));
   CHECK(snapshot().pages == pages - 1);
   CHECK(snapshot().abandoned == base.abandoned + 1); /* blocks[0] lives on */

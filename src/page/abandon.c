@@ -4,11 +4,7 @@
    (on its slow path, at its first allocation, or by freeing into it) and
    adopts its pages, and the background thread's cleanup frees what became
    empty. Also the fork child's orphaning of other threads' segments. */
-#include "segment.h"
-/* Above its floor until this file moves up a layer (issue 20, part 3): a
-   reclaimed segment's pages are collected and put into a heap's queues,
-   which is the page layer's work (ci/layers.txt lists the exception). */
-#include "../page/page.h"
+#include "page.h"
 
 static mi_lock_t mi_abandoned_lock;
 static mi_segment_t* mi_abandoned_first; /* under mi_abandoned_lock */
@@ -266,7 +262,7 @@ void _mi_segments_abandoned_fork_child(void) {
   _mi_lock_release(&mi_abandoned_lock);
 }
 
-/* For the purge thread: release abandoned segments whose blocks have all been
+/* For the background thread: release abandoned segments whose blocks have all been
    freed since, without adopting the others. The list is walked under its
    lock (the page and segment releases take only locks of higher rank), so
    a fork never finds a segment on neither list. */

@@ -1,0 +1,132 @@
+/* The background thread: when something is due, it runs a purge pass
+   (purge.c: freed memory back to the OS after the purge delay) and then the
+   cleanup of the segments exited threads abandoned (page/abandon.c, which
+   registers it here: the page layer's work, started from this layer), whose
+   freed pages are purged in turn at the next due time. Started lazily, with
+   option purge_thread; without it (or when it cannot start) allocating
+   threads do the same work on their slow path when it is due. */
+#include "segment.h"
+
+static _Atomic(int64_t) mi_background_next_due = INT64_MAX;
+static _Atomic(mi_background_cleanup_fun*) mi_background_cleanup;
+
+static mi_prim_event_t mi_background_event;
+/* 0: not started, 1: starting/running, 2: stopping, 3: none (could not
+   start, or in a fork child until its handler is done): the work happens on
+   the allocation path */
+static _Atomic(int) mi_background_state;
+static void* mi_background_handle;
+
+void _mi_background_init(mi_background_cleanup_fun* cleanup) {
+  mi_prim_event_init(&mi_background_event);
+  atomic_store_explicit(&mi_background_cleanup, cleanup, memory_order_release);
+}
+
+/* A pass starts: nothing is due until it says otherwise. */
+void _mi_background_due_reset(void) {
+  atomic_store_explicit(&mi_background_next_due, INT64_MAX, memory_order_relaxed);
+}
+
+/* Lower the time at which the next pass is due; true if it was lowered. */
+bool _mi_background_due_at(int64_t at) {
+  int64_t cur = atomic_load_explicit(&mi_background_next_due, memory_order_relaxed);
+  while (at < cur) {
+    if (atomic_compare_exchange_weak_explicit(&mi_background_next_due, &cur, at, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Something becomes purgeable `ms` from now. */
+void _mi_background_due_in(long ms) {
+  if (_mi_background_due_at(mi_prim_clock_now() + ms)) _mi_background_wake();
+}
+
+/* Something becomes purgeable after the purge delay from now. */
+void _mi_background_due_after_delay(void) {
+  long delay = _mi_option_get_fast(mi_option_purge_delay);
+  if (delay >= 0) _mi_background_due_in(delay);
+}
+
+/* What is due: the pages' purges, then the abandoned segments' cleanup
+   (whose freed pages are purged in turn, at the next due time). */
+static void mi_background_due_work(void) {
+  _mi_purge_run(false);
+  mi_background_cleanup_fun* cleanup = atomic_load_explicit(&mi_background_cleanup, memory_order_acquire);
+  if (cleanup != NULL) cleanup();
+}
+
+/* From an allocating thread's slow path, when there is no background thread. */
+void _mi_background_maybe(void) {
+  if (_mi_option_get_fast(mi_option_purge_thread) != 0 &&
+      atomic_load_explicit(&mi_background_state, memory_order_relaxed) == 1) {
+    return;
+  }
+  int64_t due = atomic_load_explicit(&mi_background_next_due, memory_order_relaxed);
+  if (due == INT64_MAX || due > mi_prim_clock_now()) return;
+  mi_background_due_work();
+}
+
+/* ---- The thread ------------------------------------------------------------- */
+
+static void mi_background_main(void) {
+  while (atomic_load_explicit(&mi_background_state, memory_order_acquire) == 1) {
+    int64_t due = atomic_load_explicit(&mi_background_next_due, memory_order_relaxed);
+    int64_t now = mi_prim_clock_now();
+    if (due <= now) {
+      mi_background_due_work();
+      continue;
+    }
+    /* sleep until the next page is due, or until woken for a new one */
+    int64_t wait = (due == INT64_MAX ? -1 : due - now);
+    mi_prim_event_wait(&mi_background_event, wait);
+  }
+}
+
+static void mi_background_start(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong_explicit(&mi_background_state, &expected, 1, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    return;
+  }
+  if (!mi_prim_thread_start(&mi_background_main, &mi_background_handle)) {
+    /* without a thread, allocating threads do its work on their slow path */
+    atomic_store_explicit(&mi_background_state, 3, memory_order_release);
+    _mi_verbose_message("unable to start the purge thread; purging on the allocation path only\n");
+  }
+}
+
+void _mi_background_wake(void) {
+  if (_mi_option_get_fast(mi_option_purge_thread) == 0) return;
+  int state = atomic_load_explicit(&mi_background_state, memory_order_relaxed);
+  if (state == 0) {
+    mi_background_start();
+    return;
+  }
+  if (state == 1) mi_prim_event_signal(&mi_background_event);
+}
+
+void _mi_background_stop(void) {
+  int expected = 1;
+  if (!atomic_compare_exchange_strong_explicit(&mi_background_state, &expected, 2, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    return;
+  }
+  mi_prim_event_signal(&mi_background_event);
+  mi_prim_thread_join(mi_background_handle);
+  atomic_store_explicit(&mi_background_state, 0, memory_order_release);
+}
+
+/* Fork child, first thing: the background thread does not exist here. Until the
+   handler is done nothing may start one (state 3). */
+void _mi_background_fork_child_begin(void) {
+  atomic_store_explicit(&mi_background_state, 3, memory_order_relaxed);
+  mi_prim_event_init(&mi_background_event);
+}
+
+/* Fork child, last thing: a new background thread starts when one is needed. */
+void _mi_background_fork_child_end(void) {
+  atomic_store_explicit(&mi_background_state, 0, memory_order_relaxed);
+}
