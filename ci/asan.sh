@@ -22,7 +22,7 @@ status=0
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # The C++ tests (operator new and delete) are built with the same run-time
 # but not run: ASan's own operator new and delete take the program's calls.
-ci_build "$dir" clang Debug -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" \
+ci_build "$dir" clang Debug -DMI_BUILD_SHARED=OFF -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$flags" || exit 1
 
 # halt_on_error: the first report fails the test. Leak checking is off: the
@@ -51,7 +51,7 @@ rm -rf "$sdir" && mkdir -p "$sdir"
 if ! command -v clang-19 >/dev/null 2>&1; then
   echo "asan: fork-storm: clang-19 is not installed (ci/install-deps.sh installs it)"
   status=1
-elif ci_build "$sdir" clang-19 Debug -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" -- fork-storm; then
+elif ci_build "$sdir" clang-19 Debug -DMI_BUILD_SHARED=OFF -DMI_TRACK_ASAN=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" -- fork-storm; then
   if "$sdir/tests/fork-storm" "$storm_forks" >"$sdir/fork-storm.log" 2>&1; then
     echo "asan: fork-storm (clang-19): $(grep -o 'forks [0-9]*.*failures [0-9]*' "$sdir/fork-storm.log")"
   else

@@ -1,10 +1,11 @@
-# Shared by the sanitizer and Valgrind jobs (ci/asan.sh, ci/tsan.sh,
-# ci/valgrind.sh). Source it after setting `root` (the repository) and
-# `status` (the job's exit status, set to 1 by a failed check here).
+# Shared by the jobs (ci/test-all.sh, ci/asan.sh, ci/tsan.sh, ci/valgrind.sh).
+# Source it after setting `root` (the repository) and `status` (the job's
+# exit status, set to 1 by a failed check here).
 
 # ci_build DIR CC BUILD_TYPE [CMAKE_ARGS...] [-- TARGETS...]: configure and
-# build a static test build in DIR (all targets unless some are named), with
-# the logs beside it; on failure show their tails and return 1.
+# build a test build in DIR (all targets unless some are named), with the
+# logs beside it; on failure show their tails and return 1. The one build
+# helper of every job (ci/test-all.sh and the jobs' own scripts).
 ci_build() {
   local dir=$1 cc=$2 type=$3
   shift 3
@@ -16,8 +17,7 @@ ci_build() {
   [ $# -gt 0 ] && shift
   local t
   for t in "$@"; do targets+=(--target "$t"); done
-  CC=$cc cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DMI_BUILD_TESTS=ON -DMI_BUILD_SHARED=OFF \
-    "${cmake_args[@]}" >"$dir.configure.log" 2>&1 &&
+  CC=$cc cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DMI_BUILD_TESTS=ON "${cmake_args[@]}" >"$dir.configure.log" 2>&1 &&
     cmake --build "$dir" -j2 "${targets[@]}" >"$dir.build.log" 2>&1 ||
     {
       tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null

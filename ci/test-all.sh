@@ -1,41 +1,19 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what it needs, builds every configuration of
-# the matrix, runs the tests of each, the real-program override run, a
-# downstream find_package/pkg-config build against the installed tree, and the
-# bench smoke. Prints one closing line "ci: N passed, M failed".
+# The whole test suite as a table of named jobs (the table is at the end):
+#   ci/test-all.sh            every job, in the table's order
+#   ci/test-all.sh JOB...     those jobs, after the jobs they need
+#   ci/test-all.sh --list     the jobs and what each needs
+# Installs what the tests need first (ci/install-deps.sh). A job whose
+# prerequisite failed (or was skipped) is skipped, and said so once: it is
+# not counted as a failure of its own. Prints one closing line
+# "ci: N passed, M failed" (", K skipped" when some were).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 out=${CI_OUT:-$root/out/ci}
-rm -rf "$out" && mkdir -p "$out"
-
-bash ci/install-deps.sh || { echo "ci: dependency install failed"; exit 1; }
-
-passed=0
-failed=0
-failures=()
-step() { # step NAME COMMAND...: run, time, count
-  local name=$1
-  shift
-  local t0=$(date +%s)
-  echo "=== $name"
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "=== $name: ok ($(( $(date +%s) - t0 )) s)"
-  else
-    failed=$((failed + 1))
-    failures+=("$name")
-    echo "=== $name: FAILED ($(( $(date +%s) - t0 )) s)"
-  fi
-}
-
-build() { # build DIR CC [cmake args...]
-  local dir=$1 cc=$2
-  shift 2
-  CC=$cc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1 &&
-    cmake --build "$dir" -j2 >"$dir.build.log" 2>&1 ||
-    { tail -50 "$dir.configure.log" "$dir.build.log" 2>/dev/null; return 1; }
-}
+status=0
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
 
 run_ctest() { # run_ctest DIR [ctest args...]
   local dir=$1
@@ -43,32 +21,14 @@ run_ctest() { # run_ctest DIR [ctest args...]
   (cd "$dir" && ctest --output-on-failure "$@")
 }
 
-matrix() { # matrix NAME CC [cmake args...]: build and run the core tests
-  local name=$1 cc=$2
-  shift 2
-  build "$out/$name" "$cc" "$@" && run_ctest "$out/$name" -L core
-}
+# ---- What the jobs run ----------------------------------------------------------
 
-matrix_label() { # matrix_label NAME CC LABEL [cmake args...]: build and run the tests of one label
-  local name=$1 cc=$2 label=$3
+matrix() { # matrix NAME CC BUILD_TYPE [cmake args...]: build and run the core tests
+  local name=$1 cc=$2 type=$3
   shift 3
-  build "$out/$name" "$cc" "$@" && run_ctest "$out/$name" -L "$label"
+  ci_build "$out/$name" "$cc" "$type" "$@" && run_ctest "$out/$name" -L core
 }
 
-step "gcc-debug" matrix gcc-debug gcc -DCMAKE_BUILD_TYPE=Debug
-step "gcc-release" matrix gcc-release gcc -DCMAKE_BUILD_TYPE=Release
-step "clang-release" matrix clang-release clang -DCMAKE_BUILD_TYPE=Release
-step "clang-debug" matrix clang-debug clang -DCMAKE_BUILD_TYPE=Debug
-step "gcc-secure-release" matrix gcc-secure-release gcc -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
-step "clang-secure-debug" matrix clang-secure-debug clang -DCMAKE_BUILD_TYPE=Debug -DMI_SECURE=ON
-# fault injection: every failure path of the OS layer taken (coverage of the
-# default and secure builds, with the knob and fallback tests and the
-# single-threaded sweeps), the two-thread sweep, and the positive control (a
-# planted unchecked commit the sweep must catch)
-step "fault-coverage" bash ci/fault-coverage.sh "$out/fault-coverage"
-step "fault-sweep-threads" run_ctest "$out/fault-coverage/default" -R '^fault-sweep-threads$'
-step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_TYPE=Debug -DMI_FAULT=ON \
-  -DMI_FAULT_PLANT_UNCHECKED=ON
 # the teardown protocol (docs/teardown-protocol.md): the forced interleavings
 # (Debug builds have the schedule points; the secure one too: quarantine,
 # guarded blocks, zeroing; each case also with reclaim on free), the spin
@@ -80,9 +40,7 @@ step "fault-positive-control" matrix_label fault-plant gcc fault -DCMAKE_BUILD_T
 teardown_plant() { # teardown_plant NAME CMAKE_SWITCH [CMAKE_ARG...]
   local dir=$out/$1 switch=$2
   shift 2
-  { CC=gcc cmake -S "$root" -B "$dir" -DMI_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug "-D$switch=ON" "$@" \
-      >"$dir.configure.log" 2>&1 && cmake --build "$dir" -j2 --target test-teardown >"$dir.build.log" 2>&1 &&
-      run_ctest "$dir" -L '^teardown-plant$'; } || { tail -20 "$dir.configure.log" "$dir.build.log" 2>/dev/null; return 1; }
+  ci_build "$dir" gcc Debug "-D$switch=ON" "$@" -- test-teardown && run_ctest "$dir" -L '^teardown-plant$'
 }
 teardown() {
   local ok=0
@@ -95,33 +53,122 @@ teardown() {
   teardown_plant teardown-plant-links MI_TEARDOWN_PLANT_STALE_LINKS -DMI_SECURE=ON || ok=1
   return $ok
 }
-step "teardown" teardown
-step "override-real-programs" run_ctest "$out/gcc-release" -L override
-step "override-real-programs-secure" run_ctest "$out/gcc-secure-release" -L override
-step "dhat-profiler" run_ctest "$out/gcc-release" -L dhat
+
+fault_positive_control() {
+  ci_build "$out/fault-plant" gcc Debug -DMI_FAULT=ON -DMI_FAULT_PLANT_UNCHECKED=ON && run_ctest "$out/fault-plant" -L fault
+}
+
+bench_smoke() {
+  env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
+    OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
+}
+
+# ---- The table: job, the jobs it needs, its command ------------------------------
+
+names=()
+declare -A needs command
+job() { # job NAME "NEEDS..." COMMAND...
+  names+=("$1")
+  needs[$1]=$2
+  shift 2
+  command[${names[-1]}]=$(printf '%q ' "$@")
+}
+
+job gcc-debug "" matrix gcc-debug gcc Debug
+job gcc-release "" matrix gcc-release gcc Release
+job clang-release "" matrix clang-release clang Release
+job clang-debug "" matrix clang-debug clang Debug
+job gcc-secure-release "" matrix gcc-secure-release gcc Release -DMI_SECURE=ON
+job clang-secure-debug "" matrix clang-secure-debug clang Debug -DMI_SECURE=ON
+# fault injection (docs/fault-injection.md): every failure path of the OS
+# layer taken (coverage of the default and secure builds, with the knob and
+# fallback tests and the single-threaded sweeps), the two-thread sweep, and
+# the positive control (a planted unchecked commit the sweep must catch)
+job fault-coverage "" bash ci/fault-coverage.sh "$out/fault-coverage"
+job fault-sweep-threads "fault-coverage" run_ctest "$out/fault-coverage/default" -R '^fault-sweep-threads$'
+job fault-positive-control "" fault_positive_control
+job teardown "gcc-debug clang-debug clang-secure-debug" teardown
+job override-real-programs "gcc-release" run_ctest "$out/gcc-release" -L override
+job override-real-programs-secure "gcc-secure-release" run_ctest "$out/gcc-secure-release" -L override
+job dhat-profiler "gcc-release" run_ctest "$out/gcc-release" -L dhat
 # sanitizers (docs/sanitizers.md): the core and teardown tests under
 # ASan+UBSan with the allocator's poisoning (the fork storm in a clang-19
 # build), the threaded and teardown tests under TSan, a subset and a short
 # fork storm under memcheck with the allocator's client requests (blocks
 # registered, leak check on), and the planted bugs (and leak) each must
 # report
-step "asan" bash ci/asan.sh "$out/asan"
-step "tsan" bash ci/tsan.sh "$out/tsan"
-step "valgrind" bash ci/valgrind.sh "$out/valgrind"
+job asan "" bash ci/asan.sh "$out/asan"
+job tsan "" bash ci/tsan.sh "$out/tsan"
+job valgrind "" bash ci/valgrind.sh "$out/valgrind"
 # Windows (docs/windows.md): the MinGW-w64 cross build's tests under Wine,
 # with the fault sweep injecting Windows error codes, and two planted bugs
 # (a thread-exit hook that never runs, an unchecked commit) it must catch
-step "windows-mingw-wine" bash ci/windows.sh "$out/windows"
+job windows-mingw-wine "" bash ci/windows.sh "$out/windows"
 # fuzzing (docs/fuzzing.md): both harnesses for a minute per engine, and the
-# planted bugs each engine must find; lint (docs/lint.md): clang-format,
-# cppcheck and clang-tidy with zero findings and a planted finding each
-step "fuzz-smoke" bash ci/fuzz.sh "$out/fuzz" 60
-step "lint" bash ci/lint.sh "$out/lint"
-step "install-and-downstream" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
-step "bench-smoke" env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
-  OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
+# planted bugs each engine must find; lint (docs/lint.md): clang-format, the
+# layer check, cppcheck and clang-tidy with zero findings and a planted
+# finding each
+job fuzz-smoke "" bash ci/fuzz.sh "$out/fuzz" 60
+job lint "" bash ci/lint.sh "$out/lint"
+job install-and-downstream "gcc-release" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
+job bench-smoke "gcc-release gcc-secure-release" bench_smoke
+
+# ---- Running it -----------------------------------------------------------------
+
+if [ "${1:-}" = --list ]; then
+  for n in "${names[@]}"; do printf '%-32s needs: %s\n' "$n" "${needs[$n]:-nothing}"; done
+  exit 0
+fi
+declare -A wanted state
+want() { # the job and, first, what it needs
+  local n=$1 d
+  [ -n "${command[$n]+x}" ] || { echo "ci: no job named $n (ci/test-all.sh --list)"; exit 2; }
+  [ -n "${wanted[$n]+x}" ] && return
+  for d in ${needs[$n]}; do want "$d"; done
+  wanted[$n]=1
+}
+if [ $# -eq 0 ]; then
+  for n in "${names[@]}"; do wanted[$n]=1; done
+else
+  for n in "$@"; do want "$n"; done
+  # a job run on its own reuses the output of the jobs before it
+  [ -d "$out" ] || mkdir -p "$out"
+fi
+[ $# -eq 0 ] && { rm -rf "$out" && mkdir -p "$out"; }
+
+bash ci/install-deps.sh || { echo "ci: dependency install failed"; exit 1; }
+
+passed=0
+failed=0
+skipped=0
+failures=()
+for n in "${names[@]}"; do
+  [ -n "${wanted[$n]+x}" ] || continue
+  blocker=""
+  for d in ${needs[$n]}; do
+    [ "${state[$d]:-}" = ok ] || { blocker=$d; break; }
+  done
+  if [ -n "$blocker" ]; then
+    state[$n]=skipped
+    skipped=$((skipped + 1))
+    echo "=== $n: skipped (needs $blocker, which ${state[$blocker]})"
+    continue
+  fi
+  t0=$(date +%s)
+  echo "=== $n"
+  if eval "${command[$n]}"; then
+    state[$n]=ok
+    passed=$((passed + 1))
+    echo "=== $n: ok ($(($(date +%s) - t0)) s)"
+  else
+    state[$n]=failed
+    failed=$((failed + 1))
+    failures+=("$n")
+    echo "=== $n: FAILED ($(($(date +%s) - t0)) s)"
+  fi
+done
 
 echo
 for f in "${failures[@]}"; do echo "ci: failed: $f"; done
-echo "ci: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+echo "ci: $passed passed, $failed failed$([ $skipped -gt 0 ] && echo ", $skipped skipped")"
+[ "$failed" -eq 0 ] && [ "$skipped" -eq 0 ]

@@ -18,7 +18,7 @@ status=0
 
 # MI_FAULT=ON: the schedule points the teardown tests force interleavings at
 flags="-fsanitize=thread -fno-omit-frame-pointer"
-ci_build "$dir" clang Release -DMI_TSAN_PLANT=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" \
+ci_build "$dir" clang Release -DMI_BUILD_SHARED=OFF -DMI_TSAN_PLANT=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" \
   -- test-stress test-threads test-teardown tsan-plant || exit 1
 
 # halt_on_error: the first report fails the test (exit code 66)

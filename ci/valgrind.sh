@@ -17,7 +17,7 @@ status=0
 
 # Release with debug info (-g: file and line in the reports); the fault
 # hooks and the profiler stay out, they have jobs of their own
-ci_build "$dir" gcc RelWithDebInfo -DMI_TRACK_VALGRIND=ON -DMI_FAULT=OFF -DMI_DHAT=OFF \
+ci_build "$dir" gcc RelWithDebInfo -DMI_BUILD_SHARED=OFF -DMI_TRACK_VALGRIND=ON -DMI_FAULT=OFF -DMI_DHAT=OFF \
   -- test-api test-heap plant fork-storm || exit 1
 
 vg=(valgrind --tool=memcheck --error-exitcode=1 --leak-check=no --track-origins=no -q)
