@@ -63,7 +63,7 @@ typedef struct mi_page_s {
 #if MI_SECURE
   uintptr_t keys[2];       /* free-list link encoding */
   uint64_t block_size_inv; /* ceil(2^40 / block_size): block index by multiplication */
-  uint64_t geometry;       /* keyed check of what free trusts of the page and its segment (secure.c) */
+  uint64_t geometry;       /* keyed check of what free trusts of the page and its segment (secure/validate.h) */
   uintptr_t heap_check;    /* single-block pages: keyed copy of `heap`, checked when unlinked (segment.c) */
   size_t guard_offset;     /* single-block pages: offset of the guard page after the block (0: none) */
   bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
@@ -73,7 +73,7 @@ typedef struct mi_page_s {
   bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
-  uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure.c) */
+  uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure/memory.c) */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
 } mi_page_t;

@@ -116,7 +116,7 @@ static mi_zero_segment_t* mi_zero_segment_map(void) {
 }
 
 /* No slot of it is live (or its heap was destroyed); outside the lock. A
-   later free of one of its pointers is a double free (secure.c keeps the
+   later free of one of its pointers is a double free (validate.c keeps the
    last segments unmapped). */
 static void mi_zero_segment_unmap(mi_zero_segment_t* z) {
   _mi_segment_map_set(&z->segment, MI_SEGMENT_SIZE, false);

@@ -1,11 +1,38 @@
-/* The secure wing's entry points, called by the core (MI_SECURE). Only
-   declarations of the base layer's types: any layer may include it. */
+/* The secure wing (MI_SECURE): detection of heap misuse on every entry point.
+
+   - Every block carries, in its last 8 bytes, an encoded trailer with the
+     offset where the caller's data ends and a check tied to the block's
+     address; canary bytes fill the slack after the data. A write past the
+     requested size breaks one or the other and is caught at free/realloc.
+   - A bitmap per page marks the blocks handed out. Free validates the pointer
+     through the segment map (it is never dereferenced before that), the
+     segment cookie, the page state, the block boundary (or, for aligned
+     blocks, a keyed tag just before the pointer) and the bit: a double free,
+     an interior, foreign, stack or global pointer is caught exactly.
+     Only the owning thread writes the bits (plain load and store, no atomic
+     read-modify-write); a free from another thread only reads its bit, and
+     the owner checks and clears it when it collects the block, so even two
+     racing frees of one block from two threads are caught (at collection).
+   - Freed blocks are zeroed (option zero_on_free); blocks up to
+     MI_SECURE_UAF_CHECK_MAX are checked to still be zero when handed out
+     again, so a write through a stale pointer is caught at that allocation;
+     larger ones are sample-checked then (their ends and a few lines).
+   - Small blocks freed by their owner wait in a per-thread quarantine and
+     leave it in random order. Fresh free lists are carved in random order.
+   Every violation prints one line and aborts.
+
+   This header declares what the core calls (only base types in it: any
+   layer may include it). The rooms: block.h (the block format), alloc.c,
+   free.c, validate.h and validate.c, memory.h and memory.c (zeroing and the
+   check at reuse), report.c, keys.c; guard.c (sampled guard pages),
+   secure-large.c (freed large blocks fenced off), secure-zero.c (zero-size
+   allocations), secure-sized.c (sized and aligned deallocation). */
 #ifndef MI_SECURE_H
 #define MI_SECURE_H
 
 #include "../base/base.h"
 
-/* secure.c (MI_SECURE) */
+/* the secure wing's rooms (MI_SECURE) */
 #if MI_SECURE
 void _mi_secure_keys_init(void) mi_decl_hidden;
 void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 /* Secure mode: writes into freed blocks above 8 KiB (up to 128 KiB + 16, the
    medium pages), which are sample-checked when handed out again
-   (src/secure/secure.c, mi_block_untouched_sampled): their first and last 64 bytes
+   (src/secure/memory.c, _mi_secure_block_untouched_sampled): their first and last 64 bytes
    always, and of the m 64-byte chunks between, 16 evenly spaced from a
    random start. So a write of t chunks between is caught with probability
    16 t / m per reuse, and for certain once t >= m / 16. (A block's first

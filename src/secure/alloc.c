@@ -1,0 +1,189 @@
+/* The secure build's allocation (MI_SECURE): pages set up, blocks handed
+   out (checked untouched since their free, marked in the page's bitmap,
+   canary and trailer laid out), the allocation fast and slow paths, and a
+   block resized in place. */
+#include "memory.h"
+
+/* `blocks`: how many the page will hold; the bits past them are never read
+   (every index is checked against the page's capacity first) */
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) {
+  page->keys[0] = _mi_tld_random(heap->tld);
+  page->keys[1] = _mi_tld_random(heap->tld);
+  page->handed_out = 0; /* _mi_secure_block_untouched_sampled */
+  for (size_t i = 0; i < (blocks + 63) / 64; i++) {
+    atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
+  }
+  if (!was_dirty) {
+    page->needs_zero = false;
+  } else if (page->needs_zero && _mi_option_get_fast(mi_option_zero_on_free) != 0) {
+    /* freed with live contents: they would look like writes after free */
+    uint8_t* start;
+    size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
+    memset(start, 0, area);
+    page->needs_zero = false;
+  }
+  /* with zero on free off, nothing checks a block when it is handed out: the
+     area stays as it is (needs_zero kept) until a page is set up here with
+     the option on; zeroing it anyway made turning the option off slower than
+     leaving it on (realloc 0.68 s against 0.34 s) */
+}
+
+/* A page goes back to its segment. Its blocks were zeroed when freed; only
+   their free-list links are left, which a later page with another block size
+   would see as writes after free: clear them. With no block in use, every
+   carved block is on the free list and its link is its first word, so a
+   strided pass clears them all without chasing the list through memory. */
+void _mi_secure_page_freed(mi_page_t* page) {
+  if (page->needs_zero) return; /* the whole area is zeroed before reuse */
+  if (_mi_option_get_fast(mi_option_zero_on_free) == 0) {
+    page->needs_zero = true;
+    return;
+  }
+  uint8_t* b = page->start;
+  for (size_t i = 0; i < page->capacity; i++, b += page->block_size) ((mi_block_t*)b)->next = NULL;
+  page->free = NULL;
+}
+
+/* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
+static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+#if MI_GUARDED
+  if (page->is_guarded) {
+    mi_guarded_set_user(page, block, p, size);
+    return;
+  }
+#endif
+  size_t start = (size_t)((uint8_t*)p - (uint8_t*)block);
+  size_t user_end = start + size;
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  uintptr_t tag = mi_block_tag(block);
+  mi_canary_fill((uint8_t*)block, user_end, trailer_at, mi_canary_word(tag));
+  size_t packed_start = start;
+  if (mi_page_is_single_block(page)) {
+    page->user_start = start;
+    packed_start = 0;
+  }
+  *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(packed_start, user_end));
+  if ((void*)block != p) mi_tag_store(p);
+}
+
+void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
+  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size);
+}
+
+/* A block of a small or medium page just taken from its free list: check it
+   was not written since it was freed, mark it handed out, lay out its canary
+   and trailer. */
+static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* block, size_t size) {
+  size_t idx = mi_block_index(page, block);
+  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
+    bool untouched =
+        (mi_likely(page->block_size <= MI_SECURE_UAF_CHECK_MAX) ? mi_block_untouched(block, page->block_size)
+                                                                : _mi_secure_block_untouched_sampled(page, block, idx));
+    if (mi_unlikely(!untouched)) _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+  }
+  mi_bit_set(page, idx, true);
+  /* the link: an encoded pointer, a clue to the page's keys, is not the
+     program's to read (before the canary, which may start in this word) */
+  block->next = NULL;
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  uintptr_t tag = mi_block_tag(block);
+  mi_canary_fill((uint8_t*)block, size, trailer_at, mi_canary_word(tag));
+  *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(0, size));
+}
+
+/* Any block: also of a single-block segment, which has nothing to check
+   (its memory came from the OS or the purge), and guarded ones, which have
+   neither canary nor trailer. */
+void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
+#if MI_GUARDED
+  if (page->is_guarded) {
+    _mi_secure_page_seal(page); /* its block was just placed (guard.c) */
+    mi_bit_set(page, 0, true);
+    mi_guarded_set_user(page, block, block, size);
+    return block;
+  }
+#endif
+  if (!mi_page_is_single_block(page)) {
+    mi_block_prepare_small(page, block, size);
+    return block;
+  }
+  _mi_secure_page_seal(page); /* its block was just placed (segment.c) */
+  mi_bit_set(page, 0, true);
+  mi_set_user(page, block, block, size);
+  return block;
+}
+
+/* Everything but a pop from a page of the heap's queues: the size check, the
+   guarded sample, a fresh page or a single-block segment. */
+static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
+  if (size == 0) return _mi_zero_malloc(heap, MI_MAX_ALIGN_SIZE, 0); /* a slot no access reaches */
+  if (mi_unlikely(size > MI_MAX_ALLOC_SIZE - MI_SECURE_TRAILER)) {
+    _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
+    errno = ENOMEM;
+    return NULL;
+  }
+#if MI_GUARDED
+  /* the fast path counted down already if it came here for this */
+  if (mi_heap_is_initialized(heap) && heap->tld->guard_countdown-- <= 1) {
+    void* g = _mi_guard_malloc_sampled(heap, size, zero);
+    if (g != NULL) return g;
+  }
+#endif
+  size_t need = size + MI_SECURE_TRAILER;
+  /* single-block segments come zeroed when asked; small blocks are zeroed below */
+  mi_block_t* block = (mi_block_t*)_mi_malloc_generic(heap, need, zero && need > MI_MEDIUM_BLOCK_MAX);
+  if (block == NULL) return NULL;
+  mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
+  _mi_secure_block_prepare(page, block, size);
+  if (zero && !mi_page_is_single_block(page)) memset(block, 0, size);
+  return block;
+}
+
+/* A block above MI_SECURE_UAF_CHECK_MAX popped by the fast path: its check
+   is a call, which would have the fast path keep its values across it (in
+   callee-saved registers, pushed and popped on every allocation). */
+static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* block, size_t size, bool zero) {
+  mi_block_prepare_small(page, block, size);
+  if (zero) return memset(block, 0, size);
+  return block;
+}
+
+void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
+  /* size 0 wraps around: the slow path, with no compare of its own here */
+  if (mi_likely(size - 1 < MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER)) {
+    /* the page of the request with its trailer (size 0 never comes here: it
+       goes to the slow path, secure-zero.c) */
+    mi_page_t* page = _mi_heap_page_for(heap, size + MI_SECURE_TRAILER);
+    mi_block_t* block = page->free;
+    /* a block on the list: the heap is a real one (the empty heap's pages have none) */
+    if (mi_likely(block != NULL)) {
+#if MI_GUARDED
+      /* the sampling decision costs one decrement until the countdown runs out */
+      if (mi_unlikely(heap->tld->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero);
+      heap->tld->guard_countdown--;
+#endif
+      page->free = mi_block_next_checked(page, block);
+      page->used++;
+      if (mi_unlikely(page->block_size > MI_SECURE_UAF_CHECK_MAX))
+        return mi_secure_malloc_medium(page, block, size, zero);
+      mi_block_prepare_small(page, block, size);
+      /* with zero on free, the reuse check just found the block all zero
+         (its link cleared): a zeroing allocation has nothing left to do */
+      if (zero && _mi_option_get_after_init(mi_option_zero_on_free) == 0) return memset(block, 0, size);
+      return block;
+    }
+  }
+  return mi_secure_malloc_slow(heap, size, zero);
+}
+
+/* `block` and `page`: p's, as _mi_secure_validate found them */
+bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) {
+  if (page == NULL) return false; /* a zero-size allocation's slot has no room */
+#if MI_GUARDED
+  if (page->is_guarded) return false; /* its end is fixed by its guard page */
+#endif
+  size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
+  if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
+  mi_set_user(page, block, p, newsize);
+  return true;
+}

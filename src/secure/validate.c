@@ -1,0 +1,295 @@
+/* Validation of a pointer the program hands back (MI_SECURE): the reports
+   and the rare cases of the checks in validate.h, the header's check word,
+   and the owner's check of the blocks other threads freed. */
+#include "validate.h"
+
+/* The last segments given back (to the OS or an arena): a pointer into one
+   of them was handed out and freed, and its segment went with it, so its
+   free is a double free, not a foreign pointer. (A huge block's segment goes
+   at once; any other segment when its last page is freed and the segment
+   cache is full.) Start and end are two stores: a reader racing a writer may
+   pair them wrongly, which only changes the wording of a report. */
+#define MI_UNMAPPED_RING 64
+static _Atomic(uintptr_t) mi_unmapped_start[MI_UNMAPPED_RING];
+static _Atomic(uintptr_t) mi_unmapped_end[MI_UNMAPPED_RING];
+static _Atomic(size_t) mi_unmapped_next;
+
+void _mi_secure_segment_unmapped(const void* start, size_t size) {
+  size_t i = atomic_fetch_add_explicit(&mi_unmapped_next, 1, memory_order_relaxed) % MI_UNMAPPED_RING;
+  atomic_store_explicit(&mi_unmapped_start[i], (uintptr_t)start, memory_order_relaxed);
+  atomic_store_explicit(&mi_unmapped_end[i], (uintptr_t)start + size, memory_order_relaxed);
+}
+
+static bool mi_was_unmapped(const void* p) {
+  for (size_t i = 0; i < MI_UNMAPPED_RING; i++) {
+    uintptr_t start = atomic_load_explicit(&mi_unmapped_start[i], memory_order_relaxed);
+    uintptr_t end = atomic_load_explicit(&mi_unmapped_end[i], memory_order_relaxed);
+    if (start <= (uintptr_t)p && (uintptr_t)p < end) return true;
+  }
+  return false;
+}
+
+/* The start of one of a small or medium page's carved blocks, whose index
+   it sets (a link read from a block may point anywhere). */
+static bool mi_carved_block_index(const mi_page_t* page, const void* p, size_t* idx) {
+  const uint8_t* b = (const uint8_t*)p;
+  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) return false;
+  *idx = mi_block_index(page, p);
+  return b == page->start + *idx * page->block_size;
+}
+
+/* A block freed by another thread and not collected yet: zeroed whole,
+   trailer included (a live block's trailer is never zero: it encodes the
+   block's address), but for its first word, the link to the next block of
+   the page's list of remote frees (or to none). An overrun that writes zeros
+   leaves a zero trailer too, but not that shape: the data before it stays as
+   it was, and a word of data decodes to a block of the page only by chance
+   (about one in 2^64 / blocks). Only reports come here. Single-block
+   segments' blocks are freed at once, by any thread; guarded ones have no
+   trailer. */
+static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* block) {
+  if (mi_page_is_single_block(page)) return false;
+  if (*mi_trailer_of(page, block) != 0 || _mi_option_get_fast(mi_option_zero_on_free) == 0) return false;
+  const uint64_t* words = (const uint64_t*)block;
+  for (size_t i = 1; i < (page->block_size - MI_SECURE_TRAILER) / 8; i++) {
+    if (words[i] != 0) return false;
+  }
+  mi_block_t* next = mi_block_next(page, block);
+  size_t idx;
+  return next == NULL || mi_carved_block_index(page, next, &idx);
+}
+
+/* A single-block segment's page: free also reads (rare path) the segment's
+   size and page count, where the guard page is, whether it is pinned or a
+   guarded block; the block's size changes when realloc resizes it in place
+   (sealed again then). */
+static uint64_t mi_single_geometry(const mi_segment_t* segment, const mi_page_t* page) {
+  uint64_t c = (uint64_t)segment->segment_size ^ mi_rotl(page->guard_offset, 32) ^
+               ((uint64_t)segment->is_pinned << 48) ^ ((uint64_t)page->is_guarded << 56);
+  uint64_t d = (uint64_t)segment->page_count ^ mi_rotl(segment->info_size, 32);
+  uint64_t h = mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift));
+  return mi_geometry_mix(mi_geometry_mix(h, c), d);
+}
+
+void _mi_secure_page_seal(mi_page_t* page) {
+  const mi_segment_t* segment = _mi_page_segment(page);
+  page->geometry = (segment->kind == MI_SEGMENT_SINGLE
+                        ? mi_single_geometry(segment, page)
+                        : mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift)));
+}
+
+/* Nothing of the header is followed once it is found corrupted. The size is
+   the header's, which starts at the address given. */
+mi_noinline mi_decl_noreturn void _mi_secure_report_corrupted_header(const mi_segment_t* segment) {
+  _mi_secure_fatal("corrupted segment header detected at", segment, sizeof(mi_segment_t));
+}
+
+void _mi_secure_corrupted_header(const mi_segment_t* segment) {
+  _mi_secure_report_corrupted_header(segment);
+}
+
+/* A small or medium page about to go back to its segment, which walks its
+   blocks (_mi_secure_page_freed): its geometry is checked again. */
+void _mi_secure_page_check(const mi_page_t* page) {
+  const mi_segment_t* segment = _mi_page_segment(page);
+  if (page->geometry != mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift)) ||
+      page->capacity > page->reserved) {
+    _mi_secure_report_corrupted_header(segment);
+  }
+}
+
+/* The segment of a pointer outside every segment's first chunk: past the
+   first 4 MiB of a large or huge block (and then maybe past its end), or not
+   ours at all. Out of line: the free fast path never comes here. */
+mi_noinline mi_segment_t* _mi_secure_validate_far_segment(const void* p, mi_secure_op_t op) {
+  mi_segment_t* segment = _mi_segment_containing(p);
+  if (segment == NULL) {
+    if (mi_was_unmapped(p)) {
+      _mi_secure_report_freed(op, p, 0);
+    }
+    _mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  mi_validate_cookie(segment, p, op); /* before its size is read */
+  if ((size_t)((const uint8_t*)p - (const uint8_t*)segment) >= segment->segment_size) {
+    _mi_secure_fatal_op(op, NULL, p, 0);
+  }
+  return segment;
+}
+
+/* The page of a pointer is no longer in use. It keeps the geometry of its
+   last use: a pointer into its blocks was freed with them, one elsewhere
+   (the segment header, a guard page) never was a block. */
+mi_noinline mi_decl_noreturn void _mi_secure_report_page_not_in_use(const mi_page_t* page, const void* p,
+                                                                    mi_secure_op_t op) {
+  /* no state it can have, or a free page with a heap, or a small or medium
+     one with blocks in use: both are cleared before the state changes
+     (_mi_segment_page_free; a single block's page is unlinked first) */
+  uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
+  const mi_segment_t* segment = _mi_page_segment(page);
+  if (state > MI_PAGE_HELD ||
+      (state != MI_PAGE_HELD && (page->heap != NULL || (!mi_page_is_single_block(page) && page->used != 0)))) {
+    _mi_secure_report_corrupted_header(segment);
+  }
+  /* a small or medium page keeps its geometry when freed: its check word
+     holds, or it was never set up (and then the page was picked by a kind
+     and page shift that agree) */
+  if (segment->kind <= MI_SEGMENT_MEDIUM) {
+    uint8_t shift = (segment->kind == MI_SEGMENT_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
+    bool never_set_up = (page->geometry == 0 && page->start == NULL);
+    if (segment->page_shift != shift || segment->page_count != (MI_SEGMENT_SIZE >> shift) ||
+        (!never_set_up && page->geometry != mi_page_geometry(page, mi_segment_bits(segment->kind, shift)))) {
+      _mi_secure_report_corrupted_header(segment);
+    }
+  }
+  const uint8_t* b = (const uint8_t*)p;
+  if (b >= page->start && b < page->start + (size_t)page->capacity * page->block_size) {
+    _mi_secure_report_freed(op, p, page->block_size);
+  }
+  _mi_secure_fatal_op(op, NULL, p, 0);
+}
+
+/* A pointer past a page's carved blocks (or before them), whose geometry
+   checked: an invalid one, unless the counts it was bounded by cannot be
+   those of a page in use (a block of it is handed out). */
+mi_noinline mi_decl_noreturn void _mi_secure_report_outside_blocks(const mi_segment_t* segment, const mi_page_t* page,
+                                                                   const void* p, mi_secure_op_t op) {
+  if (page->capacity == 0 || page->used > page->capacity) _mi_secure_report_corrupted_header(segment);
+  _mi_secure_fatal_op(op, NULL, p, 0);
+}
+
+/* A pointer inside a live block: only an aligned allocation hands one out,
+   and it leaves a keyed tag just before that pointer. Returns if it is one. */
+mi_noinline void _mi_secure_validate_interior(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                              mi_secure_op_t op) {
+  if ((const uint8_t*)p - (const uint8_t*)block >= 16) {
+    if (mi_tag_matches(p)) return;
+    /* A free from another thread zeroes the block, the tag with it: an
+       aligned pointer freed a second time before the owner collects the
+       first free shows a zero tag and a zero trailer. */
+    if (mi_freed_by_other_thread(page, block)) _mi_secure_report_freed(op, p, page->block_size);
+  }
+  _mi_secure_fatal_op(op, op == MI_OP_FREE ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
+}
+
+/* The owner visits its heap while another thread frees one of its blocks
+   (the bit stays set until the owner collects it). That thread marks the
+   trailer before it zeroes or links the block; a visit that read the block
+   mid-way (a canary or trailer already changed) reads the trailer again
+   after a fence: the mark, or the zero it ends as, says the block is being
+   freed. An overrun of zeros over the trailer looks the same here; it is
+   reported when the block is freed. */
+mi_noinline bool _mi_secure_visit_finds_remote_free(const mi_page_t* page, const mi_block_t* block) {
+  if (mi_page_is_single_block(page)) return false; /* freed under the lock the visit holds */
+  atomic_thread_fence(memory_order_acquire);
+  uint64_t trailer = *(const volatile uint64_t*)mi_trailer_of(page, block);
+  if (trailer == 0) return _mi_option_get_fast(mi_option_zero_on_free) != 0;
+  return mi_trailer_decode(mi_block_tag(block), trailer) == MI_TRAILER_FREEING;
+}
+
+/* A trailer that does not decode: the block was freed by another thread
+   (marked, or zeroed, and not yet collected), or written past its end. */
+mi_noinline mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t* page, const mi_block_t* block,
+                                                                const void* p, mi_secure_op_t op) {
+  if (!mi_page_is_single_block(page) &&
+      mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block)) == MI_TRAILER_FREEING) {
+    _mi_secure_report_freed(op, p, page->block_size);
+  }
+  if (mi_freed_by_other_thread(page, block)) {
+    _mi_secure_report_freed(op, p, page->block_size);
+  }
+  /* intact, but the block was handed out at another pointer inside it */
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
+  uint64_t start = mi_trailer_start(value);
+  uint64_t user_end = mi_trailer_end(value);
+  if (!mi_page_is_single_block(page) && user_end <= trailer_at && start <= user_end &&
+      start != (uint64_t)((const uint8_t*)p - (const uint8_t*)block)) {
+    _mi_secure_fatal_op(op, NULL, p, page->block_size);
+  }
+  _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
+}
+
+/* A pointer into a zero segment: a zero-size allocation's slot, handed out
+   and not freed (freed now with `release`), or reported. */
+mi_noinline mi_block_t* _mi_secure_validate_zero(mi_segment_t* segment, const void* p, mi_secure_op_t op, bool release,
+                                                 size_t* size_out) {
+  /* a zero segment has no check word (secure-zero.c): its shape tells it
+     from another segment whose kind was written over, whose bitmap would
+     not be where secure-zero.c reads and writes it */
+  const mi_page_t* page = &segment->pages[0];
+  if (segment->page_shift != 63 || segment->page_count != 1 || segment->segment_size != MI_SEGMENT_SIZE ||
+      page->block_size != MI_MAX_ALIGN_SIZE || page->start != (uint8_t*)segment + segment->info_size ||
+      segment->info_size >= MI_SEGMENT_SIZE / 2) {
+    _mi_secure_report_corrupted_header(segment);
+  }
+  mi_zero_state_t state = _mi_zero_check(segment, p, release);
+  if (state == MI_ZERO_FREED) _mi_secure_report_freed(op, p, 0);
+  if (state != MI_ZERO_LIVE) _mi_secure_fatal_op(op, NULL, p, 0);
+  if (size_out != NULL) *size_out = 0;
+  return (mi_block_t*)p;
+}
+
+/* The same for a single-block segment's block (large, huge, guarded). */
+mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op,
+                                                   mi_page_t** page_out, size_t* size_out) {
+  if (segment->kind == MI_SEGMENT_ZERO) {
+    if (page_out != NULL) *page_out = NULL; /* no page to resize in */
+    return _mi_secure_validate_zero(segment, p, op, false, size_out);
+  }
+  mi_page_t* page = &segment->pages[0];
+  if (atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE) {
+    _mi_secure_report_page_not_in_use(page, p, op);
+  }
+  /* in use, so sealed as it is (a freed one may be changing: a guarded
+     block's flag is cleared when it leaves its quarantine) */
+  if (segment->kind != MI_SEGMENT_SINGLE || page->geometry != mi_single_geometry(segment, page)) {
+    _mi_secure_report_corrupted_header(segment);
+  }
+  const uint8_t* b = (const uint8_t*)p;
+  if (b < page->start || b >= page->start + page->block_size) _mi_secure_fatal_op(op, NULL, p, 0);
+  mi_block_t* block = (mi_block_t*)page->start;
+  if (!mi_bit_get(page, 0)) {
+    _mi_secure_report_freed(op, p, page->block_size);
+  }
+  size_t offset = (size_t)(b - (const uint8_t*)block);
+  if (offset != 0) _mi_secure_validate_interior(page, block, p, op);
+  /* not the pointer this block was handed out at: its start behind an
+     aligned one, or an aligned pointer from before the segment was reused
+     (large blocks are not zeroed on free: an old tag may still be there).
+     A visit names the block by its start. */
+  if (op != MI_OP_VISIT && offset != page->user_start) _mi_secure_fatal_op(op, NULL, p, page->block_size);
+  size_t size;
+#if MI_GUARDED
+  if (page->is_guarded) {
+    size = (page->guarded_size > offset ? page->guarded_size - offset : 0);
+    if (!mi_guarded_slack_intact(page, block)) _mi_secure_fatal("heap buffer overflow detected in block", p, size);
+  } else
+#endif
+  {
+    size = mi_validate_tail(page, block, p, op, true);
+  }
+  if (page_out != NULL) *page_out = page;
+  if (size_out != NULL) *size_out = size;
+  return block;
+}
+
+mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
+  mi_segment_t* segment = mi_validate_segment(p, op);
+  /* or a zero segment's */
+  if (segment->kind >= MI_SEGMENT_SINGLE) return _mi_secure_validate_single(segment, p, op, page_out, size_out);
+  return mi_validate_small(segment, p, op, page_out, size_out);
+}
+
+/* The owner collects a block another thread freed: its bit must still be set. */
+void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
+  size_t idx;
+  if (!mi_carved_block_index(page, block, &idx)) {
+    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
+  }
+  if (!mi_bit_get(page, idx)) _mi_secure_fatal("double free detected of block", block, page->block_size);
+  mi_bit_set(page, idx, false);
+}
+
+bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) {
+  return mi_bit_get(page, idx);
+}
