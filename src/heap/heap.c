@@ -132,7 +132,7 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
 #if MI_SECURE
       page->needs_zero = true; /* live blocks go with it, unzeroed */
       /* not reused at once: a stale pointer into it stays reported */
-      _mi_page_hold(heap->tld, page);
+      _mi_secure_page_hold(heap->tld, page);
 #else
       _mi_segment_page_free(page);
 #endif
@@ -192,7 +192,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
 #if MI_SECURE
   _mi_secure_quarantine_flush(tld, NULL);
-  _mi_pages_held_release(tld, 0, 0); /* an abandoned segment holds only pages in use */
+  _mi_secure_pages_held_release(tld, 0, 0); /* an abandoned segment holds only pages in use */
 #endif
   mi_heap_t* backing = tld->heap_backing;
   mi_heap_t* heap = tld->heaps;
@@ -247,7 +247,7 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
 #if MI_SECURE
   if (force) {
     _mi_secure_quarantine_flush(heap->tld, NULL);
-    _mi_pages_held_release(heap->tld, 0, 0);
+    _mi_secure_pages_held_release(heap->tld, 0, 0);
 #if MI_GUARDED
     _mi_guard_quarantine_flush();
 #endif

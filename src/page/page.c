@@ -136,41 +136,14 @@ static void mi_page_extend(mi_page_t* page) {
   if (want < 4) want = 4;
   size_t avail = page->reserved - page->capacity;
   if (avail == 0) return; /* callers extend only pages with room; nothing to carve otherwise */
-#if MI_SECURE
-  /* the shuffle costs a random number per block: tiny blocks are carved
-     MI_SECURE_CARVE_MAX at a time, still as many to choose the next among
-     as a 4 KiB carve of 128-byte blocks gives */
-  if (want > MI_SECURE_CARVE_MAX) want = MI_SECURE_CARVE_MAX;
-#endif
+  /* secure builds shuffle the blocks (secure/carve.c): a random number per
+     two, so tiny blocks are carved MI_SECURE_CARVE_MAX at a time */
+  if (MI_SECURE && want > MI_SECURE_CARVE_MAX) want = MI_SECURE_CARVE_MAX;
   if (want > avail) want = avail;
   uint8_t* start = page->start + (size_t)page->capacity * bsize;
 #if MI_SECURE
-  /* secure: link the new blocks in random order, so neighbours in memory are
-     not neighbours in allocation order */
-  uint16_t order[MI_SECURE_CARVE_MAX];
-  order[0] = 0;
-  mi_tld_t* tld = page->heap->tld;
-  uint64_t r = 0;
-  for (size_t i = 1; i < want; i++) {
-    /* the inside-out shuffle: block i joins at a random place j in [0, i]
-       (the high half of a 32x32-bit product, no division), the one there
-       moves to the end. Each random number serves two steps. */
-    r = ((i & 1) ? _mi_tld_random(tld) : r << 32);
-    size_t j = (size_t)(((r >> 32) * (uint64_t)(i + 1)) >> 32);
-    order[i] = (uint16_t)i;
-    uint16_t t = order[j];
-    order[j] = order[i];
-    order[i] = t;
-  }
-  /* want >= 1 (avail > 0 above), so order[0] was set */
-  /* cppcheck-suppress uninitvar */
-  mi_block_t* first = (mi_block_t*)(start + (size_t)order[0] * bsize);
-  mi_block_t* last = first;
-  for (size_t i = 1; i < want; i++) {
-    mi_block_t* next = (mi_block_t*)(start + (size_t)order[i] * bsize);
-    mi_block_set_next(page, last, next);
-    last = next;
-  }
+  mi_block_t* last;
+  mi_block_t* first = _mi_secure_carve(page, start, want, &last);
 #else
   mi_block_t* first = (mi_block_t*)start;
   mi_block_t* last = first;
@@ -472,50 +445,3 @@ static void mi_heap_free_kept(mi_heap_t* heap) {
     }
   }
 }
-
-#if MI_SECURE
-/* ---- Pages of destroyed heaps (secure builds) -------------------------------- */
-
-/* A destroyed heap's blocks were never freed one by one: a stale pointer to
-   one is reported (a double free, a use of a freed block) only as long as
-   its page is not set up again; after that the block may be handed out
-   again, and the pointer is a valid one once more. So a destroyed heap's
-   pages are held, oldest first, by their thread, their slots taken (see
-   _mi_segment_page_hold): no amount of allocation reuses them. A thread
-   holds its last MI_SECURE_HELD_PAGES destroyed pages, of at most
-   MI_SECURE_HELD_BYTES together (64 small pages, or 16 medium ones); older
-   ones are freed as newer ones come, all of them at a forced collect and
-   when the thread exits (its segments are abandoned with only pages in use
-   in them). */
-#define MI_SECURE_HELD_PAGES 64
-#define MI_SECURE_HELD_BYTES ((size_t)8 << 20)
-
-static size_t mi_page_area_size(const mi_page_t* page) {
-  return _mi_segment_page_area(_mi_page_segment(page), page->index, NULL);
-}
-
-/* Free the oldest held pages until at most `max_pages` pages of at most
-   `max_bytes` are left (0, 0: all). */
-void _mi_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) {
-  while (tld->held_first != NULL && (tld->held_count > max_pages || tld->held_bytes > max_bytes)) {
-    mi_page_t* page = tld->held_first;
-    tld->held_first = page->next;
-    if (tld->held_first == NULL) tld->held_last = NULL;
-    page->next = NULL;
-    tld->held_count--;
-    tld->held_bytes -= mi_page_area_size(page);
-    _mi_segment_page_free(page);
-  }
-}
-
-/* `page`, out of its destroyed heap, joins the newest end. */
-void _mi_page_hold(mi_tld_t* tld, mi_page_t* page) {
-  _mi_segment_page_hold(page);
-  if (tld->held_last != NULL) tld->held_last->next = page;
-  else tld->held_first = page;
-  tld->held_last = page;
-  tld->held_count++;
-  tld->held_bytes += mi_page_area_size(page);
-  _mi_pages_held_release(tld, MI_SECURE_HELD_PAGES, MI_SECURE_HELD_BYTES);
-}
-#endif

@@ -38,8 +38,6 @@ void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
 void _mi_heap_collect_pages(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
 #if MI_SECURE
-void _mi_page_hold(mi_tld_t* tld, mi_page_t* page) mi_decl_hidden;
-void _mi_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) mi_decl_hidden;
 #endif
 
 /* the hook a program registers with mi_register_deferred_free */

@@ -26,7 +26,8 @@
    free.c, validate.h and validate.c, memory.h and memory.c (zeroing and the
    check at reuse), report.c, keys.c; guard.c (sampled guard pages),
    secure-large.c (freed large blocks fenced off), secure-zero.c (zero-size
-   allocations), secure-sized.c (sized and aligned deallocation). */
+   allocations), secure-sized.c (sized and aligned deallocation), carve.c (the
+   shuffled carve of a page), held-pages.c (destroyed heaps' pages). */
 #ifndef MI_SECURE_H
 #define MI_SECURE_H
 
@@ -35,6 +36,11 @@
 /* the secure wing's rooms (MI_SECURE) */
 #if MI_SECURE
 void _mi_secure_keys_init(void) mi_decl_hidden;
+/* carve.c: the blocks of a page's extension, linked in random order */
+mi_block_t* _mi_secure_carve(mi_page_t* page, uint8_t* start, size_t want, mi_block_t** last_out) mi_decl_hidden;
+/* held-pages.c: destroyed heaps' pages, held by their thread before reuse */
+void _mi_secure_page_hold(mi_tld_t* tld, mi_page_t* page) mi_decl_hidden;
+void _mi_secure_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) mi_decl_hidden;
 void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;
 void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 /* the page's geometry is set (and again when it changes): free checks it against its check word */

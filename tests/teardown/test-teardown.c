@@ -477,7 +477,7 @@ static void* aba_owner(void* arg) {
 #if MI_SECURE
   /* secure builds hold a destroyed heap's pages (src/page/page.c): let them go
      now, as the bound or a forced collect would later */
-  _mi_pages_held_release(mi_heap_get_backing()->tld, 0, 0);
+  _mi_secure_pages_held_release(mi_heap_get_backing()->tld, 0, 0);
 #endif
   mi_heap_t* h2 = mi_heap_new();
   CHECK(h2 == h); /* the same slot: the address the freer's world knew */
