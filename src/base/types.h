@@ -32,7 +32,7 @@ typedef enum mi_page_state_e {
   MI_PAGE_FREE_DIRTY = 1, /* free, memory still committed */
   MI_PAGE_PURGING = 2,    /* the background thread is returning its memory */
   MI_PAGE_FREE_CLEAN = 3, /* free, memory returned (or never touched) */
-  MI_PAGE_HELD = 4        /* secure builds: a destroyed heap's page, not reused yet (page.c) */
+  MI_PAGE_HELD = 4        /* secure builds: a destroyed heap's page, not reused yet (secure/held-pages.c) */
 } mi_page_state_t;
 
 #define MI_PAGE_FLAG_IN_FULL 0x01     /* in the heap's full queue */
@@ -204,7 +204,7 @@ struct mi_tld_s {
 #if MI_SECURE
   uintptr_t rng;
   mi_quarantined_t quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
-  /* destroyed heaps' pages not reused yet, oldest first (page.c) */
+  /* destroyed heaps' pages not reused yet, oldest first (secure/held-pages.c) */
   mi_page_t* held_first;
   mi_page_t* held_last;
   size_t held_count;

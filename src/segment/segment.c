@@ -266,7 +266,7 @@ void _mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) {
 /* ---- Pages ------------------------------------------------------------------------ */
 
 /* A slot in use, or (secure builds) held: a destroyed heap's page whose
-   blocks must not be handed out again yet (page.c). */
+   blocks must not be handed out again yet (secure/held-pages.c). */
 static inline bool mi_page_slot_taken(uint32_t state) {
   return (state == MI_PAGE_IN_USE || (MI_SECURE && state == MI_PAGE_HELD));
 }
@@ -428,7 +428,7 @@ void _mi_segment_page_free(mi_page_t* page) {
 }
 
 #if MI_SECURE
-/* A destroyed heap's page, held by its thread (page.c) until it is freed
+/* A destroyed heap's page, held by its thread (secure/held-pages.c) until it is freed
    with _mi_segment_page_free: its slot stays taken and counted in the
    segment's pages in use, so neither the slot nor the segment is reused,
    while validation, finding it not in use, reports a pointer into its
