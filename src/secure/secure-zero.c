@@ -1,79 +1,15 @@
-/* Zero-size allocations in secure builds (MI_SECURE).
-
-   malloc(0) and its kin hand out a pointer that no access can go through: a
-   16-byte slot of a "zero segment", a segment-aligned reservation whose
-   header (with a bitmap of its slots) is read-write and whose slots are
-   never made accessible, so any read or write through the pointer faults at
-   once and the fault handler names it (guard/guard.c). The segment is in the
-   segment map with a cookie like every segment, so free, realloc and
-   mi_usable_size find it as they find any block, and a free checks the
-   slot's bit: a second free is a double free, a pointer that is not a slot
-   handed out is an invalid one.
-
-   Slots are handed out in address order from a cursor that wraps around the
-   segment, so the slot freed longest ago comes back first, and a stale
-   pointer stays a freed one (its free a double free) for as long as can be.
-   A heap's zero segments belong to it (mi_heap_contains_block sees them as
-   its blocks; mi_heap_destroy frees them), pass to the backing heap with its
-   pages when it is deleted, and lose their heap when its thread exits (they
-   stay until their last slot is freed, or a heap in need of one adopts
-   them). Everything here is a rare path: one lock over all of it. */
-#include "../api/api.h"
-#include "secure.h"
+/* Zero-size allocations in secure builds (MI_SECURE): their segments, slots
+   handed out and freed (zero-size.h says how). */
+#include "zero-size.h"
 
 #if MI_SECURE
 
-#define MI_ZERO_SLOT MI_MAX_ALIGN_SIZE                     /* keeps malloc's alignment */
-#define MI_ZERO_POSITIONS (MI_SEGMENT_SIZE / MI_ZERO_SLOT) /* slot-sized steps in a segment */
-#define MI_ZERO_WORDS (MI_ZERO_POSITIONS / 64)
-
-typedef struct mi_zero_segment_s {
-  mi_segment_t segment;           /* what free and the fault handler read: cookie, kind; pages[0].heap */
-  struct mi_zero_segment_s* next; /* in its heap's list or the orphans' */
-  struct mi_zero_segment_s* prev;
-  size_t live;          /* slots handed out and not freed */
-  size_t visits;        /* heap visits under way: it stays mapped */
-  size_t first;         /* the first slot's position, past the header and a guard page */
-  size_t cursor;        /* where the search for a free slot starts */
-  _Atomic(size_t) high; /* positions at and past this were never handed out */
-  /* a bit per position: a slot handed out there. Written under the lock;
-     read without it to validate a pointer (mi_usable_size, realloc: a live
-     slot's segment stays mapped) and by the fault handler. */
-  _Atomic(uint64_t) used[MI_ZERO_WORDS];
-} mi_zero_segment_t;
-
-static mi_lock_t mi_zero_lock;
-static mi_zero_segment_t* mi_zero_orphans; /* segments of no heap with slots live */
-static mi_zero_segment_t* mi_zero_spare;   /* one empty segment of no heap, kept for the next heap */
+mi_lock_t _mi_zero_lock;
+mi_zero_segment_t* _mi_zero_orphans; /* segments of no heap with slots live */
+mi_zero_segment_t* _mi_zero_spare;   /* one empty segment of no heap, kept for the next heap */
 
 void _mi_zero_init(void) {
-  _mi_lock_init(&mi_zero_lock, MI_LOCK_ZERO);
-}
-
-static size_t mi_zero_header_size(void) {
-  return _mi_align_up(sizeof(mi_zero_segment_t), _mi_os_page_size());
-}
-
-static mi_zero_segment_t* mi_zero_of(mi_segment_t* segment) {
-  return (mi_zero_segment_t*)segment;
-}
-
-static mi_heap_t* mi_zero_heap(const mi_zero_segment_t* z) {
-  return z->segment.pages[0].heap;
-}
-
-static void mi_zero_set_heap(mi_zero_segment_t* z, mi_heap_t* heap) {
-  z->segment.pages[0].heap = heap;
-}
-
-static bool mi_zero_bit(const mi_zero_segment_t* z, size_t pos) {
-  return (atomic_load_explicit(&z->used[pos / 64], memory_order_relaxed) >> (pos % 64)) & 1;
-}
-
-static void mi_zero_bit_set(mi_zero_segment_t* z, size_t pos, bool on) {
-  uint64_t w = atomic_load_explicit(&z->used[pos / 64], memory_order_relaxed);
-  uint64_t bit = (uint64_t)1 << (pos % 64);
-  atomic_store_explicit(&z->used[pos / 64], on ? (w | bit) : (w & ~bit), memory_order_relaxed);
+  _mi_lock_init(&_mi_zero_lock, MI_LOCK_ZERO);
 }
 
 /* ---- Segments ------------------------------------------------------------- */
@@ -118,7 +54,7 @@ static mi_zero_segment_t* mi_zero_segment_map(void) {
 /* No slot of it is live (or its heap was destroyed); outside the lock. A
    later free of one of its pointers is a double free (validate.c keeps the
    last segments unmapped). */
-static void mi_zero_segment_unmap(mi_zero_segment_t* z) {
+void _mi_zero_segment_unmap(mi_zero_segment_t* z) {
   _mi_segment_map_set(&z->segment, MI_SEGMENT_SIZE, false);
   _mi_secure_segment_unmapped(z, MI_SEGMENT_SIZE);
 #if MI_DHAT
@@ -128,31 +64,31 @@ static void mi_zero_segment_unmap(mi_zero_segment_t* z) {
   _mi_os_free(z, MI_SEGMENT_SIZE);
 }
 
-static void mi_zero_link(mi_zero_segment_t** head, mi_zero_segment_t* z) {
+void _mi_zero_link(mi_zero_segment_t** head, mi_zero_segment_t* z) {
   z->prev = NULL;
   z->next = *head;
   if (*head != NULL) (*head)->prev = z;
   *head = z;
 }
 
-static void mi_zero_unlink(mi_zero_segment_t** head, mi_zero_segment_t* z) {
+void _mi_zero_unlink(mi_zero_segment_t** head, mi_zero_segment_t* z) {
   if (z->prev != NULL) z->prev->next = z->next;
   else *head = z->next;
   if (z->next != NULL) z->next->prev = z->prev;
   z->next = z->prev = NULL;
 }
 
-static mi_zero_segment_t** mi_zero_list_of(mi_zero_segment_t* z) {
+mi_zero_segment_t** _mi_zero_list_of(mi_zero_segment_t* z) {
   mi_heap_t* heap = mi_zero_heap(z);
-  return (heap != NULL ? &heap->zero_segments : &mi_zero_orphans);
+  return (heap != NULL ? &heap->zero_segments : &_mi_zero_orphans);
 }
 
 /* An empty segment of no heap (under the lock): the spare if there is none,
    else returned for the caller to unmap. */
-static mi_zero_segment_t* mi_zero_retire(mi_zero_segment_t* z) {
+mi_zero_segment_t* _mi_zero_retire(mi_zero_segment_t* z) {
   mi_zero_set_heap(z, NULL);
-  if (mi_zero_spare != NULL) return z;
-  mi_zero_spare = z;
+  if (_mi_zero_spare != NULL) return z;
+  _mi_zero_spare = z;
   return NULL;
 }
 
@@ -202,8 +138,8 @@ static void* mi_zero_take_from_heap(mi_heap_t* heap, size_t step, size_t r) {
     size_t pos = mi_zero_find(z, step, r);
     if (pos == SIZE_MAX) continue;
     if (z != heap->zero_segments) {
-      mi_zero_unlink(&heap->zero_segments, z);
-      mi_zero_link(&heap->zero_segments, z);
+      _mi_zero_unlink(&heap->zero_segments, z);
+      _mi_zero_link(&heap->zero_segments, z);
     }
     return mi_zero_take(z, pos);
   }
@@ -216,20 +152,20 @@ static void* mi_zero_take_from_heap(mi_heap_t* heap, size_t step, size_t r) {
    so that threads which leave a zero-size allocation behind do not keep a
    segment each. */
 static void* mi_zero_adopt(mi_heap_t* heap, size_t step, size_t r) {
-  mi_zero_segment_t* z = mi_zero_spare;
+  mi_zero_segment_t* z = _mi_zero_spare;
   size_t pos = (z != NULL ? mi_zero_find(z, step, r) : SIZE_MAX);
   if (pos != SIZE_MAX) {
-    mi_zero_spare = NULL;
+    _mi_zero_spare = NULL;
   } else {
-    for (z = mi_zero_orphans; z != NULL; z = z->next) {
+    for (z = _mi_zero_orphans; z != NULL; z = z->next) {
       pos = mi_zero_find(z, step, r);
       if (pos != SIZE_MAX) break;
     }
     if (z == NULL) return NULL;
-    mi_zero_unlink(&mi_zero_orphans, z);
+    _mi_zero_unlink(&_mi_zero_orphans, z);
   }
   mi_zero_set_heap(z, heap);
-  mi_zero_link(&heap->zero_segments, z);
+  _mi_zero_link(&heap->zero_segments, z);
   return mi_zero_take(z, pos);
 }
 
@@ -246,22 +182,22 @@ void* _mi_zero_malloc(mi_heap_t* heap, size_t alignment, size_t offset) {
      (segments are aligned to more than any alignment asked here) */
   size_t step = (alignment > MI_ZERO_SLOT ? alignment / MI_ZERO_SLOT : 1);
   size_t r = (step == 1 ? 0 : ((alignment - offset % alignment) % alignment) / MI_ZERO_SLOT);
-  _mi_lock_acquire(&mi_zero_lock);
+  _mi_lock_acquire(&_mi_zero_lock);
   void* p = mi_zero_take_from_heap(heap, step, r);
   if (p == NULL) p = mi_zero_adopt(heap, step, r);
-  _mi_lock_release(&mi_zero_lock);
+  _mi_lock_release(&_mi_zero_lock);
   if (p != NULL) return p;
   mi_zero_segment_t* z = mi_zero_segment_map();
   if (z == NULL) {
     errno = ENOMEM; /* nothing printed: a legal request that failed */
     return NULL;
   }
-  _mi_lock_acquire(&mi_zero_lock);
+  _mi_lock_acquire(&_mi_zero_lock);
   mi_zero_set_heap(z, heap);
-  mi_zero_link(&heap->zero_segments, z);
+  _mi_zero_link(&heap->zero_segments, z);
   size_t pos = mi_zero_find(z, step, r);
   p = (pos != SIZE_MAX ? mi_zero_take(z, pos) : NULL);
-  _mi_lock_release(&mi_zero_lock);
+  _mi_lock_release(&_mi_zero_lock);
   if (p == NULL) errno = ENOMEM; /* no position of that alignment (not asked of this file: see the assert) */
   return p;
 }
@@ -270,13 +206,13 @@ void* _mi_zero_malloc(mi_heap_t* heap, size_t alignment, size_t offset) {
 
 /* Empty, and neither its heap's first nor being visited: retired (under
    the lock); returns the segment to unmap, if any. */
-static mi_zero_segment_t* mi_zero_maybe_retire(mi_zero_segment_t* z) {
+mi_zero_segment_t* _mi_zero_maybe_retire(mi_zero_segment_t* z) {
   mi_heap_t* heap = mi_zero_heap(z);
   /* a heap keeps its first segment when it empties: it is where its next
      zero-size allocation goes */
   if (z->live != 0 || z->visits != 0 || (heap != NULL && heap->zero_segments == z)) return NULL;
-  mi_zero_unlink(mi_zero_list_of(z), z);
-  return mi_zero_retire(z);
+  _mi_zero_unlink(_mi_zero_list_of(z), z);
+  return _mi_zero_retire(z);
 }
 
 static mi_zero_state_t mi_zero_state(const mi_zero_segment_t* z, const void* p) {
@@ -294,111 +230,16 @@ mi_zero_state_t _mi_zero_check(mi_segment_t* segment, const void* p, bool releas
   mi_zero_segment_t* z = mi_zero_of(segment);
   if (!release) return mi_zero_state(z, p);
   mi_zero_segment_t* unmap = NULL;
-  _mi_lock_acquire(&mi_zero_lock);
+  _mi_lock_acquire(&_mi_zero_lock);
   mi_zero_state_t state = mi_zero_state(z, p);
   if (state == MI_ZERO_LIVE) {
     mi_zero_bit_set(z, (size_t)((const uint8_t*)p - (uint8_t*)z) / MI_ZERO_SLOT, false);
     z->live--;
-    unmap = mi_zero_maybe_retire(z);
+    unmap = _mi_zero_maybe_retire(z);
   }
-  _mi_lock_release(&mi_zero_lock);
-  if (unmap != NULL) mi_zero_segment_unmap(unmap);
+  _mi_lock_release(&_mi_zero_lock);
+  if (unmap != NULL) _mi_zero_segment_unmap(unmap);
   return state;
-}
-
-/* ---- Heaps ------------------------------------------------------------------ */
-
-/* `from`'s segments go to `to` (a deleted heap's to its backing heap), or
-   to no heap (its thread exits or is not in a fork child), where those with
-   live slots wait for their frees; the empty ones are retired. */
-void _mi_zero_heap_delete(mi_heap_t* from, mi_heap_t* to) {
-  mi_zero_segment_t* unmap = NULL;
-  _mi_lock_acquire(&mi_zero_lock);
-  while (from->zero_segments != NULL) {
-    mi_zero_segment_t* z = from->zero_segments;
-    mi_zero_unlink(&from->zero_segments, z);
-    mi_zero_set_heap(z, to);
-    /* empty: kept only as `to`'s first */
-    if (z->live == 0 && z->visits == 0 && (to == NULL || to->zero_segments != NULL)) {
-      mi_zero_segment_t* surplus = mi_zero_retire(z);
-      if (surplus != NULL) {
-        surplus->next = unmap;
-        unmap = surplus;
-      }
-      continue;
-    }
-    /* behind `to`'s first, which stays where its next search starts */
-    mi_zero_segment_t** head = mi_zero_list_of(z);
-    if (*head == NULL) {
-      mi_zero_link(head, z);
-    } else {
-      mi_zero_link(&(*head)->next, z);
-      z->prev = *head;
-    }
-  }
-  _mi_lock_release(&mi_zero_lock);
-  while (unmap != NULL) {
-    mi_zero_segment_t* next = unmap->next;
-    mi_zero_segment_unmap(unmap);
-    unmap = next;
-  }
-}
-
-/* mi_heap_destroy: the heap's zero-size allocations go with it, as its
-   blocks do; their segments go back to the OS. */
-void _mi_zero_heap_destroy(mi_heap_t* heap) {
-  _mi_lock_acquire(&mi_zero_lock);
-  mi_zero_segment_t* z = heap->zero_segments;
-  heap->zero_segments = NULL;
-  for (mi_zero_segment_t* s = z; s != NULL; s = s->next) mi_zero_set_heap(s, NULL);
-  _mi_lock_release(&mi_zero_lock);
-  while (z != NULL) {
-    mi_zero_segment_t* next = z->next;
-    mi_zero_segment_unmap(z);
-    z = next;
-  }
-}
-
-/* The visitor runs without the lock (it may free what it visits, or ask
-   its size); the segment it visits is held mapped meanwhile. */
-bool _mi_zero_visit(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  bool ok = true;
-  mi_zero_segment_t* unmap = NULL;
-  _mi_lock_acquire(&mi_zero_lock);
-  mi_zero_segment_t* z = heap->zero_segments;
-  while (z != NULL && ok) {
-    z->visits++;
-    _mi_lock_release(&mi_zero_lock);
-    mi_heap_area_t area;
-    area.blocks = (uint8_t*)z + z->first * MI_ZERO_SLOT;
-    area.reserved = (MI_ZERO_POSITIONS - z->first) * MI_ZERO_SLOT;
-    area.committed = 0; /* never accessible */
-    area.used = z->live;
-    area.block_size = 0;
-    area.full_block_size = MI_ZERO_SLOT;
-    area.heap_tag = 0;
-    ok = visitor(heap, &area, NULL, 0, arg);
-    size_t high = atomic_load_explicit(&z->high, memory_order_relaxed);
-    for (size_t pos = z->first; ok && visit_blocks && pos < high; pos++) {
-      if (mi_zero_bit(z, pos)) ok = visitor(heap, &area, (uint8_t*)z + pos * MI_ZERO_SLOT, 0, arg);
-    }
-    _mi_lock_acquire(&mi_zero_lock);
-    z->visits--;
-    mi_zero_segment_t* next = z->next;
-    mi_zero_segment_t* surplus = mi_zero_maybe_retire(z); /* its slots were freed in the visit */
-    if (surplus != NULL) {
-      surplus->next = unmap; /* off every list now */
-      unmap = surplus;
-    }
-    z = next;
-  }
-  _mi_lock_release(&mi_zero_lock);
-  while (unmap != NULL) {
-    mi_zero_segment_t* next = unmap->next;
-    mi_zero_segment_unmap(unmap);
-    unmap = next;
-  }
-  return ok;
 }
 
 #endif

@@ -25,8 +25,8 @@
    layer may include it). The rooms: block.h (the block format), alloc.c,
    free.c, validate.h and validate.c, memory.h and memory.c (zeroing and the
    check at reuse), report.c, keys.c; guard.c (sampled guard pages),
-   secure-large.c (freed large blocks fenced off), secure-zero.c (zero-size
-   allocations), secure-sized.c (sized and aligned deallocation), carve.c (the
+   secure-large.c (freed large blocks fenced off), secure-zero.c and zero-heaps.c
+   (zero-size allocations), secure-sized.c (sized and aligned deallocation), carve.c (the
    shuffled carve of a page), held-pages.c (destroyed heaps' pages). */
 #ifndef MI_SECURE_H
 #define MI_SECURE_H
@@ -79,7 +79,7 @@ void _mi_guard_quarantine_flush(void) mi_decl_hidden;
 void _mi_secure_large_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_secure_block_zero(void* p, size_t size) mi_decl_hidden;
 void _mi_secure_large_quarantine_flush(void) mi_decl_hidden;
-/* secure-zero.c (MI_SECURE): zero-size allocations, in slots no access reaches */
+/* secure-zero.c, zero-heaps.c (MI_SECURE): zero-size allocations, in slots no access reaches */
 typedef enum mi_zero_state_e { MI_ZERO_LIVE, MI_ZERO_FREED, MI_ZERO_INVALID } mi_zero_state_t;
 /* a slot's address is a multiple of 16 in a segment aligned to more than
    any alignment the API allows */
