@@ -164,17 +164,25 @@ static void test_probability_reproducible(void** state) {
 /* the exit code stands for the wait status */
 #define WIFEXITED(status) ((status) >= 0)
 #define WEXITSTATUS(status) (status)
-static int run_env(const char* nth, const char* count, const char* kind, char* err, size_t err_size) {
+static int run_env_ex(const char* nth, const char* count, const char* kind, bool show_errors, char* err,
+                      size_t err_size) {
   char v_nth[64], v_count[64], v_kind[64];
   snprintf(v_nth, sizeof(v_nth), "MIMALLOC_FAULT_NTH=%s", nth);
   snprintf(v_count, sizeof(v_count), "MIMALLOC_FAULT_COUNT=%s", count);
   snprintf(v_kind, sizeof(v_kind), "MIMALLOC_FAULT_KIND=%s", kind);
-  const char* env[] = {
-      v_nth, v_count, v_kind, "MIMALLOC_FAULT_REPORT=1", "MIMALLOC_RETRY_ON_OOM=0", "MIMALLOC_SEGMENT_CACHE=0", NULL};
+  const char* env[] = {v_nth,
+                       v_count,
+                       v_kind,
+                       "MIMALLOC_FAULT_REPORT=1",
+                       "MIMALLOC_RETRY_ON_OOM=0",
+                       "MIMALLOC_SEGMENT_CACHE=0",
+                       show_errors ? "MIMALLOC_SHOW_ERRORS=1" : NULL,
+                       NULL};
   return mi_spawn_self("--env-child", env, false, true, err, err_size, 120000);
 }
 #else
-static int run_env(const char* nth, const char* count, const char* kind, char* err, size_t err_size) {
+static int run_env_ex(const char* nth, const char* count, const char* kind, bool show_errors, char* err,
+                      size_t err_size) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
   fflush(NULL);
@@ -189,6 +197,7 @@ static int run_env(const char* nth, const char* count, const char* kind, char* e
     setenv("MIMALLOC_FAULT_REPORT", "1", 1);
     setenv("MIMALLOC_RETRY_ON_OOM", "0", 1);
     setenv("MIMALLOC_SEGMENT_CACHE", "0", 1);
+    if (show_errors) setenv("MIMALLOC_SHOW_ERRORS", "1", 1);
     execl(self_path, self_path, "--env-child", (char*)NULL);
     _exit(127);
   }
@@ -203,6 +212,10 @@ static int run_env(const char* nth, const char* count, const char* kind, char* e
   return status;
 }
 #endif
+
+static int run_env(const char* nth, const char* count, const char* kind, char* err, size_t err_size) {
+  return run_env_ex(nth, count, kind, false, err, err_size);
+}
 
 static int env_child(void) {
   /* every allocation may fail here: say what happened in the exit code */
@@ -237,6 +250,30 @@ static void test_environment_all_fail(void** state) {
   assert_true(calls > 0);
   assert_int_equal(calls, injected);
   assert_non_null(strstr(err, "fault: kind reserve"));
+}
+
+/* A value that is no number is warned about (with show_errors), named and
+   quoted, and leaves its setting as if unset: nothing fails. The fault layer
+   reports it through process set-up's message function (prim/fault.c calls
+   nothing above it). */
+static void test_environment_invalid_value_warned(void** state) {
+  (void)state;
+  char err[8192];
+  int status = run_env_ex("abc", "-1", "any", true, err, sizeof(err));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0); /* no n-th call: none fails */
+  assert_non_null(strstr(err, "mimalloc: warning: environment option MIMALLOC_FAULT_NTH has an invalid value: abc"));
+}
+
+/* its clean twin: valid values, errors shown, no warning */
+static void test_environment_valid_values_not_warned(void** state) {
+  (void)state;
+  char err[8192];
+  int status = run_env_ex("0", "-1", "any", true, err, sizeof(err));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_null(strstr(err, "has an invalid value"));
+  assert_non_null(strstr(err, "fault: calls=")); /* the child ran with the environment read */
 }
 
 static void test_environment_kind(void** state) {
@@ -1011,6 +1048,8 @@ int main(int argc, char** argv) {
     cmocka_unit_test(test_probability_reproducible),
     cmocka_unit_test(test_environment_all_fail),
     cmocka_unit_test(test_environment_kind),
+    cmocka_unit_test(test_environment_invalid_value_warned),
+    cmocka_unit_test(test_environment_valid_values_not_warned),
 #if MI_SECURE && !defined(_WIN32)
     cmocka_unit_test(test_environment_zero_first_failures),
 #endif
