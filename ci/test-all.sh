@@ -129,12 +129,11 @@ want() { # the job and, first, what it needs
 }
 if [ $# -eq 0 ]; then
   for n in "${names[@]}"; do wanted[$n]=1; done
+  rm -rf "$out"
 else
   for n in "$@"; do want "$n"; done
-  # a job run on its own reuses the output of the jobs before it
-  [ -d "$out" ] || mkdir -p "$out"
 fi
-[ $# -eq 0 ] && { rm -rf "$out" && mkdir -p "$out"; }
+mkdir -p "$out"
 
 bash ci/install-deps.sh || { echo "ci: dependency install failed"; exit 1; }
 

@@ -2,6 +2,8 @@
    the OS layer's arenas take the reservation (os/arena.c). */
 #include "api.h"
 
+/* The arguments are checked before the process is set up, as they always
+   were; the arena layer checks them again for its own callers. */
 int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) {
   if (_mi_align_up(size, MI_ARENA_CHUNK) == 0) return EINVAL;
   _mi_process_init_once();

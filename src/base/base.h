@@ -57,6 +57,18 @@ void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* ms
 void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
 void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
 
+/* A bitmap one thread writes at a time and any thread reads: relaxed
+   atomic words, written by a plain load and store (no atomic
+   read-modify-write: the writer is the only one). */
+static inline bool mi_bitmap_get(const _Atomic(uint64_t)* map, size_t i) {
+  return (atomic_load_explicit(&map[i / 64], memory_order_relaxed) >> (i % 64)) & 1;
+}
+static inline void mi_bitmap_store(_Atomic(uint64_t)* map, size_t i, bool on) {
+  uint64_t w = atomic_load_explicit(&map[i / 64], memory_order_relaxed);
+  uint64_t bit = (uint64_t)1 << (i % 64);
+  atomic_store_explicit(&map[i / 64], on ? (w | bit) : (w & ~bit), memory_order_relaxed);
+}
+
 /* Page flags. Only the page's owner (or the thread abandoning or reclaiming
    it) writes them, but any thread holding a block of the page reads them
    (mi_usable_size, a free from another thread): relaxed atomics, plain

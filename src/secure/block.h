@@ -195,14 +195,12 @@ static inline bool mi_canary_intact(const uint8_t* block, size_t user_end, size_
 }
 
 static inline bool mi_bit_get(const mi_page_t* page, size_t idx) {
-  return (atomic_load_explicit(&page->used_map[idx / 64], memory_order_relaxed) >> (idx % 64)) & 1;
+  return mi_bitmap_get(page->used_map, idx);
 }
 
 /* only the page's owner writes the bits */
 static inline void mi_bit_set(mi_page_t* page, size_t idx, bool on) {
-  uint64_t w = atomic_load_explicit(&page->used_map[idx / 64], memory_order_relaxed);
-  uint64_t bit = (uint64_t)1 << (idx % 64);
-  atomic_store_explicit(&page->used_map[idx / 64], on ? (w | bit) : (w & ~bit), memory_order_relaxed);
+  mi_bitmap_store(page->used_map, idx, on);
 }
 
 static inline uint64_t* mi_trailer_of(const mi_page_t* page, const mi_block_t* block) {

@@ -62,13 +62,12 @@ static inline void mi_zero_set_heap(mi_zero_segment_t* z, mi_heap_t* heap) {
 }
 
 static inline bool mi_zero_bit(const mi_zero_segment_t* z, size_t pos) {
-  return (atomic_load_explicit(&z->used[pos / 64], memory_order_relaxed) >> (pos % 64)) & 1;
+  return mi_bitmap_get(z->used, pos);
 }
 
+/* under the lock */
 static inline void mi_zero_bit_set(mi_zero_segment_t* z, size_t pos, bool on) {
-  uint64_t w = atomic_load_explicit(&z->used[pos / 64], memory_order_relaxed);
-  uint64_t bit = (uint64_t)1 << (pos % 64);
-  atomic_store_explicit(&z->used[pos / 64], on ? (w | bit) : (w & ~bit), memory_order_relaxed);
+  mi_bitmap_store(z->used, pos, on);
 }
 
 /* one lock over all of it (secure-zero.c) */
