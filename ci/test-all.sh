@@ -80,6 +80,10 @@ job clang-release "" matrix clang-release clang Release
 job clang-debug "" matrix clang-debug clang Debug
 job gcc-secure-release "" matrix gcc-secure-release gcc Release -DMI_SECURE=ON
 job clang-secure-debug "" matrix clang-secure-debug clang Debug -DMI_SECURE=ON
+# the top of the assertion ladder (docs/architecture.md): heap and segment
+# walks at every collection, page set-up and page free
+job debug3 "" matrix gcc-debug3 gcc Debug -DMI_DEBUG=3
+job debug3-secure "" matrix clang-secure-debug3 clang Debug -DMI_SECURE=ON -DMI_DEBUG=3
 # fault injection (docs/fault-injection.md): every failure path of the OS
 # layer taken (coverage of the default and secure builds, with the knob and
 # fallback tests and the single-threaded sweeps), the two-thread sweep, and

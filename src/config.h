@@ -7,12 +7,15 @@
    |                 |        | slow paths; 3: full heap-consistency walks          |
    | MI_SECURE       | 0/1    | hardened build (see docs/secure-mode.md)            |
    | MI_STAT         | 0/1    | per-size-class allocation counts on the fast path   |
-   | MI_OVERRIDE     | 0/1    | export malloc/free/... from the shared library      |
+   | MI_OVERRIDE     | CMake  | export malloc/free/... from the shared library (a   |
+   |                 |        | choice of sources, no macro: src/api/override.c)    |
    | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard); secure  |
    | MI_LOCKORDER    | 0/1    | run-time lock-order checker (src/lockorder); on in  |
    |                 |        | Debug builds (docs/lock-order.md)                   |
    | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives, and the |
-   |                 |        | teardown protocol's schedule points                 |
+   |                 |        | teardown protocol's schedule points; on in Debug    |
+   | MI_FAULT_PLANT_UNCHECKED | 0/1 | test only: one primitive's result left     |
+   |                 |        | unchecked (positive control of the fault sweep)     |
    | MI_TEARDOWN_PLANT_PURGE_RACE | 0/1 | test only: the purge-refusal race put |
    |                 |        | back (positive control of tests/teardown)           |
    | MI_TEARDOWN_PLANT_SKIP_TAG | 0/1 | test only: the claim-on-free CAS    |
@@ -29,8 +32,14 @@
    | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/base/track.h);  |
    |                 |        | not with SECURE                                     |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
+   | MI_WIN_EXIT_FLS | 0/1    | Windows: thread exit seen by a fiber-local-storage  |
+   |                 |        | destructor instead of the TLS callback; default on  |
+   |                 |        | only for compilers with neither GCC's section       |
+   |                 |        | attribute nor MSVC's pragmas                        |
 
-   Optional machinery compiles to nothing when its switch is 0. */
+   Optional machinery compiles to nothing when its switch is 0. Every switch
+   has its default below, and the library builds with -Wundef: a switch
+   misspelt in an #if is an error, not a silent 0. */
 #ifndef MI_CONFIG_H
 #define MI_CONFIG_H
 
@@ -52,6 +61,12 @@
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0
 #endif
+#ifndef MI_FAULT
+#define MI_FAULT 0
+#endif
+#ifndef MI_FAULT_PLANT_UNCHECKED
+#define MI_FAULT_PLANT_UNCHECKED 0
+#endif
 #ifndef MI_TEARDOWN_PLANT_PURGE_RACE
 #define MI_TEARDOWN_PLANT_PURGE_RACE 0
 #endif
@@ -69,6 +84,13 @@
 #endif
 #ifndef MI_TRACK_VALGRIND
 #define MI_TRACK_VALGRIND 0
+#endif
+#ifndef MI_WIN_EXIT_FLS
+#if defined(__GNUC__) || defined(_MSC_VER)
+#define MI_WIN_EXIT_FLS 0
+#else
+#define MI_WIN_EXIT_FLS 1
+#endif
 #endif
 #if MI_TRACK_VALGRIND && MI_SECURE
 #error "MI_TRACK_VALGRIND is not supported in secure builds yet (docs/sanitizers.md)"

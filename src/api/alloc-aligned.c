@@ -21,9 +21,7 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
     if (p != NULL) {
       /* handed out as every block is, so mi_track_aligned finds it registered */
       mi_track_malloc(p, n, page->block_size, zero);
-#if MI_SECURE
-      _mi_secure_block_prepare(page, (mi_block_t*)p, n);
-#endif
+      if (MI_SECURE) _mi_secure_block_prepare(page, (mi_block_t*)p, n);
     }
   } else {
     p = _mi_heap_malloc_zero(heap, n, zero);
@@ -35,10 +33,10 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
   uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & (alignment - 1))) & (alignment - 1);
   mi_segment_t* segment = _mi_ptr_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
-#if MI_SECURE
-  while (adjust != 0 && adjust < 16) adjust += alignment;
-  _mi_secure_set_user(page, (uint8_t*)p + adjust, size);
-#endif
+  if (MI_SECURE) {
+    while (adjust != 0 && adjust < 16) adjust += alignment;
+    _mi_secure_set_user(page, (uint8_t*)p + adjust, size);
+  }
   if (adjust == 0) return p;
   mi_page_flags_add(page, MI_PAGE_FLAG_HAS_ALIGNED);
   return (uint8_t*)p + adjust;
@@ -54,18 +52,17 @@ static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, s
     errno = ENOMEM;
     return NULL;
   }
-#if MI_SECURE
-  /* a slot no access reaches, at the alignment; with an offset no 16-byte
-     slot can meet, an ordinary block with nothing in it (docs/secure-mode.md) */
-  if (size == 0 && _mi_zero_can_align(alignment, offset)) return _mi_zero_malloc(heap, alignment, offset);
-#endif
+  /* secure builds: a slot no access reaches, at the alignment; with an
+     offset no 16-byte slot can meet, an ordinary block with nothing in it
+     (docs/secure-mode.md) */
+  if (MI_SECURE && size == 0 && _mi_zero_can_align(alignment, offset)) return _mi_zero_malloc(heap, alignment, offset);
   if (alignment <= MI_MAX_ALIGN_SIZE && (offset & (alignment - 1)) == 0) {
     void* p = _mi_heap_malloc_zero(heap, size, zero);
     /* every block is 16-byte aligned but a sampled guarded one with
        MIMALLOC_GUARDED_PRECISE, which ends at its guard page to the byte: a
        size that is a multiple of the alignment, below, places it right */
     if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
-    _mi_free_unrecorded(p);
+    _mi_free_unobserved(p);
   }
   /* a size class that is a multiple of the alignment gives aligned blocks
      when pages start aligned (pages start on OS page boundaries) */
@@ -73,14 +70,12 @@ static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, s
     size_t asize = _mi_align_up(size == 0 ? 1 : size, alignment);
     if (asize <= MI_MEDIUM_BLOCK_MAX && (_mi_bin_size(_mi_bin(asize)) & (alignment - 1)) == 0) {
       void* p = _mi_heap_malloc_zero(heap, asize, zero);
-#if MI_SECURE
-      /* the canary starts right after what the caller asked for */
-      if (p != NULL && ((uintptr_t)p & (alignment - 1)) == 0) {
+      /* secure builds: the canary starts right after what the caller asked for */
+      if (MI_SECURE && p != NULL && ((uintptr_t)p & (alignment - 1)) == 0) {
         _mi_secure_set_user(_mi_segment_page_of(_mi_ptr_segment(p), p), p, size);
       }
-#endif
       if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
-      _mi_free_unrecorded(p); /* never handed out */
+      _mi_free_unobserved(p); /* never handed out */
     }
   }
   return mi_heap_malloc_aligned_at_generic(heap, size, alignment, offset, zero);
@@ -102,11 +97,11 @@ static void mi_track_aligned(void* p, size_t size, bool zero) {
 #define mi_track_aligned(p, size, zero) ((void)0)
 #endif
 
-/* The entry the public calls share: the allocation, then the profiler's hook. */
+/* The entry the public calls share: the allocation, then the observers' hook. */
 static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
   void* p = mi_heap_malloc_aligned_at_zero_core(heap, size, alignment, offset, zero);
   mi_track_aligned(p, size, zero);
-  mi_dhat_alloc(p, size);
+  if (mi_unlikely(mi_observing())) return mi_observe_alloc(p, size);
   return p;
 }
 
@@ -175,17 +170,14 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
     mi_track_aligned(newp, newsize, zero); /* as any aligned allocation: only p .. p+newsize is the program's */
     return newp;
   }
-#if MI_SECURE
   size_t size;
-  mi_page_t* page;
-  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
-#else
-  size_t size = _mi_usable_size(p);
-#endif
+  mi_page_t* page = NULL;
+  mi_block_t* block = NULL;
+  if (MI_SECURE) block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
+  else size = _mi_usable_size(p);
   if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
-#if MI_SECURE
-    (void)_mi_secure_resize_in_place(page, block, p, newsize); /* the canary moves to the new end */
-#endif
+    /* secure builds: the canary moves to the new end */
+    if (MI_SECURE) (void)_mi_secure_resize_in_place(page, block, p, newsize);
     mi_track_resize(p, size, newsize);
     return p;
   }
@@ -194,19 +186,17 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
   return _mi_realloc_move(p, size, newp, newsize, zero);
 }
 
-/* As mi_heap_realloc_profiled in alloc.c: the record leaves the table while
-   the block may be freed, and follows it to its new place. */
+/* As mi_heap_realloc_observing in alloc.c: the observers' record is held
+   while the block may be freed, and follows it to its new place. */
 static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset,
                                              bool zero) {
-#if MI_DHAT
-  if (mi_unlikely(mi_dhat_is_on())) {
-    mi_dhat_held_t held;
-    _mi_dhat_realloc_take(p, &held);
+  if (mi_unlikely(mi_observing())) {
+    mi_observe_held_t held;
+    mi_observe_realloc_take(p, &held);
     void* newp = mi_heap_realloc_aligned_at_zero_core(heap, p, newsize, alignment, offset, zero);
-    _mi_dhat_realloc_done(&held, newp, newsize);
+    mi_observe_realloc_done(&held, newp, newsize);
     return newp;
   }
-#endif
   return mi_heap_realloc_aligned_at_zero_core(heap, p, newsize, alignment, offset, zero);
 }
 

@@ -10,14 +10,14 @@
 /* Everything but a pop from the page at the head of the size's queue. */
 typedef void* mi_malloc_slow_fun(mi_heap_t* heap, size_t size);
 
-/* the public entry points' slow path: the allocation, then the profiler's hook */
-void* _mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) mi_decl_hidden;
+/* the public entry points' slow path: the allocation, then the observers' hook */
+void* _mi_malloc_generic_observed(mi_heap_t* heap, size_t size) mi_decl_hidden;
 
-/* No lock, no atomic read-modify-write. With `record` (an entry point the
-   program called) the profiler's flag is tested after the pop; both exits
+/* No lock, no atomic read-modify-write. With `observed` (an entry point the
+   program called) the observers' flag is tested after the pop; both exits
    are tail calls, so the fast path needs no frame. `slow` is a constant at
    every call site: the call is direct. */
-static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool record, mi_malloc_slow_fun* slow) {
+static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool observed, mi_malloc_slow_fun* slow) {
   /* the small sizes' compare first: one compare on their way */
   if (mi_likely(size <= MI_BIN_WSIZE_BYTES_MAX) || size <= MI_MEDIUM_BLOCK_MAX) {
     mi_page_t* page = _mi_heap_page_for(heap, size);
@@ -29,10 +29,7 @@ static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool reco
       heap->stat_malloc[page->bin]++;
 #endif
       mi_track_malloc(block, size, page->block_size, false);
-#if MI_DHAT
-      if (record && mi_unlikely(mi_dhat_is_on())) return _mi_dhat_record_alloc(block, size);
-#endif
-      (void)record;
+      if (observed && mi_unlikely(mi_observing())) return mi_observe_alloc(block, size);
       return block;
     }
   }

@@ -5,91 +5,79 @@
 #include <limits.h>
 #include <stdlib.h>
 
-/* Slow path of the recorded entry points: the profiler's hook after it
-   (secure builds: the whole of a recorded allocation). */
-mi_noinline void* _mi_malloc_generic_recorded(mi_heap_t* heap, size_t size) {
-#if MI_SECURE
-  void* p = _mi_secure_malloc(heap, size, false);
-#else
-  void* p = _mi_malloc_generic(heap, size, false);
-#endif
-  mi_dhat_alloc(p, size);
+/* Slow path of the observed entry points: the observers' hook after it
+   (secure builds: the whole of an observed allocation). */
+mi_noinline void* _mi_malloc_generic_observed(mi_heap_t* heap, size_t size) {
+  void* p = (MI_SECURE ? _mi_secure_malloc(heap, size, false) : _mi_malloc_generic(heap, size, false));
+  if (mi_unlikely(mi_observing())) return mi_observe_alloc(p, size);
   return p;
 }
 
-#if !MI_SECURE
 static void* mi_malloc_generic_plain(mi_heap_t* heap, size_t size) {
   return _mi_malloc_generic(heap, size, false);
 }
-#endif
 
-/* With `record` (the public entry points) the profiler's flag is tested
+/* With `observed` (the public entry points) the observers' flag is tested
    after the pop (alloc-fast.h). */
-static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool record) {
-#if MI_SECURE
-  /* the profiler's test first, so the common exit is a tail call (no frame) */
-#if MI_DHAT
-  if (record && mi_unlikely(mi_dhat_is_on())) return _mi_malloc_generic_recorded(heap, size);
-#endif
-  (void)record;
-  return _mi_secure_malloc(heap, size, false);
-#else
-  return _mi_heap_malloc_fast(heap, size, record, record ? &_mi_malloc_generic_recorded : &mi_malloc_generic_plain);
-#endif
+static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool observed) {
+  if (MI_SECURE) {
+    /* the observers' test first, so the common exit is a tail call (no frame) */
+    if (observed && mi_unlikely(mi_observing())) return _mi_malloc_generic_observed(heap, size);
+    return _mi_secure_malloc(heap, size, false);
+  }
+  return _mi_heap_malloc_fast(heap, size, observed, observed ? &_mi_malloc_generic_observed : &mi_malloc_generic_plain);
 }
 
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
-#if MI_SECURE
-  return _mi_secure_malloc(heap, size, zero);
-#endif
+  if (MI_SECURE) return _mi_secure_malloc(heap, size, zero);
   if (!zero) return mi_heap_malloc_inline(heap, size, false);
   return _mi_malloc_generic(heap, size, true);
 }
 
-/* The public entry points: the allocation, then the profiler's hook (one
-   relaxed load and a branch when the profiler is compiled in but off).
-   Internal paths call the unhooked functions above, so a block is recorded
-   once, by the entry point the program called. */
-static inline void* mi_heap_malloc_recorded(mi_heap_t* heap, size_t size) {
+/* The public entry points: the allocation, then the observers' hook (one
+   relaxed load and a branch when an observer is compiled in but off).
+   Internal paths call the unobserved functions above, so a block is
+   reported once, by the entry point the program called. */
+static inline void* mi_heap_malloc_observed(mi_heap_t* heap, size_t size) {
   return mi_heap_malloc_inline(heap, size, true);
 }
 
-static inline void* mi_heap_malloc_zero_recorded(mi_heap_t* heap, size_t size) {
+static inline void* mi_heap_malloc_zero_observed(mi_heap_t* heap, size_t size) {
   void* p = _mi_heap_malloc_zero(heap, size, true);
-  mi_dhat_alloc(p, size);
+  if (mi_unlikely(mi_observing())) return mi_observe_alloc(p, size);
   return p;
 }
 
 void* mi_heap_malloc(mi_heap_t* heap, size_t size) {
-  return mi_heap_malloc_recorded(heap, size);
+  return mi_heap_malloc_observed(heap, size);
 }
 
 void* mi_malloc(size_t size) {
-  return mi_heap_malloc_recorded(mi_get_default_heap(), size);
+  return mi_heap_malloc_observed(mi_get_default_heap(), size);
 }
 
 void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) {
-  return mi_heap_malloc_recorded(heap, size);
+  return mi_heap_malloc_observed(heap, size);
 }
 
 void* mi_malloc_small(size_t size) {
-  return mi_heap_malloc_recorded(mi_get_default_heap(), size);
+  return mi_heap_malloc_observed(mi_get_default_heap(), size);
 }
 
 void* mi_heap_zalloc(mi_heap_t* heap, size_t size) {
-  return mi_heap_malloc_zero_recorded(heap, size);
+  return mi_heap_malloc_zero_observed(heap, size);
 }
 
 void* mi_zalloc(size_t size) {
-  return mi_heap_malloc_zero_recorded(mi_get_default_heap(), size);
+  return mi_heap_malloc_zero_observed(mi_get_default_heap(), size);
 }
 
 void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) {
-  return mi_heap_malloc_zero_recorded(heap, size);
+  return mi_heap_malloc_zero_observed(heap, size);
 }
 
 void* mi_zalloc_small(size_t size) {
-  return mi_heap_malloc_zero_recorded(mi_get_default_heap(), size);
+  return mi_heap_malloc_zero_observed(mi_get_default_heap(), size);
 }
 
 void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
@@ -98,7 +86,7 @@ void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  return mi_heap_malloc_zero_recorded(heap, total);
+  return mi_heap_malloc_zero_observed(heap, total);
 }
 
 void* mi_calloc(size_t count, size_t size) {
@@ -122,26 +110,12 @@ void* mi_mallocn(size_t count, size_t size) {
 
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   if (p == NULL) return _mi_heap_malloc_zero(heap, newsize, zero);
-#if MI_SECURE
-  /* first: a size that cannot be had does not excuse a bad pointer */
-  size_t size;
-  mi_page_t* page;
-  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
-#endif
+  if (MI_SECURE) return _mi_secure_realloc(heap, p, newsize, zero);
   if (newsize > MI_MAX_ALLOC_SIZE) {
     errno = ENOMEM;
     return NULL; /* the original block stays valid */
   }
-#if MI_SECURE
-  /* in place when it fits the block: the canary and trailer move with the size */
-  if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(page, block, p, newsize)) {
-    if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
-    return p;
-  }
-  return _mi_realloc_move(p, size, _mi_secure_realloc_block(heap, size, newsize), newsize, zero);
-#else
   size_t size = _mi_usable_size(p);
-#endif
   /* keep the block when the new size fits and does not waste more than half of it */
   if (newsize <= size && newsize >= (size / 2) && newsize > 0) {
     mi_track_resize(p, size, newsize);
@@ -165,11 +139,8 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
    old one. If the new block could not be had, the old one stays valid. */
 void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) {
   if (mi_unlikely(newp == NULL)) return NULL; /* errno set */
-#if MI_SECURE
-  size_t newusable = newsize; /* secure builds: a block's usable size is the size asked for */
-#else
-  size_t newusable = _mi_usable_size(newp);
-#endif
+  /* secure builds: a block's usable size is the size asked for */
+  size_t newusable = (MI_SECURE ? newsize : _mi_usable_size(newp));
   /* the copy reads the old block up to its usable size, past what the
      program asked for: both blocks are opened up for it */
   mi_track_mem_defined(p, size);
@@ -177,41 +148,33 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
   if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
   memcpy(newp, p, (newsize < size ? newsize : size));
   mi_track_resize(newp, newusable, newsize);
-#if MI_SECURE
-  _mi_secure_free_copied(p); /* the profiler moves the record to newp */
-#else
-  _mi_free_unrecorded(p); /* the profiler moves the record to newp */
-#endif
+  /* unobserved: the observers move the old block's record to newp */
+  if (MI_SECURE) _mi_secure_free_copied(p);
+  else _mi_free_unobserved(p);
   return newp;
 }
 
-#if MI_DHAT
-/* A reallocation while the profiler runs: the old block's record is taken
-   out of the table first (once realloc frees the block, another thread may
-   get the same address), then moved to the new block, or put back if
-   realloc failed. */
-static mi_noinline void* mi_heap_realloc_profiled(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
-  mi_dhat_held_t held;
-  _mi_dhat_realloc_take(p, &held);
+/* A reallocation while an observer runs (hooks.h: the old block's record
+   is held while realloc runs). */
+static mi_noinline void* mi_heap_realloc_observing(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  mi_observe_held_t held;
+  mi_observe_realloc_take(p, &held);
   void* newp = _mi_heap_realloc_zero(heap, p, newsize, zero);
-  _mi_dhat_realloc_done(&held, newp, newsize);
+  mi_observe_realloc_done(&held, newp, newsize);
   return newp;
 }
-#endif
 
-static inline void* mi_heap_realloc_recorded(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
-#if MI_DHAT
-  if (mi_unlikely(mi_dhat_is_on())) return mi_heap_realloc_profiled(heap, p, newsize, zero);
-#endif
+static inline void* mi_heap_realloc_observed(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  if (mi_unlikely(mi_observing())) return mi_heap_realloc_observing(heap, p, newsize, zero);
   return _mi_heap_realloc_zero(heap, p, newsize, zero);
 }
 
 void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) {
-  return mi_heap_realloc_recorded(heap, p, newsize, false);
+  return mi_heap_realloc_observed(heap, p, newsize, false);
 }
 
 void* mi_realloc(void* p, size_t newsize) {
-  return mi_heap_realloc_recorded(mi_get_default_heap(), p, newsize, false);
+  return mi_heap_realloc_observed(mi_get_default_heap(), p, newsize, false);
 }
 
 void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) {
@@ -235,11 +198,11 @@ void* mi_reallocf(void* p, size_t newsize) {
 }
 
 void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) {
-  return mi_heap_realloc_recorded(heap, p, newsize, true);
+  return mi_heap_realloc_observed(heap, p, newsize, true);
 }
 
 void* mi_rezalloc(void* p, size_t newsize) {
-  return mi_heap_realloc_recorded(mi_get_default_heap(), p, newsize, true);
+  return mi_heap_realloc_observed(mi_get_default_heap(), p, newsize, true);
 }
 
 void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t count, size_t size) {
@@ -257,10 +220,8 @@ void* mi_expand(void* p, size_t newsize) {
   size_t size = _mi_usable_size(p);
   if (newsize > size) return NULL;
   mi_track_mem_defined(p, newsize); /* grows only: a program may shrink and keep using the rest */
-#if MI_DHAT
-  /* counted as a reallocation that stays in place */
-  if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_resize(p, newsize);
-#endif
+  /* observed as a reallocation that stays in place */
+  if (mi_unlikely(mi_observing())) mi_observe_resize(p, newsize);
   return p;
 }
 
@@ -333,11 +294,11 @@ char* mi_realpath(const char* fname, char* resolved_name) {
 /* ---- Sizes ------------------------------------------------------------------------ */
 
 size_t _mi_usable_size(const void* p) {
-#if MI_SECURE
-  size_t size;
-  _mi_secure_validate(p, MI_OP_USABLE_SIZE, NULL, &size);
-  return size;
-#endif
+  if (MI_SECURE) {
+    size_t size;
+    _mi_secure_validate(p, MI_OP_USABLE_SIZE, NULL, &size);
+    return size;
+  }
   mi_segment_t* segment = _mi_ptr_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED)) {
@@ -356,9 +317,7 @@ size_t mi_usable_size(const void* p) {
 }
 
 size_t mi_good_size(size_t size) {
-#if MI_SECURE
-  return size; /* every byte past the request is canary */
-#endif
+  if (MI_SECURE) return size; /* every byte past the request is canary */
   if (size <= MI_MEDIUM_BLOCK_MAX) return _mi_bin_size(_mi_bin(size));
   if (size > MI_MAX_ALLOC_SIZE) return size;
   return _mi_align_up(size, _mi_os_page_size());

@@ -4,11 +4,10 @@
 #define MI_API_H
 
 #include "../heap/heap.h"
-#include "../dhat/hooks.h"
 
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
-void _mi_free_unrecorded(void* p) mi_decl_hidden;
+void _mi_free_unobserved(void* p) mi_decl_hidden;
 
 /* alloc.c */
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;

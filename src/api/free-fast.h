@@ -7,17 +7,15 @@
 
 #include "api.h"
 
-#if MI_DHAT
-/* free.c: the profiler's record, then the free */
-void _mi_free_recorded(void* p) mi_decl_hidden;
-#endif
+/* free.c: the observers' hook, then the free */
+void _mi_free_observed(void* p) mi_decl_hidden;
 
 /* No lock, no atomic read-modify-write: the block goes on its page's list. */
 static inline void mi_free_inline(void* p) {
-#if MI_SECURE
-  _mi_secure_free(p);
-  return;
-#endif
+  if (MI_SECURE) {
+    _mi_secure_free(p);
+    return;
+  }
   mi_segment_t* segment = _mi_ptr_segment(p);
   if (mi_unlikely(segment == NULL)) return; /* NULL (and the first 4 MiB of address space) */
   mi_page_t* page = _mi_segment_page_of(segment, p);
@@ -34,15 +32,13 @@ static inline void mi_free_inline(void* p) {
   _mi_free_generic(segment, page, p);
 }
 
-/* A free the program called: the profiler's test first, so that both exits
+/* A free the program called: the observers' test first, so that both exits
    are tail calls and the fast path needs no frame. */
 static inline void mi_free_fast(void* p) {
-#if MI_DHAT
-  if (mi_unlikely(mi_dhat_is_on())) {
-    _mi_free_recorded(p);
+  if (mi_unlikely(mi_observing())) {
+    _mi_free_observed(p);
     return;
   }
-#endif
   mi_free_inline(p);
 }
 

@@ -33,20 +33,18 @@ mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* 
   }
 }
 
-/* Free without telling the profiler: for blocks whose record the caller
+/* Free without telling the observers: for blocks whose record the caller
    handles itself (a reallocation that moves) or that were never handed to
    the program. */
-void _mi_free_unrecorded(void* p) {
+void _mi_free_unobserved(void* p) {
   mi_free_inline(p);
 }
 
-#if MI_DHAT
-/* The record goes first: once the block is free another thread may get it. */
-mi_noinline void _mi_free_recorded(void* p) {
-  mi_dhat_free(p);
+/* The observers first: once the block is free another thread may get it. */
+mi_noinline void _mi_free_observed(void* p) {
+  mi_observe_free(p);
   mi_free_inline(p);
 }
-#endif
 
 void mi_free(void* p) {
   mi_free_fast(p);

@@ -84,9 +84,8 @@ static inline void* mi_new_with(size_t size, size_t alignment, bool nothrow) {
    call and no frame (a call to mi_malloc went through the PLT, from a frame
    kept for the test of its result: 10 instructions a new more than
    mimalloc's). Its slow path takes the failure too. */
-#if !MI_SECURE
 static inline void* mi_new_generic(mi_heap_t* heap, size_t size, bool nothrow) {
-  void* p = _mi_malloc_generic_recorded(heap, size);
+  void* p = _mi_malloc_generic_observed(heap, size);
   if (mi_likely(p != NULL)) return p;
   return mi_new_failed(size, 0, nothrow);
 }
@@ -96,14 +95,10 @@ static mi_noinline void* mi_new_slow(mi_heap_t* heap, size_t size) {
 static mi_noinline void* mi_new_slow_nothrow(mi_heap_t* heap, size_t size) {
   return mi_new_generic(heap, size, true);
 }
-#endif
 
 static inline void* mi_new_plain(size_t size, bool nothrow) {
-#if MI_SECURE
-  return mi_new_with(size, 0, nothrow);
-#else
+  if (MI_SECURE) return mi_new_with(size, 0, nothrow);
   return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, nothrow ? &mi_new_slow_nothrow : &mi_new_slow);
-#endif
 }
 
 /* ---- new ---------------------------------------------------------------------- */

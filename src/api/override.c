@@ -10,11 +10,8 @@
 #define MI_FORWARD __attribute__((visibility("default"), used))
 
 MI_FORWARD void* malloc(size_t size) {
-#if MI_SECURE
-  return mi_malloc(size);
-#else
-  return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, &_mi_malloc_generic_recorded);
-#endif
+  if (MI_SECURE) return mi_malloc(size);
+  return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, &_mi_malloc_generic_observed);
 }
 MI_FORWARD void* calloc(size_t count, size_t size) {
   return mi_calloc(count, size);

@@ -148,6 +148,16 @@ static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
   return (heap != &_mi_heap_empty);
 }
 
+/* The assertion ladder (MI_DEBUG, config.h). A failed assertion prints
+   "mimalloc: assertion failed: FILE:LINE, FUNCTION: EXPRESSION" and aborts.
+   - mi_assert (level 1): cheap checks where a call enters a layer (what
+     the caller hands over is what the callee needs);
+   - mi_assert_internal (level 2): the invariants of the slow paths (queue
+     membership and the full flag, used <= capacity <= reserved, page
+     state transitions, a segment's count of pages in use);
+   - mi_assert_expensive (level 3): walks (a heap's pages and free lists at
+     collection and thread exit, a segment's page table at each page taken
+     or freed). */
 #if MI_DEBUG > 0
 void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) mi_decl_hidden;
 #define mi_assert(x) ((x) ? (void)0 : _mi_assert_fail(#x, __FILE__, __LINE__, __func__))
@@ -158,6 +168,11 @@ void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, co
 #define mi_assert_internal mi_assert
 #else
 #define mi_assert_internal(x) ((void)0)
+#endif
+#if MI_DEBUG > 2
+#define mi_assert_expensive mi_assert
+#else
+#define mi_assert_expensive(x) ((void)0)
 #endif
 
 #endif

@@ -68,18 +68,3 @@ void _mi_locks_release_all(void) {
     if (mi_global_locks[c] != NULL) _mi_lock_release(mi_global_locks[c]);
   }
 }
-
-/* The child of a fork has one thread, the replica of the one that took every
-   lock in prepare: it releases them, in the parent's order, as POSIX's
-   pthread_atfork pattern has it. (They used to be initialised anew instead:
-   initialising an initialised mutex is undefined, and ThreadSanitizer does
-   not see it, so it took the child's next acquire of any of them for a
-   double lock, in every forked case of tests/teardown.) The lock-order
-   checker sees the releases too; then its record of this thread is cleared
-   of anything else (untracked acquisitions) inherited from the parent. */
-void _mi_locks_release_in_fork_child(void) {
-  _mi_locks_release_all();
-#if MI_LOCKORDER
-  _mi_lockorder_fork_child();
-#endif
-}

@@ -13,6 +13,7 @@
    lock-order checker (src/lockorder); without it they are the plain
    primitives. */
 #include "../lockorder/classes.h"
+#include "../lockorder/lockorder.h"
 
 typedef struct mi_lock_s {
   mi_prim_lock_t lock;
@@ -62,12 +63,19 @@ static inline void _mi_lock_release(mi_lock_t* lock) {
   _mi_lock_prim_release(lock);
 }
 #endif
+/* Lock assertions (checked by the lock-order checker, nothing otherwise):
+   a `_locked` function asserts at its entry that its lock is held; a call
+   into the program (deferred free, error and output callbacks, the
+   unwinder the profiler calls) asserts that no lock of ours is. */
+#if MI_LOCKORDER
+#define mi_lock_assert_held(lock) _mi_lockorder_assert_held((lock), __FILE__, __LINE__)
+#define mi_lock_assert_none_held(callback) _mi_lockorder_assert_none_held((callback), __FILE__, __LINE__)
+#else
+#define mi_lock_assert_held(lock) ((void)(lock))
+#define mi_lock_assert_none_held(callback) ((void)0)
+#endif
 /* all global locks, in order; for the fork handlers */
 void _mi_locks_acquire_all(void) mi_decl_hidden;
 void _mi_locks_release_all(void) mi_decl_hidden;
-/* fork child: every global lock released (the forking thread, which the
-   child's one thread replicates, took them all in prepare), and the
-   checker's record of this thread's locks cleared */
-void _mi_locks_release_in_fork_child(void) mi_decl_hidden;
 
 #endif

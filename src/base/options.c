@@ -1,7 +1,7 @@
 /* Options: one table, read lazily from MIMALLOC_<NAME> in the environment.
    mi_option_set wins over the environment; mi_option_set_default loses to it. */
 #include "base.h"
-#include "../secure/secure.h"
+#include "../hooks.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -171,25 +171,11 @@ size_t mi_option_get_size(mi_option_t option) {
   return (_mi_options[option].is_size ? (size_t)v * 1024 : (size_t)v);
 }
 
-/* An option took a new value at run time: what depends on it catches up. */
-static void mi_option_changed(mi_option_t option, long value) {
-#if MI_GUARDED
-  if (option == mi_option_guarded_sample_rate || option == mi_option_guarded_sample_seed ||
-      option == mi_option_guarded_min || option == mi_option_guarded_max) {
-    _mi_guard_options_changed();
-  }
-#endif
-#if MI_SECURE
-  if (option == mi_option_zero_on_free && value != 0) _mi_secure_zero_on_free_enabled();
-#endif
-  (void)option, (void)value;
-}
-
 void mi_option_set(mi_option_t option, long value) {
   if (!mi_option_valid(option)) return;
   _mi_options[option].value = value;
   _mi_options[option].init = MI_OPTION_INITIALIZED;
-  mi_option_changed(option, value);
+  mi_hook_option_changed(option, value); /* what depends on it catches up */
 }
 
 void mi_option_set_default(mi_option_t option, long value) {
@@ -197,7 +183,7 @@ void mi_option_set_default(mi_option_t option, long value) {
   if (_mi_options[option].init == MI_OPTION_UNINIT) mi_option_init(option);
   if (_mi_options[option].init != MI_OPTION_INITIALIZED) {
     _mi_options[option].value = value;
-    mi_option_changed(option, value);
+    mi_hook_option_changed(option, value); /* what depends on it catches up */
   }
 }
 

@@ -31,8 +31,12 @@ void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* ms
   }
   char buf[512];
   (void)snprintf(buf, sizeof(buf), "%s%s", (prefix != NULL ? prefix : ""), msg); /* cut to the buffer */
-  if (out != NULL) out(buf, arg);
-  else mi_prim_out_stderr(buf);
+  if (out != NULL) {
+    mi_lock_assert_none_held("the output function");
+    out(buf, arg);
+  } else {
+    mi_prim_out_stderr(buf);
+  }
 }
 
 static void mi_vfprintf(const char* prefix, const char* fmt, va_list args) {
@@ -77,14 +81,15 @@ void _mi_error_message(int err, const char* fmt, ...) {
       va_end(args);
     }
   }
-  mi_error_fun* fun = atomic_load(&mi_error_fun_ptr);
-  if (fun != NULL) fun(err, atomic_load(&mi_error_arg));
+  _mi_error_callback(err);
 }
 
 /* Let the registered error function see an error before the caller acts on it. */
 void _mi_error_callback(int err) {
   mi_error_fun* fun = atomic_load(&mi_error_fun_ptr);
-  if (fun != NULL) fun(err, atomic_load(&mi_error_arg));
+  if (fun == NULL) return;
+  mi_lock_assert_none_held("the error function");
+  fun(err, atomic_load(&mi_error_arg));
 }
 
 #if MI_DEBUG > 0

@@ -1,12 +1,13 @@
-/* The heap profiler's hooks, called by the core (MI_DHAT). Only
-   declarations of the base layer's types: any layer may include it. */
+/* The heap profiler's entry points (MI_DHAT), called through the events
+   and observers of src/hooks.h: the core includes that header, never this
+   one. Only declarations of the base layer's types. */
 #ifndef MI_DHAT_HOOKS_H
 #define MI_DHAT_HOOKS_H
 
 #include "../base/base.h"
 
-/* dhat/ (MI_DHAT): the heap profiler's hooks. The allocator's entry points
-   call them after the flag test below, so a build with the profiler in but
+/* The allocator's entry points call the recording functions after the flag
+   test below (hooks.h's mi_observing), so a build with the profiler in but
    not started pays one relaxed load and a predictable branch. */
 #if MI_DHAT
 extern _Atomic(bool) _mi_dhat_on mi_decl_hidden;
@@ -34,17 +35,6 @@ void _mi_dhat_record_resize(void* p, size_t newsize) mi_decl_hidden;
 void _mi_dhat_record_page_gone(const mi_page_t* page) mi_decl_hidden;
 /* a segment's memory goes back to the OS: the records kept beside it go too */
 void _mi_dhat_segment_unmapped(const void* segment) mi_decl_hidden;
-#define mi_dhat_alloc(p, size) \
-  do { \
-    if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) (void)_mi_dhat_record_alloc((p), (size)); \
-  } while (0)
-#define mi_dhat_free(p) \
-  do { \
-    if (mi_unlikely(mi_dhat_is_on()) && (p) != NULL) _mi_dhat_record_free(p); \
-  } while (0)
-#else
-#define mi_dhat_alloc(p, size) ((void)0)
-#define mi_dhat_free(p) ((void)0)
 #endif
 
 #endif

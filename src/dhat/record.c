@@ -254,6 +254,7 @@ static inline uint32_t mi_dhat_site_of_hinted(const uintptr_t* frames, int n, mi
 
 static void mi_dhat_alloc_locked(mi_dhat_rec_t* rec, size_t size, const uintptr_t* frames, int n,
                                  mi_dhat_site_hint_t* hint) {
+  mi_lock_assert_held(&mi_dhat_lock);
   uint64_t sz = (size == 0 ? 1 : (uint64_t)size);
   /* a record left at this block: it was freed without our seeing it */
   if (rec->time != 0) mi_dhat_rec_free(rec);
@@ -384,6 +385,7 @@ void _mi_dhat_record_page_gone(const mi_page_t* page) {
 /* ---- Start, stop ----------------------------------------------------------------------- */
 
 static void mi_dhat_reset_locked(void) {
+  mi_lock_assert_held(&mi_dhat_lock);
   if (mi_dhat.site_index != NULL) memset(mi_dhat.site_index, 0, mi_dhat.site_index_cap * sizeof(uint32_t));
   mi_dhat.site_count = 0;
   mi_dhat.frame_count = 0;

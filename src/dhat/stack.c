@@ -84,6 +84,7 @@ void _mi_dhat_stack_init(void) {
     return;
   }
   mi_dhat_unwind_mode = mi_option_get(mi_option_dhat_backtrace);
+  mi_lock_assert_none_held("the loader and the unwinder"); /* both take locks of their own, and allocate */
   dl_iterate_phdr(&mi_dhat_find_code, (void*)(uintptr_t)&_mi_dhat_stack_init);
   if (!_mi_dhat_find_main(&mi_dhat_main_lo, &mi_dhat_main_hi)) mi_dhat_main_lo = mi_dhat_main_hi = 0;
   /* the unwinder loads on its first use (and allocates): do that now */

@@ -1,9 +1,10 @@
-/* The full heap-consistency check of debug builds (MI_DEBUG >= 2): walks every
-   page of a heap and verifies the invariants the fast paths rely on. Run at
-   mi_heap_collect and at thread exit; a violation is an assertion failure. */
+/* The full heap-consistency check of debug builds (MI_DEBUG >= 3, the top of
+   the assertion ladder): walks every page of a heap and verifies the
+   invariants the fast paths rely on. Run at mi_heap_collect and at thread
+   exit; a violation is an assertion failure. */
 #include "heap.h"
 
-#if MI_DEBUG >= 2
+#if MI_DEBUG >= 3
 
 static size_t mi_check_free_list(const mi_page_t* page) {
   size_t count = 0;

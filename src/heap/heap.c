@@ -1,7 +1,6 @@
 /* First-class heaps: creation, deletion, destruction, collection and
    inspection. A heap belongs to the thread that created it. */
 #include "heap.h"
-#include "../dhat/hooks.h"
 
 /* ---- The empty heap and the thread's default heap ------------------------------ */
 
@@ -99,12 +98,8 @@ static void mi_heap_absorb(mi_heap_t* to, mi_heap_t* from) {
   }
   from->page_count = 0;
   _mi_single_heap_delete(from, to);
-#if MI_SECURE
-  _mi_zero_heap_delete(from, to);
-#endif
-#if MI_STAT
-  _mi_stats_merge_heap(from);
-#endif
+  if (MI_SECURE) _mi_zero_heap_delete(from, to);
+  if (MI_STAT) _mi_stats_merge_heap(from);
 }
 
 void mi_heap_delete(mi_heap_t* heap) {
@@ -126,23 +121,15 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
       _mi_page_queue_remove(heap, pq, page);
       mi_page_flags_store(page, 0);
       mi_sched_point(MI_SCHED_HEAP_DESTROY_PAGE);
-#if MI_DHAT
-      if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its live blocks are freed */
-#endif
-#if MI_SECURE
-      page->needs_zero = true; /* live blocks go with it, unzeroed */
-      /* not reused at once: a stale pointer into it stays reported */
-      _mi_secure_page_hold(heap->tld, page);
-#else
-      _mi_segment_page_free(page);
-#endif
+      mi_hook_heap_page_gone(page);
+      /* secure builds: not reused at once, so a stale pointer into it stays reported */
+      if (MI_SECURE) _mi_secure_page_hold(heap->tld, page);
+      else _mi_segment_page_free(page);
     }
   }
   heap->page_count = 0;
   _mi_single_heap_destroy(heap);
-#if MI_SECURE
-  _mi_zero_heap_destroy(heap);
-#endif
+  if (MI_SECURE) _mi_zero_heap_destroy(heap);
 }
 
 #if MI_TRACK_VALGRIND
@@ -172,12 +159,8 @@ void mi_heap_destroy(mi_heap_t* heap) {
     mi_heap_collect(heap, true);
     return;
   }
-#if MI_STAT
-  _mi_stats_merge_heap(heap);
-#endif
-#if MI_SECURE
-  _mi_secure_quarantine_flush(heap->tld, heap);
-#endif
+  if (MI_STAT) _mi_stats_merge_heap(heap);
+  if (MI_SECURE) _mi_secure_quarantine_flush(heap->tld, heap);
 #if MI_TRACK_VALGRIND
   mi_heap_visit_blocks(heap, true, &mi_heap_destroy_unregister, NULL);
 #endif
@@ -190,10 +173,8 @@ void mi_heap_destroy(mi_heap_t* heap) {
 /* At thread exit: fold the thread's heaps into its backing heap, free the
    pages that are empty and abandon the rest. */
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
-#if MI_SECURE
-  _mi_secure_quarantine_flush(tld, NULL);
-  _mi_secure_pages_held_release(tld, 0, 0); /* an abandoned segment holds only pages in use */
-#endif
+  /* an abandoned segment holds only pages in use: the secure wing's held pages go first */
+  if (MI_SECURE) _mi_secure_thread_collect(tld, false);
   mi_heap_t* backing = tld->heap_backing;
   mi_heap_t* heap = tld->heaps;
   while (heap != NULL) {
@@ -209,12 +190,8 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   _mi_heap_check(backing);
   bool kept = _mi_heap_collect_pages_at_exit(backing);
   _mi_single_heap_delete(backing, NULL);
-#if MI_SECURE
-  _mi_zero_heap_delete(backing, NULL);
-#endif
-#if MI_STAT
-  _mi_stats_merge_heap(backing);
-#endif
+  if (MI_SECURE) _mi_zero_heap_delete(backing, NULL);
+  if (MI_STAT) _mi_stats_merge_heap(backing);
   mi_sched_point(MI_SCHED_ABANDON_BEGIN);
   _mi_segments_abandon(tld);
   /* only now: a purge run between the keeping and the abandoning would
@@ -231,9 +208,7 @@ void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) {
   for (size_t n = 0; heap != NULL && n < 4096; n++) { /* bounded: see the segment walk */
     mi_heap_t* next = heap->next;
     _mi_single_heap_delete(heap, NULL);
-#if MI_SECURE
-    _mi_zero_heap_delete(heap, NULL);
-#endif
+    if (MI_SECURE) _mi_zero_heap_delete(heap, NULL);
     if (heap != tld->heap_backing) _mi_meta_free(heap);
     heap = next;
   }
@@ -244,16 +219,7 @@ void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) {
 void mi_heap_collect(mi_heap_t* heap, bool force) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);
-#if MI_SECURE
-  if (force) {
-    _mi_secure_quarantine_flush(heap->tld, NULL);
-    _mi_secure_pages_held_release(heap->tld, 0, 0);
-#if MI_GUARDED
-    _mi_guard_quarantine_flush();
-#endif
-    _mi_secure_large_quarantine_flush();
-  }
-#endif
+  if (MI_SECURE && force) _mi_secure_thread_collect(heap->tld, true);
   _mi_heap_check(heap);
   _mi_heap_collect_pages(heap);
   if (force) {
@@ -340,20 +306,8 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
   mi_page_area(page, &area);
   if (!ctx->visitor(ctx->heap, &area, NULL, area.block_size, ctx->arg)) return false;
   if (!ctx->visit_blocks || page->used == 0) return true;
-#if MI_SECURE
-  /* blocks in the quarantine are freed but not on the free list: the bitmap
-     knows which are live, and the trailer the caller's size (everything after
-     it is canary) */
-  for (size_t i = 0; i < page->capacity; i++) {
-    if (!_mi_secure_block_is_live(page, i)) continue;
-    void* block = page->start + i * page->block_size;
-    size_t size;
-    _mi_secure_validate(block, MI_OP_VISIT, NULL, &size);
-    if (size == MI_SECURE_VISIT_SKIP) continue; /* another thread is freeing it */
-    if (!ctx->visitor(ctx->heap, &area, block, size, ctx->arg)) return false;
-  }
-  return true;
-#else
+  /* secure builds: the page's bitmap knows which blocks are live */
+  if (MI_SECURE) return _mi_secure_visit_page(ctx->heap, page, &area, ctx->visitor, ctx->arg);
   if (page->reserved == 1) return ctx->visitor(ctx->heap, &area, page->start, page->block_size, ctx->arg);
   uint64_t free_map[MI_SMALL_PAGE_SIZE / 16 / 64];
   memset(free_map, 0, sizeof(free_map));
@@ -366,7 +320,6 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
     if (!ctx->visitor(ctx->heap, &area, page->start + i * page->block_size, page->block_size, ctx->arg)) return false;
   }
   return true;
-#endif
 }
 
 static bool mi_visit_single(mi_page_t* page, void* arg) {
@@ -384,9 +337,7 @@ bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block
     }
   }
   if (!_mi_single_visit(heap, &mi_visit_single, &ctx)) return false;
-#if MI_SECURE
-  if (!_mi_zero_visit(heap, visit_all_blocks, visitor, arg)) return false;
-#endif
+  if (MI_SECURE && !_mi_zero_visit(heap, visit_all_blocks, visitor, arg)) return false;
   return true;
 }
 

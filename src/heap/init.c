@@ -2,9 +2,6 @@
    constructor runs, from dlsym and from TLS set-up), thread exit, fork and
    process exit. */
 #include "heap.h"
-#include "../dhat/hooks.h"
-#include "../prim/fault.h"
-#include "../lockorder/lockorder.h"
 
 typedef struct mi_thread_data_s {
   mi_heap_t heap;
@@ -44,6 +41,7 @@ static void mi_threads_link(mi_tld_t* tld) {
 
 /* Under mi_threads_lock. */
 static void mi_threads_unlink_locked(mi_tld_t* tld) {
+  mi_lock_assert_held(&mi_threads_lock);
   if (tld->thread_prev != NULL) tld->thread_prev->thread_next = tld->thread_next;
   else mi_threads_first = tld->thread_next;
   if (tld->thread_next != NULL) tld->thread_next->thread_prev = tld->thread_prev;
@@ -55,9 +53,7 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   if (tld->thread_id != _mi_thread_id()) return;
   tld->exiting = true; /* a segment claimed on free from here on would stay with a dead thread */
   _mi_heap_free_all_of_thread(tld);
-#if MI_DHAT
-  _mi_dhat_thread_done();
-#endif
+  mi_hook_thread_done();
   /* off the list only now: a fork before this point orphans the rest of
      this thread's segments in the child */
   _mi_lock_acquire(&mi_threads_lock);
@@ -111,22 +107,31 @@ void mi_thread_done(void) {
    when compiled in, verifies it), so the child inherits no lock held by a
    thread it does not have and no list in mid-update. */
 static void mi_fork_prepare(void) {
+  mi_hook_fork_prepare();
   _mi_locks_acquire_all();
 }
 
 static void mi_fork_parent(void) {
   _mi_locks_release_all();
+  mi_hook_fork_parent();
 }
 
-/* The child has one thread, this one. It releases the locks prepare took
-   (see lock.c for why not initialise them anew); every other
+/* The child has one thread, this one, the replica of the one that took
+   every lock in prepare: it releases them, in the parent's order, as
+   POSIX's pthread_atfork pattern has it. (They used to be initialised anew
+   instead: initialising an initialised mutex is undefined, and
+   ThreadSanitizer does not see it, so it took the child's next acquire of
+   any of them for a double lock, in every forked case of tests/teardown.)
+   The lock-order checker sees the releases, then forgets what else this
+   thread held in the parent (untracked acquisitions). Every other
    thread's data goes: their heaps' large blocks become orphans, their
    segments are orphaned (frees into them take the cross-thread path; they
    are not adopted, their pages' state being a fuzzy copy, see segment.c).
    The background thread is started again when needed, not from inside the
    handler. */
 static void mi_fork_child(void) {
-  _mi_locks_release_in_fork_child();
+  _mi_locks_release_all();
+  mi_hook_fork_child(); /* the lock-order checker's record of held locks cleared before any is taken */
   _mi_background_fork_child_begin();
   mi_heap_t* heap = mi_get_default_heap();
   mi_tld_t* self = (mi_heap_is_initialized(heap) ? heap->tld : NULL);
@@ -145,9 +150,6 @@ static void mi_fork_child(void) {
   _mi_lock_release(&mi_threads_lock);
   _mi_segments_abandoned_fork_child();
   _mi_background_fork_child_end();
-#if MI_DHAT
-  _mi_dhat_after_fork_child();
-#endif
 }
 
 /* ---- Process ------------------------------------------------------------------------- */
@@ -155,19 +157,11 @@ static void mi_fork_child(void) {
 static void mi_process_done(void) {
   if (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) return;
   _mi_background_stop();
-#if MI_DHAT
-  _mi_dhat_process_done();
-#endif
+  mi_hook_process_done();
   if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
     _mi_stats_print_at_exit();
   }
 }
-
-#if MI_FAULT
-static void mi_fault_env_warning(const char* name, const char* value) {
-  _mi_warning_message("environment option %s has an invalid value: %s\n", name, value);
-}
-#endif
 
 void _mi_process_init_once(void) {
   if (mi_likely(atomic_load_explicit(&mi_process_state, memory_order_acquire) == 2)) return;
@@ -179,18 +173,10 @@ void _mi_process_init_once(void) {
     return;
   }
   mi_prim_init(&_mi_os_config);
-#if MI_FAULT
-  _mi_fault_init_from_env(mi_fault_env_warning);
-#endif
+  mi_hook_process_start();
   _mi_options_init();
-#if MI_LOCKORDER
-  _mi_lockorder_init();
-#endif
   _mi_process_key = mi_initial_key();
-#if MI_SECURE
-  _mi_secure_keys_init();
-  _mi_zero_init();
-#endif
+  mi_hook_process_init();
   _mi_lock_init(&mi_threads_lock, MI_LOCK_THREADS);
   _mi_meta_init();
   _mi_segments_init();
@@ -204,18 +190,8 @@ void _mi_process_init_once(void) {
   /* these may allocate: the allocator is ready for it now */
   mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
   mi_prim_atexit(&mi_process_done);
-#if MI_FAULT
-  _mi_fault_register_report();
-#endif
   _mi_arenas_reserve_from_options();
-#if MI_DHAT
-  /* MIMALLOC_DHAT=1: the profiler starts now (it may allocate while it sets up) */
-  _mi_dhat_process_init();
-#endif
-#if MI_SECURE
-  /* a fault on one of our guard pages says what it hit before the process dies */
-  mi_prim_fault_handler_install(&_mi_guard_fault_report);
-#endif
+  mi_hook_process_ready();
   _mi_verbose_message("mimalloc-pprof %d.%d initialised (secure: %d, debug: %d, lock-order checker: %d)\n",
                       mi_version() / 100, mi_version() % 100, MI_SECURE, MI_DEBUG, MI_LOCKORDER);
 }

@@ -50,8 +50,11 @@ typedef struct mi_edge_site_s {
 static _Atomic(uint8_t) mi_edge_state[MI_LOCK_CLASS_COUNT][MI_LOCK_CLASS_COUNT];
 static mi_edge_site_t mi_edge_site[MI_LOCK_CLASS_COUNT][MI_LOCK_CLASS_COUNT];
 /* warn mode: bit b of row a set once the pair (a, b) was reported; row
-   MI_LOCK_CLASS_COUNT for releases of a lock not held */
-static _Atomic(uint32_t) mi_reported[MI_LOCK_CLASS_COUNT + 1];
+   MI_LOCK_CLASS_COUNT for a lock not held (released, or asserted held),
+   row MI_LOCK_CLASS_COUNT + 1 for a callback called with lock b held */
+#define MI_REPORT_ROW_NOT_HELD MI_LOCK_CLASS_COUNT
+#define MI_REPORT_ROW_CALLBACK (MI_LOCK_CLASS_COUNT + 1)
+static _Atomic(uint32_t) mi_reported[MI_LOCK_CLASS_COUNT + 2];
 static _Atomic(long) mi_violation_count;
 static _Atomic(int) mi_mode = MI_LOCKORDER_ABORT;
 
@@ -65,7 +68,7 @@ void _mi_lockorder_reset(mi_lockorder_mode_t mode) {
   for (int a = 0; a < MI_LOCK_CLASS_COUNT; a++) {
     for (int b = 0; b < MI_LOCK_CLASS_COUNT; b++) atomic_store(&mi_edge_state[a][b], 0);
   }
-  for (int a = 0; a <= MI_LOCK_CLASS_COUNT; a++) atomic_store(&mi_reported[a], 0);
+  for (int a = 0; a < MI_LOCK_CLASS_COUNT + 2; a++) atomic_store(&mi_reported[a], 0);
   atomic_store(&mi_violation_count, 0);
   mi_lo_thread.count = 0;
   mi_lo_thread.untracked = 0;
@@ -265,7 +268,7 @@ static void mi_report_cycle(const mi_held_t* h, mi_lock_class_t c, const char* f
 static void mi_report_not_held(const mi_lock_t* lock, const char* file, int line) {
   mi_lock_class_t c = lock->lock_class;
   mi_msg_t m;
-  if (!mi_report_begin(&m, MI_LOCK_CLASS_COUNT, c)) return;
+  if (!mi_report_begin(&m, MI_REPORT_ROW_NOT_HELD, c)) return;
   mi_msg_str(&m, "releasing ");
   mi_msg_class(&m, c);
   mi_msg_str(&m, " at ");
@@ -384,4 +387,52 @@ void _mi_lockorder_release(const mi_lock_t* lock, const char* file, int line) {
     return;
   }
   mi_report_not_held(lock, file, line);
+}
+
+/* ---- Assertions --------------------------------------------------------------- */
+
+static void mi_report_held_lines(mi_msg_t* m) {
+  const mi_lockorder_thread_t* t = &mi_lo_thread;
+  if (t->count == 0) {
+    mi_msg_str(m, "mimalloc:   held:   (nothing)");
+    mi_msg_flush(m);
+  }
+  for (unsigned i = t->count; i > 0; i--) mi_report_held_line(m, &t->held[i - 1]);
+}
+
+void _mi_lockorder_assert_held(const mi_lock_t* lock, const char* file, int line) {
+  if (mi_lockorder_mode() == MI_LOCKORDER_OFF) return;
+  const mi_lockorder_thread_t* t = &mi_lo_thread;
+  for (unsigned i = t->count; i > 0; i--) {
+    if (t->held[i - 1].lock == lock) return;
+  }
+  if (t->untracked > 0) return; /* held beyond the array, maybe: cannot tell */
+  mi_lock_class_t c = lock->lock_class;
+  mi_msg_t m;
+  if (!mi_report_begin(&m, MI_REPORT_ROW_NOT_HELD, c)) return;
+  mi_msg_str(&m, "");
+  mi_msg_class(&m, c);
+  mi_msg_str(&m, " must be held at ");
+  mi_msg_site(&m, file, line);
+  mi_msg_str(&m, ", and this thread does not hold it");
+  mi_msg_flush(&m);
+  mi_report_held_lines(&m);
+  mi_report_end(&m);
+}
+
+void _mi_lockorder_assert_none_held(const char* callback, const char* file, int line) {
+  if (mi_lockorder_mode() == MI_LOCKORDER_OFF) return;
+  const mi_lockorder_thread_t* t = &mi_lo_thread;
+  if (t->count == 0) return; /* (untracked ones come only beyond a full array) */
+  mi_lock_class_t c = t->held[t->count - 1].lock->lock_class;
+  mi_msg_t m;
+  if (!mi_report_begin(&m, MI_REPORT_ROW_CALLBACK, c)) return;
+  mi_msg_str(&m, "calling ");
+  mi_msg_str(&m, callback);
+  mi_msg_str(&m, " at ");
+  mi_msg_site(&m, file, line);
+  mi_msg_str(&m, " with a lock of the allocator held (it may call the allocator, or block)");
+  mi_msg_flush(&m);
+  mi_report_held_lines(&m);
+  mi_report_end(&m);
 }

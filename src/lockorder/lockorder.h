@@ -28,6 +28,11 @@ void _mi_lockorder_before_acquire(const struct mi_lock_s* lock, const char* file
 void _mi_lockorder_acquired(const struct mi_lock_s* lock, const char* file, int line) mi_decl_hidden;
 /* Before releasing `lock`: it must be held by this thread (in any position). */
 void _mi_lockorder_release(const struct mi_lock_s* lock, const char* file, int line) mi_decl_hidden;
+/* A `_locked` function's entry: `lock` must be held by this thread. */
+void _mi_lockorder_assert_held(const struct mi_lock_s* lock, const char* file, int line) mi_decl_hidden;
+/* Before a callback of the program (`callback` names it): this thread holds
+   no lock of ours, as the callback may call the allocator or block. */
+void _mi_lockorder_assert_none_held(const char* callback, const char* file, int line) mi_decl_hidden;
 /* Fork child: the forking thread holds nothing any more (it released every
    lock after the fork). The edges seen stay valid. */
 void _mi_lockorder_fork_child(void) mi_decl_hidden;

@@ -44,6 +44,7 @@ static void mi_abandoned_push(mi_segment_t* segment) {
 /* Under mi_abandoned_lock: any listed segment, in O(1) (a claim on free
    takes its own segment from wherever it is on the list). */
 static void mi_abandoned_unlink_locked(mi_segment_t* segment) {
+  mi_lock_assert_held(&mi_abandoned_lock);
   if (segment->prev != NULL) segment->prev->next = segment->next;
   else mi_abandoned_first = segment->next;
   if (segment->next != NULL) segment->next->prev = segment->prev;

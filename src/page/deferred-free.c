@@ -19,6 +19,7 @@ void _mi_deferred_free(mi_heap_t* heap, bool force) {
   if (fun == NULL || heap->tld->recurse) return;
   heap->tld->recurse = true; /* the hook may allocate */
   unsigned long long beat = atomic_fetch_add_explicit(&mi_deferred_heartbeat, 1, memory_order_relaxed);
+  mi_lock_assert_none_held("the deferred-free function");
   fun(force, beat, atomic_load(&mi_deferred_arg));
   heap->tld->recurse = false;
 }

@@ -2,6 +2,7 @@
 #include "page.h"
 
 size_t _mi_bin_size(size_t bin) {
+  mi_assert(bin <= MI_BIN_MEDIUM_MAX);
   if (bin <= 8) return (bin == 0 ? 16 : bin * 16);
   if (bin == MI_BIN_MEDIUM_MAX) return MI_MEDIUM_BLOCK_MAX;
   size_t k = (bin - 9) / 8;
@@ -61,7 +62,16 @@ static inline void mi_queue_set_first(mi_heap_t* heap, mi_page_queue_t* pq, mi_p
   mi_direct_update(heap, pq);
 }
 
+/* A page is in the queue of its bin, or in the full queue exactly when it
+   is flagged full, and belongs to the queue's heap. */
+static inline bool mi_page_queue_is_its(const mi_heap_t* heap, const mi_page_queue_t* pq, const mi_page_t* page) {
+  bool full = ((mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) != 0);
+  return (page->heap == heap && pq == &heap->pages[full ? MI_BIN_FULL : page->bin]);
+}
+
 void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  mi_assert_internal(mi_page_queue_is_its(heap, pq, page));
+  mi_assert_internal(page->prev != NULL ? page->prev->next == page : pq->first == page);
   if (page->prev != NULL) page->prev->next = page->next;
   if (page->next != NULL) page->next->prev = page->prev;
   if (page == pq->last) pq->last = page->prev;
@@ -71,6 +81,8 @@ void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page
 }
 
 void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  mi_assert_internal(mi_page_queue_is_its(heap, pq, page));
+  mi_assert_internal(page->used <= page->capacity && page->capacity <= page->reserved);
   page->prev = NULL;
   page->next = (pq->last != NULL ? pq->first : NULL);
   if (pq->last != NULL) pq->first->prev = page;
@@ -79,6 +91,7 @@ void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) 
 }
 
 static void mi_page_queue_push_back(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  mi_assert_internal(mi_page_queue_is_its(heap, pq, page));
   page->next = NULL;
   page->prev = pq->last;
   if (pq->last != NULL) pq->last->next = page;
@@ -87,6 +100,7 @@ static void mi_page_queue_push_back(mi_heap_t* heap, mi_page_queue_t* pq, mi_pag
 }
 
 static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  mi_assert_internal(page->free == NULL && page->capacity == page->reserved); /* nothing left to hand out */
   _mi_page_queue_remove(heap, pq, page);
   mi_page_flags_add(page, MI_PAGE_FLAG_IN_FULL);
   mi_page_queue_push_back(heap, &heap->pages[MI_BIN_FULL], page);
@@ -96,6 +110,7 @@ static void mi_page_to_full(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* pag
    front, the next allocation would take its one block and find it full
    again, a slow path per block when frees come in random order (`larson`). */
 void _mi_page_unfull(mi_page_t* page) {
+  mi_assert(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL);
   mi_heap_t* heap = page->heap;
   _mi_page_queue_remove(heap, &heap->pages[MI_BIN_FULL], page);
   mi_page_flags_clear(page, MI_PAGE_FLAG_IN_FULL);
@@ -112,15 +127,12 @@ void _mi_page_collect(mi_page_t* page) {
   if (list == NULL) return;
   uint32_t count = 1;
   mi_block_t* tail = list;
-#if MI_SECURE
-  _mi_secure_collected(page, tail);
-#endif
+  mi_hook_block_collected(page, tail);
   for (mi_block_t* next; (next = mi_block_next_checked(page, tail)) != NULL; tail = next) {
-#if MI_SECURE
-    _mi_secure_collected(page, next);
-#endif
+    mi_hook_block_collected(page, next);
     count++;
   }
+  mi_assert_internal(count <= page->used); /* frees of blocks handed out, each once */
   mi_block_set_next(page, tail, page->free);
   page->free = list;
   page->used -= count;
@@ -141,21 +153,21 @@ static void mi_page_extend(mi_page_t* page) {
   if (MI_SECURE && want > MI_SECURE_CARVE_MAX) want = MI_SECURE_CARVE_MAX;
   if (want > avail) want = avail;
   uint8_t* start = page->start + (size_t)page->capacity * bsize;
-#if MI_SECURE
-  mi_block_t* last;
-  mi_block_t* first = _mi_secure_carve(page, start, want, &last);
-#else
   mi_block_t* first = (mi_block_t*)start;
   mi_block_t* last = first;
-  for (size_t i = 1; i < want; i++) {
-    mi_block_t* next = (mi_block_t*)(start + i * bsize);
-    mi_block_set_next(page, last, next);
-    last = next;
+  if (MI_SECURE) {
+    first = _mi_secure_carve(page, start, want, &last);
+  } else {
+    for (size_t i = 1; i < want; i++) {
+      mi_block_t* next = (mi_block_t*)(start + i * bsize);
+      mi_block_set_next(page, last, next);
+      last = next;
+    }
   }
-#endif
   mi_block_set_next(page, last, page->free);
   page->free = first;
   page->capacity += (uint32_t)want;
+  mi_assert_internal(page->capacity <= page->reserved);
   mi_track_mem_noaccess(start, want * bsize);
 }
 
@@ -181,10 +193,10 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
 /* A fresh page of `bin` for `heap`: a free slot of one of its thread's
    segments, else of a segment adopted from an exited thread (of this kind:
    another would give no slot for this page, and a thread starting alongside
-   may want it), else of a new segment. The slot's set-up: the secure wing's
-   first (it sees whether the slot's memory is still committed), then the
-   segment's, then the page's own; and the secure wing seals what free will
-   trust of it. */
+   may want it), else of a new segment. The slot's set-up: the listeners'
+   first (the secure wing sees whether the slot's memory is still
+   committed), then the segment's, then the page's own; then the listeners
+   again (the secure wing seals what free will trust of it). */
 static mi_page_t* mi_page_fresh(mi_heap_t* heap, size_t bin) {
   mi_tld_t* tld = heap->tld;
   mi_segment_kind_t kind = _mi_segment_kind_of_bin(bin);
@@ -193,14 +205,10 @@ static mi_page_t* mi_page_fresh(mi_heap_t* heap, size_t bin) {
     if (page != NULL) {
       uint8_t* start;
       size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
-#if MI_SECURE
-      _mi_secure_page_init(heap, page, page->committed != 0, area / _mi_bin_size(bin));
-#endif
+      mi_hook_page_setup_begin(heap, page, page->committed != 0, area / _mi_bin_size(bin));
       _mi_segment_page_setup(page, area, start);
       mi_page_init(heap, page, bin, area);
-#if MI_SECURE
-      _mi_secure_page_seal(page); /* free checks what it reads of the page against it */
-#endif
+      mi_hook_page_setup_end(page);
       return page;
     }
     if (attempt == 0 && _mi_segments_reclaim_kind(tld->heap_backing, 2, kind)) continue;
@@ -224,6 +232,7 @@ static void mi_heap_page_free(mi_heap_t* heap, mi_page_t* page) {
    otherwise give the page back to its segment. Medium pages are never kept:
    a thread that goes idle would hold up to 512 KiB per size class. */
 void _mi_page_retire(mi_page_t* page) {
+  mi_assert(page->used == 0);
   mi_heap_t* heap = page->heap;
   mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
   if (!(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
@@ -318,6 +327,7 @@ static void mi_heap_heartbeat(mi_heap_t* heap) {
 }
 
 void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
+  mi_assert(mi_heap_is_initialized(heap)); /* the heap layer sets the thread up first */
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
     _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
     errno = ENOMEM;
@@ -345,8 +355,10 @@ void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
     }
   }
   mi_block_t* block = page->free;
+  mi_assert_internal(page->heap == heap && page->bin == bin && block != NULL);
   page->free = mi_block_next_checked(page, block);
   page->used++;
+  mi_assert_internal(page->used <= page->capacity);
 #if MI_STAT
   heap->stat_malloc[bin]++;
 #endif

@@ -37,8 +37,6 @@ mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) mi_de
 void _mi_page_unfull(mi_page_t* page) mi_decl_hidden;
 void _mi_heap_collect_pages(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) mi_decl_hidden;
-#if MI_SECURE
-#endif
 
 /* the hook a program registers with mi_register_deferred_free */
 void _mi_deferred_free(mi_heap_t* heap, bool force) mi_decl_hidden;
@@ -120,6 +118,7 @@ static inline mi_block_t* _mi_page_block_start(const mi_page_t* page, const void
    page is in the full queue or holds aligned blocks, or (secure builds) the
    block leaves the quarantine. */
 static inline void _mi_free_local_release(mi_page_t* page, mi_block_t* block) {
+  mi_assert(page->used > 0); /* a block of the page was handed out */
   mi_block_set_next(page, block, page->free);
   page->free = block;
   page->used--;

@@ -7,6 +7,7 @@
 
 #include "../../include/mimalloc/fault.h"
 #include "../compiler.h"
+#include "../config.h"
 
 #if MI_FAULT
 /* 0: make the call; otherwise fail it with this mi_fault_error_t + 1 */

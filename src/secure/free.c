@@ -25,6 +25,7 @@
                          from it goes through mi_quarantine_release to its page */
 #include "memory.h"
 #include "validate.h"
+#include "../api/api.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -52,6 +53,19 @@ void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) {
       tld->quarantine[i].block = NULL; /* its page is about to be freed with its heap */
     }
   }
+}
+
+/* What the thread holds back goes: its quarantine and the destroyed heaps'
+   pages it holds; with `everything` (mi_heap_collect(force)) also the
+   process's guarded samples and fenced large blocks. */
+void _mi_secure_thread_collect(mi_tld_t* tld, bool everything) {
+  _mi_secure_quarantine_flush(tld, NULL);
+  _mi_secure_pages_held_release(tld, 0, 0);
+  if (!everything) return;
+#if MI_GUARDED
+  _mi_guard_quarantine_flush();
+#endif
+  _mi_secure_large_quarantine_flush();
 }
 
 /* Zero on free switched on at run time: the calling thread's quarantined
@@ -249,4 +263,23 @@ void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) 
     }
   }
   return _mi_secure_malloc(heap, newsize, false);
+}
+
+/* realloc in secure builds (api/alloc.c chooses it): the pointer validated
+   first (a size that cannot be had does not excuse a bad pointer); in place
+   when the new size fits the block (the canary and trailer move with the
+   size); else a new block, the contents copied and the old one freed. */
+void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  size_t size;
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
+  if (newsize > MI_MAX_ALLOC_SIZE) {
+    errno = ENOMEM;
+    return NULL; /* the original block stays valid */
+  }
+  if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(page, block, p, newsize)) {
+    if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
+    return p;
+  }
+  return _mi_realloc_move(p, size, _mi_secure_realloc_block(heap, size, newsize), newsize, zero);
 }

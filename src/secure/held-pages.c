@@ -36,6 +36,7 @@ void _mi_secure_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_b
 
 /* `page`, out of its destroyed heap, joins the newest end. */
 void _mi_secure_page_hold(mi_tld_t* tld, mi_page_t* page) {
+  page->needs_zero = true; /* live blocks go with it, unzeroed */
   _mi_segment_page_hold(page);
   if (tld->held_last != NULL) tld->held_last->next = page;
   else tld->held_first = page;

@@ -27,14 +27,16 @@
    check at reuse), report.c, keys.c; guard.c (sampled guard pages),
    secure-large.c (freed large blocks fenced off), secure-zero.c and zero-heaps.c
    (zero-size allocations), secure-sized.c (sized and aligned deallocation), carve.c (the
-   shuffled carve of a page), held-pages.c (destroyed heaps' pages). */
+   shuffled carve of a page), held-pages.c (destroyed heaps' pages),
+   segment-checks.c (a segment's guard pages and header checks). */
 #ifndef MI_SECURE_H
 #define MI_SECURE_H
 
 #include "../base/base.h"
 
-/* the secure wing's rooms (MI_SECURE) */
-#if MI_SECURE
+/* The secure wing's rooms (MI_SECURE). Declared in every build, so the
+   core's `if (MI_SECURE)` choices compile both ways; defined only in the
+   secure library. */
 void _mi_secure_keys_init(void) mi_decl_hidden;
 /* carve.c: the blocks of a page's extension, linked in random order */
 mi_block_t* _mi_secure_carve(mi_page_t* page, uint8_t* start, size_t want, mi_block_t** last_out) mi_decl_hidden;
@@ -60,10 +62,14 @@ void _mi_secure_free_copied(void* p) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
 void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) mi_decl_hidden;
+void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
+void _mi_secure_thread_collect(mi_tld_t* tld, bool everything) mi_decl_hidden;
 void _mi_secure_zero_on_free_enabled(void) mi_decl_hidden;
 void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
-bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) mi_decl_hidden;
+/* mi_heap_visit_blocks: the live blocks of a page, by its bitmap */
+bool _mi_secure_visit_page(const mi_heap_t* heap, mi_page_t* page, const mi_heap_area_t* area,
+                           mi_block_visit_fun* visitor, void* arg) mi_decl_hidden;
 void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
 /* secure-sized.c (MI_SECURE): sized and aligned deallocation */
@@ -96,6 +102,20 @@ void _mi_zero_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
 /* mi_heap_visit_blocks: an area per zero segment of the heap, its slots
    handed out as blocks of size 0 */
 bool _mi_zero_visit(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) mi_decl_hidden;
-#endif
+/* segment-checks.c: the segment's guard pages, and its header checked where a page slot is freed */
+bool _mi_secure_segment_guards_protect(mi_segment_t* segment) mi_decl_hidden;
+/* NULL, or a segment of ours: in the segment map and with our cookie */
+bool _mi_secure_segment_ours_or_null(const mi_segment_t* segment) mi_decl_hidden;
+void _mi_secure_page_free_check(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;
+void _mi_secure_segment_empty_check(const mi_segment_t* segment) mi_decl_hidden;
+void _mi_secure_single_linked(mi_page_t* page, const mi_heap_t* heap) mi_decl_hidden;
+void _mi_secure_single_heap_check(const mi_page_t* page) mi_decl_hidden;
+void _mi_secure_single_links_check(const mi_page_t* page, mi_page_t* const* head) mi_decl_hidden;
+size_t _mi_secure_single_place(size_t segment_size, size_t size, size_t alignment, size_t offset, size_t* area,
+                               size_t* block_end) mi_decl_hidden;
+bool _mi_secure_single_guard(mi_segment_t* segment, size_t segment_size, mi_page_t* page,
+                             size_t block_at) mi_decl_hidden;
+void _mi_secure_single_destroyed(mi_page_t* page) mi_decl_hidden;
+bool _mi_secure_single_guard_lift(mi_segment_t* segment) mi_decl_hidden;
 
 #endif

@@ -290,6 +290,18 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
   mi_bit_set(page, idx, false);
 }
 
-bool _mi_secure_block_is_live(const mi_page_t* page, size_t idx) {
-  return mi_bit_get(page, idx);
+/* mi_heap_visit_blocks over a page: blocks in the quarantine are freed but
+   not on the free list, so the bitmap tells which are live, and each
+   block's trailer the caller's size (everything after it is canary). */
+bool _mi_secure_visit_page(const mi_heap_t* heap, mi_page_t* page, const mi_heap_area_t* area,
+                           mi_block_visit_fun* visitor, void* arg) {
+  for (size_t i = 0; i < page->capacity; i++) {
+    if (!mi_bit_get(page, i)) continue;
+    void* block = page->start + i * page->block_size;
+    size_t size;
+    _mi_secure_validate(block, MI_OP_VISIT, NULL, &size);
+    if (size == MI_SECURE_VISIT_SKIP) continue; /* another thread is freeing it */
+    if (!visitor(heap, area, block, size, arg)) return false;
+  }
+  return true;
 }

@@ -35,15 +35,15 @@ static void mi_purge_list_add(mi_segment_t* segment) {
   mi_purge_first = segment;
 }
 
-#if MI_SECURE
-/* Under the purge lock, before the list is written through them: a
+/* Secure builds: under the purge lock, before the list is written through them: a
    segment's purge links are ours (or none) and link back. They are written
    under this lock by whoever lists or unlists a neighbour, so they are read
    under it too: read before it, a neighbour unlisted and released in
    between was taken for a scribble (the false alarm of
    teardown-reclaim-on-free-stress; test-teardown free-vs-neighbour-release). */
-static void mi_purge_links_check(const mi_segment_t* segment, const mi_segment_t* prev, const mi_segment_t* next) {
-  bool ok = _mi_segment_ours_or_null(prev) && _mi_segment_ours_or_null(next);
+static inline void mi_purge_links_check(const mi_segment_t* segment, const mi_segment_t* prev,
+                                        const mi_segment_t* next) {
+  bool ok = _mi_secure_segment_ours_or_null(prev) && _mi_secure_segment_ours_or_null(next);
   if (ok && segment->in_purge_list) {
     ok = (prev == NULL ? mi_purge_first == segment : prev->purge_next == segment) &&
          (next == NULL || next->purge_prev == segment);
@@ -55,7 +55,6 @@ static void mi_purge_links_check(const mi_segment_t* segment, const mi_segment_t
     _mi_secure_corrupted_header(segment);
   }
 }
-#endif
 
 /* Called by the page's owner (or by whoever holds an abandoned segment). */
 void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
@@ -67,19 +66,15 @@ void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
   long delay = _mi_option_get_fast(mi_option_purge_delay);
   int64_t due = (delay < 0 ? INT64_MAX : mi_prim_clock_now() + delay);
   atomic_store_explicit(&page->purge_at, due, memory_order_relaxed);
-#if MI_SECURE && MI_TEARDOWN_PLANT_STALE_LINKS
-  const mi_segment_t* links_prev = segment->purge_prev; /* read before the lock: the false alarm put back */
-  const mi_segment_t* links_next = segment->purge_next;
-#endif
+  /* the plant reads the links before the lock: the false alarm put back */
+  const mi_segment_t* stale_prev = (MI_TEARDOWN_PLANT_STALE_LINKS ? segment->purge_prev : NULL);
+  const mi_segment_t* stale_next = (MI_TEARDOWN_PLANT_STALE_LINKS ? segment->purge_next : NULL);
   mi_sched_point(MI_SCHED_PAGE_FREE_LISTING);
   _mi_lock_acquire(&_mi_purge_lock);
-#if MI_SECURE
-#if !MI_TEARDOWN_PLANT_STALE_LINKS
-  const mi_segment_t* links_prev = segment->purge_prev;
-  const mi_segment_t* links_next = segment->purge_next;
-#endif
-  mi_purge_links_check(segment, links_prev, links_next);
-#endif
+  if (MI_SECURE) {
+    mi_purge_links_check(segment, MI_TEARDOWN_PLANT_STALE_LINKS ? stale_prev : segment->purge_prev,
+                         MI_TEARDOWN_PLANT_STALE_LINKS ? stale_next : segment->purge_next);
+  }
   atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_release);
   mi_purge_list_add(segment);
   _mi_lock_release(&_mi_purge_lock);

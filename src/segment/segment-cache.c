@@ -172,20 +172,9 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
 /* Return the memory of a claimed slot (`purging` set); true if it went. */
 static bool mi_cache_purge_slot(mi_cache_slot_t* slot, int64_t now) {
   bool purged = true;
-#if MI_SECURE
-  /* purging zeroes the header, and with it where a large block's guard page
-     is: lift that guard first (the other guard pages sit where every
-     segment of the kind has them) */
-  mi_page_t* single = &slot->segment->pages[0];
-  if (slot->segment->kind == MI_SEGMENT_SINGLE && single->guard_offset != 0) {
-    purged = (_mi_os_protect((uint8_t*)slot->segment + single->guard_offset, _mi_os_page_size(), false) == 0);
-    if (purged) {
-      single->guard_offset = 0;
-    } else {
-      _mi_warning_message("unable to lift the guard of cached segment %p\n", (void*)slot->segment); /* fault path */
-    }
-  }
-#endif
+  /* secure builds: purging zeroes the header, and with it where a large
+     block's guard page is: that guard is lifted first */
+  if (MI_SECURE) purged = _mi_secure_single_guard_lift(slot->segment);
   /* purging zeroes the header, and with it whether the segment asked for
      huge pages (os-thp.c): take that back first, so that reused clean it
      asks anew, or not at all */

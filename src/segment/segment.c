@@ -6,7 +6,6 @@
    segments between threads and their pages between heaps, is a layer up
    (page/abandon.c). */
 #include "segment.h"
-#include "../dhat/hooks.h"
 
 void _mi_segments_init(void) {
   _mi_segments_single_init();
@@ -36,12 +35,12 @@ size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** 
 /* The segment's page count, for a walk of its page table: in secure builds
    a count written over is reported, not walked past. */
 size_t _mi_segment_pages(const mi_segment_t* segment) {
-#if MI_SECURE
-  size_t expected = (segment->kind == MI_SEGMENT_SMALL    ? MI_SMALL_PAGES_PER_SEGMENT
-                     : segment->kind == MI_SEGMENT_MEDIUM ? MI_MEDIUM_PAGES_PER_SEGMENT
-                                                          : 1);
-  if (mi_unlikely(segment->page_count != expected)) _mi_secure_corrupted_header(segment);
-#endif
+  if (MI_SECURE) {
+    size_t expected = (segment->kind == MI_SEGMENT_SMALL    ? MI_SMALL_PAGES_PER_SEGMENT
+                       : segment->kind == MI_SEGMENT_MEDIUM ? MI_MEDIUM_PAGES_PER_SEGMENT
+                                                            : 1);
+    if (mi_unlikely(segment->page_count != expected)) _mi_secure_corrupted_header(segment);
+  }
   return segment->page_count;
 }
 
@@ -108,42 +107,17 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
   }
 }
 
-#if MI_SECURE
-/* Guard pages: one between the header and the blocks, and one at the end of
-   every page of a small or medium segment, so a linear overflow off the end
-   of a span of blocks faults instead of running into the next span or the
-   metadata. A failure to protect is reported and the segment not used. */
-static bool mi_segment_protect_guards(mi_segment_t* segment) {
-  size_t psize = _mi_os_page_size();
-  int err = _mi_os_protect((uint8_t*)segment + segment->info_size - psize, psize, true);
-  for (size_t i = 0; err == 0 && segment->kind != MI_SEGMENT_SINGLE && i < segment->page_count; i++) {
-    uint8_t* start;
-    size_t area = _mi_segment_page_area(segment, i, &start);
-    err = _mi_os_protect(start + area, psize, true);
-  }
-  if (err != 0) {
-    _mi_error_message(err, "unable to protect the guard pages of segment %p\n", (void*)segment); /* fault path */
-  }
-  return (err == 0);
-}
-#endif
-
 void _mi_segment_unmap(mi_segment_t* segment) {
   _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
   _mi_stat_decrease(&_mi_stats.segments, 1);
   size_t size = segment->segment_size;
   _mi_segment_map_set(segment, size, false);
-#if MI_SECURE
-  _mi_secure_segment_unmapped(segment, size); /* a later free into it is a double free */
-#endif
   /* an arena hands the range out again, maybe to small segments (os-thp.c) */
   if (segment->thp_hinted && _mi_arena_contains(segment)) _mi_os_hint_huge_pages(segment, size, false);
   /* whoever maps this range next must not inherit our poisoned blocks (the
      header is not read after this: memcheck would see it as undefined) */
   mi_track_mem_undefined(segment, size);
-#if MI_DHAT
-  _mi_dhat_segment_unmapped(segment); /* the profiler's records kept beside it */
-#endif
+  mi_hook_segment_unmapped(segment, size);
   if (!_mi_arena_free(segment, size)) _mi_os_free(segment, size);
 }
 
@@ -181,12 +155,10 @@ mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, siz
   mi_segment_init_header(segment, kind, segment_size);
   segment->is_pinned = is_pinned;
   _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
-#if MI_SECURE
-  if (!mi_segment_protect_guards(segment)) {
+  if (MI_SECURE && !_mi_secure_segment_guards_protect(segment)) {
     _mi_segment_unmap(segment); /* fault path */
     return NULL;
   }
-#endif
   return segment;
 }
 
@@ -319,16 +291,31 @@ mi_page_t* _mi_segment_page_claim(mi_tld_t* tld, mi_segment_kind_t kind) {
   return (segment == NULL ? NULL : mi_segment_take_page(segment));
 }
 
+#if MI_DEBUG > 2
+/* The slots of a small or medium segment taken (in use, or held): what
+   used_pages counts. */
+static size_t mi_segment_pages_taken(const mi_segment_t* segment) {
+  size_t n = 0;
+  for (size_t i = 0; i < segment->page_count; i++) {
+    n += mi_page_slot_taken(atomic_load_explicit(&segment->pages[i].state, memory_order_relaxed));
+  }
+  return n;
+}
+#endif
+
 /* The segment's side of a page's set-up: its area counted as committed, its
    blocks' start, and one more page in use. */
 void _mi_segment_page_setup(mi_page_t* page, size_t area, uint8_t* start) {
   mi_segment_t* segment = _mi_page_segment(page);
+  mi_assert_internal(atomic_load_explicit(&page->state, memory_order_relaxed) == MI_PAGE_IN_USE);
+  mi_assert_internal(segment->kind != MI_SEGMENT_SINGLE && segment->used_pages < segment->page_count);
   if (page->committed != area) {
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
     page->committed = area;
   }
   page->start = start;
   segment->used_pages++;
+  mi_assert_expensive(mi_segment_pages_taken(segment) == segment->used_pages);
   _mi_stat_increase(&_mi_stats.pages, 1);
   if (segment->used_pages == segment->page_count) mi_tld_free_list_remove(segment->tld, segment);
 }
@@ -344,66 +331,13 @@ bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind) {
 
 /* A page's blocks are all back: return the slot to its segment and schedule
    its memory to go back to the OS after the purge delay. */
-#if MI_SECURE
-/* A segment of ours, or none: in the segment map (which is never read
-   through a pointer) and with our cookie, before anything else of it is
-   read. */
-bool _mi_segment_ours_or_null(const mi_segment_t* segment) {
-  return (segment == NULL || (((uintptr_t)segment & MI_SEGMENT_MASK) == 0 && _mi_segment_map_contains(segment) &&
-                              segment->cookie == ((uintptr_t)segment ^ _mi_process_key)));
-}
-
-/* Freeing a page reads and writes what free did not: the page's blocks
-   (their links are cleared), the segment's count of pages in use, its
-   sizes (when it goes), its owner's thread data and its links in that
-   thread's lists. Checked first: the page's geometry again, the segment's
-   sizes against its kind, the count against the page table, the owner
-   against the calling thread (only the owner frees its pages; the purge
-   thread frees abandoned ones, which have none), and each link as a
-   segment that links back. The purge links are checked where they are
-   written, under the purge lock (purge.c). */
-static void mi_segment_page_free_check(mi_segment_t* segment, mi_page_t* page) {
-  _mi_secure_page_check(page);
-  size_t shift = (segment->kind == MI_SEGMENT_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
-  bool ok = (segment->page_count == (MI_SEGMENT_SIZE >> shift) && segment->segment_size == MI_SEGMENT_SIZE &&
-             segment->info_size == _mi_segment_info_size() && segment->used_pages >= 1 &&
-             segment->used_pages <= segment->page_count);
-  mi_tld_t* tld = segment->tld;
-  if (ok && tld != NULL) {
-    mi_heap_t* heap = mi_get_default_heap();
-    ok = (!mi_heap_is_initialized(heap) || heap->tld == tld);
-  }
-  if (ok && tld != NULL) {
-    const mi_segment_t* prev = segment->prev;
-    const mi_segment_t* next = segment->next;
-    ok = (_mi_segment_ours_or_null(prev) && _mi_segment_ours_or_null(next) &&
-          (prev == NULL ? tld->segments == segment : prev->next == segment) && (next == NULL || next->prev == segment));
-    const mi_segment_t* free_prev = segment->free_prev;
-    const mi_segment_t* free_next = segment->free_next;
-    bool listed = (free_prev != NULL || tld->free_segments[segment->kind] == segment);
-    ok = ok && _mi_segment_ours_or_null(free_prev) && _mi_segment_ours_or_null(free_next) &&
-         (listed ? (free_prev == NULL || free_prev->free_next == segment) &&
-                       (free_next == NULL || free_next->free_prev == segment)
-                 : free_next == NULL);
-  }
-  if (!ok) _mi_secure_corrupted_header(segment);
-}
-
-/* The last page in use is going: no other slot may still be taken. */
-static void mi_segment_empty_check(const mi_segment_t* segment) {
-  for (size_t i = 0; i < segment->page_count; i++) {
-    uint32_t state = atomic_load_explicit(&segment->pages[i].state, memory_order_relaxed);
-    if (state == MI_PAGE_IN_USE || state == MI_PAGE_HELD) _mi_secure_corrupted_header(segment);
-  }
-}
-#endif
 
 void _mi_segment_page_free(mi_page_t* page) {
   mi_segment_t* segment = _mi_page_segment(page);
-#if MI_SECURE
-  mi_segment_page_free_check(segment, page);
-  _mi_secure_page_freed(page);
-#endif
+  mi_hook_page_freed(segment, page);
+  mi_assert_internal(mi_page_slot_taken(atomic_load_explicit(&page->state, memory_order_relaxed)));
+  mi_assert_internal(segment->kind != MI_SEGMENT_SINGLE && segment->used_pages >= 1 &&
+                     segment->used_pages <= segment->page_count);
   page->heap = NULL;
   page->free = NULL;
   page->used = 0;
@@ -413,12 +347,11 @@ void _mi_segment_page_free(mi_page_t* page) {
   segment->used_pages--;
   _mi_stat_decrease(&_mi_stats.pages, 1);
   _mi_purge_schedule_page(segment, page);
+  mi_assert_expensive(mi_segment_pages_taken(segment) == segment->used_pages);
   mi_tld_t* tld = segment->tld;
   if (tld == NULL) return; /* abandoned: whoever holds it decides about the segment */
   if (segment->used_pages == 0) {
-#if MI_SECURE
-    mi_segment_empty_check(segment);
-#endif
+    mi_hook_segment_emptied(segment);
     _mi_tld_segment_remove(tld, segment);
     _mi_purge_unlink_segment(segment);
     _mi_segment_release(segment);

@@ -5,7 +5,7 @@
 #define MI_SEGMENT_H
 
 #include "../os/os.h"
-#include "../secure/secure.h" /* the hooks of the secure wing this layer calls */
+#include "../hooks.h" /* the events the optional features listen to */
 
 /* segment-cache.c */
 void _mi_segment_cache_init(void) mi_decl_hidden;
@@ -23,10 +23,6 @@ bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind) mi_decl_hidden;
 void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
 void _mi_segment_page_hold(mi_page_t* page) mi_decl_hidden;
 int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
-#if MI_SECURE
-/* NULL, or a segment of ours: in the segment map and with our cookie */
-bool _mi_segment_ours_or_null(const mi_segment_t* segment) mi_decl_hidden;
-#endif
 
 static inline mi_segment_kind_t _mi_segment_kind_of_bin(size_t bin) {
   return (bin <= MI_BIN_SMALL_MAX ? MI_SEGMENT_SMALL : MI_SEGMENT_MEDIUM);

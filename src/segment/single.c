@@ -3,7 +3,6 @@
    ones go to the segment cache, huge ones to the OS at once), so they are
    kept on their heap's list under one lock. */
 #include "segment.h"
-#include "../dhat/hooks.h"
 
 static mi_lock_t mi_single_lock;
 static mi_page_t* mi_single_orphans; /* large/huge blocks whose thread has exited */
@@ -12,37 +11,9 @@ void _mi_segments_single_init(void) {
   _mi_lock_init(&mi_single_lock, MI_LOCK_SINGLE);
 }
 
-#if MI_SECURE
-/* A page's links are followed and written when it is unlinked (its block
-   freed): links written over are reported, not followed. A neighbour must
-   be the page of a single-block segment (in the segment map, with our
-   cookie, before it is read) that links back; nothing tells a heap from
-   other memory, so the page keeps a keyed copy of its heap pointer,
-   checked before the heap is read. */
-static uintptr_t mi_single_heap_check(const mi_page_t* page, const mi_heap_t* heap) {
-  return (((uintptr_t)heap ^ _mi_process_key) * 0x9E3779B97F4A7C15ULL) ^ (uintptr_t)page;
-}
-
-static bool mi_single_page_at(const mi_page_t* q) {
-  if (((uintptr_t)q & MI_SEGMENT_MASK) != offsetof(mi_segment_t, pages) || !_mi_segment_map_contains(q)) return false;
-  const mi_segment_t* segment = _mi_page_segment(q);
-  return (segment->cookie == ((uintptr_t)segment ^ _mi_process_key) && segment->kind == MI_SEGMENT_SINGLE);
-}
-
-static void mi_single_links_check(const mi_page_t* page, mi_page_t* const* head) {
-  const mi_page_t* prev = page->prev;
-  const mi_page_t* next = page->next;
-  bool ok = (prev == NULL ? *head == page : mi_single_page_at(prev) && prev->next == page);
-  if (ok && next != NULL) ok = (mi_single_page_at(next) && next->prev == page);
-  if (!ok) _mi_secure_corrupted_header(_mi_page_segment(page));
-}
-#endif
-
 static void mi_single_link(mi_heap_t* heap, mi_page_t* page) {
   page->heap = heap;
-#if MI_SECURE
-  page->heap_check = mi_single_heap_check(page, heap);
-#endif
+  if (MI_SECURE) _mi_secure_single_linked(page, heap);
   page->prev = NULL;
   mi_page_t** head = (heap != NULL ? &heap->single_first : &mi_single_orphans);
   page->next = *head;
@@ -51,14 +22,9 @@ static void mi_single_link(mi_heap_t* heap, mi_page_t* page) {
 }
 
 static void mi_single_unlink(mi_page_t* page) {
-#if MI_SECURE
-  /* the heap checked before it is read */
-  if (page->heap_check != mi_single_heap_check(page, page->heap)) _mi_secure_corrupted_header(_mi_page_segment(page));
-#endif
+  if (MI_SECURE) _mi_secure_single_heap_check(page); /* the heap checked before it is read */
   mi_page_t** head = (page->heap != NULL ? &page->heap->single_first : &mi_single_orphans);
-#if MI_SECURE
-  mi_single_links_check(page, head);
-#endif
+  if (MI_SECURE) _mi_secure_single_links_check(page, head);
   if (page->prev != NULL) page->prev->next = page->next;
   else *head = page->next;
   if (page->next != NULL) page->next->prev = page->prev;
@@ -115,39 +81,15 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   mi_page_t* page = &segment->pages[0];
   bool was_clean = false;
   _mi_page_claim_slot(page, &was_clean);
-#if MI_SECURE
-  /* The guard page is the segment's last page, so it stays put while the
-     segment is cached and reused for blocks of other sizes (moving it cost two
-     mprotect calls per large allocation), and the block runs up to it: a
-     linear overflow off its end crosses the canary and the trailer and then
-     faults. The memory a block may have touched is a suffix of the area, and
-     `committed` counts that suffix. */
-  size_t guard_at = segment_size - psize;
-  /* the block starts on a page boundary: the slack before the guard (under
-     a page) lets a realloc grow in place, as a left-aligned block could */
-  size_t block_at = (guard_at - size) & ~(psize - 1);
-  if (block_at < offset) block_at = offset;
-  /* every pointer handed out from the block (an aligned one lies up to
-     twice its alignment inside) must fall in the segment's first
-     MI_SEGMENT_SIZE bytes, where _mi_ptr_segment finds the header */
-  size_t reach = (alignment > MI_MAX_ALIGN_SIZE ? 2 * alignment : 0) + 2 * (size_t)MI_MAX_ALIGN_SIZE;
-  size_t max_at =
-      (MI_SEGMENT_SIZE > reach + offset ? (MI_SEGMENT_SIZE - reach) & ~(size_t)(MI_MAX_ALIGN_SIZE - 1) : offset);
-  if (block_at > max_at) block_at = max_at;
-  size_t area = guard_at - (block_at & ~(psize - 1));
-  size_t block_end = guard_at;
-#else
   size_t block_at = offset;
   size_t area = needed - info;
   size_t block_end = needed;
-#endif
+  if (MI_SECURE) block_at = _mi_secure_single_place(segment_size, size, alignment, offset, &area, &block_end);
   bool is_zero = (was_clean || page->committed == 0);
   if (page->committed < area) {
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
     page->committed = area;
-  }
-#if !MI_SECURE
-  else {
+  } else if (!MI_SECURE) {
     /* a larger cached segment (segment-cache.c) gives back what this block
        leaves of it, from a huge page boundary on (splitting none) */
     size_t huge = _mi_os_large_page_size();
@@ -158,34 +100,14 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
       page->committed = keep;
     }
   }
-#endif
-#if MI_SECURE
-  if (page->guard_offset != guard_at) {
-    int err = 0;
-    if (page->guard_offset != 0) err = _mi_os_protect((uint8_t*)segment + page->guard_offset, psize, false);
-    if (err == 0) {
-      page->guard_offset = 0;
-      err = _mi_os_protect((uint8_t*)segment + guard_at, psize, true);
-    }
-    if (err != 0) {
-      void* block = (uint8_t*)segment + block_at;
-      _mi_error_message(err, "unable to protect the guard page after block %p\n", block); /* fault path */
-      atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed);
-      _mi_segment_unmap(segment);
-      return NULL;
-    }
-    page->guard_offset = guard_at;
+  if (MI_SECURE && !_mi_secure_single_guard(segment, segment_size, page, block_at)) {
+    atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed); /* fault path */
+    _mi_segment_unmap(segment);
+    return NULL;
   }
-#endif
   page->start = (uint8_t*)segment + block_at;
   page->block_size = block_end - block_at;
   mi_segment_thp_advise(segment, page, is_zero);
-#if MI_SECURE
-  page->block_size_inv = 0; /* its one block has index 0 whatever the offset */
-  page->is_guarded = false; /* a reused segment must not inherit it: the sampling sets it after this */
-  page->guarded_freed = false;
-  page->large_fenced = false;
-#endif
   page->reserved = 1;
   page->capacity = 1;
   page->used = 1;
@@ -256,10 +178,8 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) {
     page->committed = area;
   }
   page->block_size = needed - offset;
-  segment->thp_probe = 0; /* what it measured was another size */
-#if MI_SECURE
-  _mi_secure_page_seal(page);
-#endif
+  segment->thp_probe = 0;       /* what it measured was another size */
+  mi_hook_page_setup_end(page); /* its geometry changed */
   return true;
 }
 
@@ -279,20 +199,9 @@ void _mi_single_heap_destroy(mi_heap_t* heap) {
     mi_page_t* page = heap->single_first;
     _mi_lock_release(&mi_single_lock);
     if (page == NULL) break;
-#if MI_DHAT
-    if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its block is freed */
-#endif
-#if MI_GUARDED
-    if (page->is_guarded) {
-      _mi_secure_guarded_destroyed(_mi_page_segment(page), page);
-      continue;
-    }
-#endif
-#if MI_SECURE
-    _mi_secure_large_free(_mi_page_segment(page)); /* as free does: a stale use faults or is reported */
-#else
-    _mi_segment_single_free(_mi_page_segment(page));
-#endif
+    mi_hook_heap_page_gone(page);
+    if (MI_SECURE) _mi_secure_single_destroyed(page); /* as free does: a stale use faults or is reported */
+    else _mi_segment_single_free(_mi_page_segment(page));
   }
 }
 

@@ -13,8 +13,8 @@
 
 set(MI_TEST_TIMEOUT 600)
 set(mi_win_test_defines __USE_MINGW_ANSI_STDIO=1)
-if(CMAKE_BUILD_TYPE MATCHES "Debug" OR MI_DEBUG)
-  list(APPEND mi_win_test_defines MI_TEST_DEBUG_CHECK=1)
+if(mi_debug_level GREATER 0)
+  list(APPEND mi_win_test_defines MI_TEST_DEBUG_CHECK=${mi_debug_level})
 endif()
 if(MI_SECURE)
   list(APPEND mi_win_test_defines MI_TEST_SECURE=1)

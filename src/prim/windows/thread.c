@@ -23,13 +23,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#if !defined(MI_WIN_EXIT_FLS)
-#if defined(__GNUC__) || defined(_MSC_VER)
-#define MI_WIN_EXIT_FLS 0
-#else
-#define MI_WIN_EXIT_FLS 1
-#endif
-#endif
 
 /* ---- Locks ------------------------------------------------------------------------------ */
 _Static_assert(sizeof(SRWLOCK) <= sizeof(((mi_prim_lock_t*)0)->opaque), "mi_prim_lock_t too small");
