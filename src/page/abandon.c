@@ -36,7 +36,7 @@ static void mi_abandoned_push(mi_segment_t* segment) {
   if (mi_abandoned_first != NULL) mi_abandoned_first->prev = segment;
   mi_abandoned_first = segment;
   atomic_fetch_add_explicit(&mi_abandoned_count, 1, memory_order_relaxed);
-  _mi_owner_move(segment, MI_OWNER_OWNED, MI_OWNER_ABANDONED);
+  _mi_owner_move(segment, MI_OWNER_OWNED, MI_OWNER_OWNED, MI_OWNER_ABANDONED);
   _mi_lock_release(&mi_abandoned_lock);
   _mi_stat_increase(&_mi_stats.abandoned, 1);
 }
@@ -295,7 +295,7 @@ void _mi_segments_abandoned_cleanup(void) {
       _mi_purge_unlink_segment(segment);
       _mi_segment_release(segment);
     } else {
-      _mi_owner_move(segment, MI_OWNER_CLAIMED, MI_OWNER_ABANDONED);
+      _mi_owner_move(segment, MI_OWNER_CLAIMED, MI_OWNER_CLAIMED, MI_OWNER_ABANDONED);
     }
     segment = next;
   }

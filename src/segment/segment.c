@@ -67,11 +67,12 @@ bool _mi_owner_cas(mi_segment_t* segment, uint64_t observed, mi_owner_state_t st
 
 /* A transition only the current holder may make (owner, claimer, or the
    cleanup under the abandoned lock): nobody else can move the word from
-   `from`, so the CAS cannot fail unless the protocol is broken. */
-void _mi_owner_move(mi_segment_t* segment, mi_owner_state_t from, mi_owner_state_t to) {
+   `from` (or `from_too`), so the CAS cannot fail unless the protocol is
+   broken. */
+void _mi_owner_move(mi_segment_t* segment, mi_owner_state_t from, mi_owner_state_t from_too, mi_owner_state_t to) {
   uint64_t word = atomic_load_explicit(&segment->owner, memory_order_relaxed);
-  mi_assert_internal(_mi_owner_state_of(word) == from);
-  (void)from;
+  mi_assert_internal(_mi_owner_state_of(word) == from || _mi_owner_state_of(word) == from_too);
+  (void)from, (void)from_too;
   bool ok = _mi_owner_cas(segment, word, to);
   mi_assert_internal(ok);
   (void)ok;
@@ -175,11 +176,7 @@ void _mi_segment_release(mi_segment_t* segment) {
   atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
   if (segment->kind != MI_SEGMENT_SINGLE) {
     /* by its owner, or by the cleanup holding it claimed */
-    uint64_t word = atomic_load_explicit(&segment->owner, memory_order_relaxed);
-    mi_assert_internal(_mi_owner_state_of(word) == MI_OWNER_OWNED || _mi_owner_state_of(word) == MI_OWNER_CLAIMED);
-    bool ok = _mi_owner_cas(segment, word, MI_OWNER_RELEASED);
-    mi_assert_internal(ok);
-    (void)ok;
+    _mi_owner_move(segment, MI_OWNER_OWNED, MI_OWNER_CLAIMED, MI_OWNER_RELEASED);
   }
   segment->tld = NULL;
   /* pinned segments skip the cache: its purge would fail on them, and their
@@ -213,11 +210,7 @@ static bool mi_tld_free_list_contains(mi_tld_t* tld, mi_segment_t* segment) {
 /* New or cached (RELEASED), or just claimed (CLAIMED): the taker is its only
    holder either way. */
 void _mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) {
-  uint64_t word = atomic_load_explicit(&segment->owner, memory_order_relaxed);
-  mi_assert_internal(_mi_owner_state_of(word) == MI_OWNER_RELEASED || _mi_owner_state_of(word) == MI_OWNER_CLAIMED);
-  bool ok = _mi_owner_cas(segment, word, MI_OWNER_OWNED);
-  mi_assert_internal(ok);
-  (void)ok;
+  _mi_owner_move(segment, MI_OWNER_RELEASED, MI_OWNER_CLAIMED, MI_OWNER_OWNED);
   segment->tld = tld;
   segment->prev = NULL;
   segment->next = tld->segments;

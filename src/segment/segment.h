@@ -55,7 +55,8 @@ bool _mi_page_claim_slot(mi_page_t* page, bool* was_clean) mi_decl_hidden;
    the word as observed to a new state with a new generation. */
 uint64_t _mi_owner_word(mi_owner_state_t state) mi_decl_hidden;
 bool _mi_owner_cas(mi_segment_t* segment, uint64_t observed, mi_owner_state_t state) mi_decl_hidden;
-void _mi_owner_move(mi_segment_t* segment, mi_owner_state_t from, mi_owner_state_t to) mi_decl_hidden;
+void _mi_owner_move(mi_segment_t* segment, mi_owner_state_t from, mi_owner_state_t from_too,
+                    mi_owner_state_t to) mi_decl_hidden;
 static inline mi_owner_state_t _mi_owner_state_of(uint64_t word) {
   return (mi_owner_state_t)(word & MI_OWNER_STATE_MASK);
 }
