@@ -95,9 +95,11 @@ __attribute__((unused)) static void expect_clean_exit(mi_case_fn fn) {
   assert_null(strstr(err, "mimalloc: error:"));
 }
 
-/* One test per case: `case_NAME` must die of `sig` with `message`. */
-#define MI_CHILD_TEST(name, sig, message) \
-  static void test_##name(void** state) { \
+/* One test per case: the test `test_fn` asserts that `case_NAME` dies of
+   `sig` with `message` (and its control exits 0). The test's name states that
+   outcome (..._reported, ..._faults); the case's names the misuse. */
+#define MI_CHILD_TEST(test_fn, name, sig, message) \
+  static void test_fn(void** state) { \
     (void)state; \
     expect(&case_##name, sig, message); \
   }

@@ -22,7 +22,7 @@ static void touch(void* p, size_t size, uint8_t seed) {
   b[size - 1] = seed;
 }
 
-static void test_malloc_aligned_all(void** state) {
+static void test_aligned_allocs_aligned_sized_and_zeroed(void** state) {
   (void)state;
   size_t count = 0;
   for (size_t align = 1; align <= MI_ALIGNMENT_MAX; align *= 2) {
@@ -79,7 +79,7 @@ static void test_malloc_aligned_all(void** state) {
 }
 
 /* many live aligned blocks at once don't overlap */
-static void test_aligned_live(void** state) {
+static void test_aligned_live_blocks_do_not_overlap(void** state) {
   (void)state;
   enum { N = 300 };
   void* blocks[N];
@@ -98,7 +98,7 @@ static void test_aligned_live(void** state) {
   }
 }
 
-static void test_realloc_aligned(void** state) {
+static void test_realloc_aligned_keeps_alignment_and_contents(void** state) {
   (void)state;
   static const size_t chain[] = {1, 100, 4096, 70000, 300000, 5 * MiB, 70000, 16, 300000, 7};
   const size_t nchain = sizeof(chain) / sizeof(chain[0]);
@@ -176,7 +176,7 @@ static void test_realloc_aligned(void** state) {
   }
 }
 
-static void test_posix_memalign(void** state) {
+static void test_posix_memalign_bad_alignment_einval_good_aligned(void** state) {
   (void)state;
   void* sentinel = (void*)(uintptr_t)0x1234;
   static const size_t bad[] = {0, 3, 24, sizeof(void*) / 2, sizeof(void*) + 1, 48, 1000};
@@ -198,7 +198,7 @@ static void test_posix_memalign(void** state) {
   }
 }
 
-static void test_aligned_alloc_memalign(void** state) {
+static void test_aligned_alloc_memalign_return_aligned_blocks(void** state) {
   (void)state;
   for (size_t align = 1; align <= MI_ALIGNMENT_MAX; align *= 2) {
     /* C11: size a multiple of the alignment */
@@ -219,7 +219,7 @@ static void test_aligned_alloc_memalign(void** state) {
   }
 }
 
-static void test_valloc_pvalloc(void** state) {
+static void test_valloc_pvalloc_page_aligned_pvalloc_rounded(void** state) {
   (void)state;
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   assert_true(page >= 4096);
@@ -241,7 +241,7 @@ static void test_valloc_pvalloc(void** state) {
   }
 }
 
-static void test_invalid_alignments(void** state) {
+static void test_invalid_alignments_return_null_keep_block(void** state) {
   (void)state;
   /* alignment above MI_ALIGNMENT_MAX: NULL with ENOMEM */
   static const size_t too_big[] = {2 * MI_ALIGNMENT_MAX, 4 * MI_ALIGNMENT_MAX, (size_t)1 << 30};
@@ -311,10 +311,13 @@ static void test_invalid_alignments(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_malloc_aligned_all),     cmocka_unit_test(test_aligned_live),
-      cmocka_unit_test(test_realloc_aligned),        cmocka_unit_test(test_posix_memalign),
-      cmocka_unit_test(test_aligned_alloc_memalign), cmocka_unit_test(test_valloc_pvalloc),
-      cmocka_unit_test(test_invalid_alignments),
+      cmocka_unit_test(test_aligned_allocs_aligned_sized_and_zeroed),
+      cmocka_unit_test(test_aligned_live_blocks_do_not_overlap),
+      cmocka_unit_test(test_realloc_aligned_keeps_alignment_and_contents),
+      cmocka_unit_test(test_posix_memalign_bad_alignment_einval_good_aligned),
+      cmocka_unit_test(test_aligned_alloc_memalign_return_aligned_blocks),
+      cmocka_unit_test(test_valloc_pvalloc_page_aligned_pvalloc_rounded),
+      cmocka_unit_test(test_invalid_alignments_return_null_keep_block),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

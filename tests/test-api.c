@@ -11,12 +11,16 @@ static const size_t interesting_sizes[] = {
 #define N_INTERESTING (sizeof(interesting_sizes) / sizeof(interesting_sizes[0]))
 
 /* ---------------------------------------------------------------------------- */
-static void test_malloc_free_basic(void** state) {
+static void test_free_null_is_noop_usable_size_zero(void** state) {
   (void)state;
   mi_free(NULL); /* must do nothing */
   mi_cfree(NULL);
+  assert_int_equal(mi_usable_size(NULL), 0);
+}
 
-  /* malloc(0) gives a unique, freeable pointer */
+/* malloc(0) gives a unique, freeable pointer */
+static void test_malloc_zero_returns_distinct_blocks(void** state) {
+  (void)state;
   void* a = mi_malloc(0);
   void* b = mi_malloc(0);
   assert_non_null(a);
@@ -24,7 +28,10 @@ static void test_malloc_free_basic(void** state) {
   assert_ptr_not_equal(a, b);
   mi_free(a);
   mi_free(b);
+}
 
+static void test_malloc_usable_size_covers_request_and_writable(void** state) {
+  (void)state;
   for (size_t i = 0; i < N_INTERESTING; i++) {
     size_t n = interesting_sizes[i];
     uint8_t* p = (uint8_t*)mi_malloc(n);
@@ -39,9 +46,11 @@ static void test_malloc_free_basic(void** state) {
     if (i % 2) mi_free(p);
     else mi_cfree(p);
   }
-  assert_int_equal(mi_usable_size(NULL), 0);
+}
 
-  /* many live blocks do not overlap */
+/* many live blocks do not overlap */
+static void test_malloc_live_blocks_do_not_overlap(void** state) {
+  (void)state;
   enum { N = 2000 };
   uint8_t* blocks[N];
   size_t sizes[N];
@@ -59,7 +68,7 @@ static void test_malloc_free_basic(void** state) {
 }
 
 /* every block is 16-byte aligned, usable >= size */
-static void test_alignment_16(void** state) {
+static void test_malloc_zalloc_calloc_16_byte_aligned(void** state) {
   (void)state;
   enum { BATCH = 64 };
   void* live[BATCH];
@@ -105,7 +114,7 @@ static void test_alignment_16(void** state) {
 }
 
 /* usable size and good size; size-class waste */
-static void test_size_classes(void** state) {
+static void test_size_class_waste_bounded_good_size_matches(void** state) {
   (void)state;
   static const size_t steps[] = {1, 2, 3, 5, 7, 11, 13};
   size_t k = 0, worst_n = 0, worst_waste = 0, checked = 0;
@@ -139,7 +148,7 @@ static void test_size_classes(void** state) {
 }
 
 /* zeroing variants really zero, even when reusing dirty memory */
-static void test_zeroing(void** state) {
+static void test_zeroing_allocs_read_zero_on_dirty_memory(void** state) {
   (void)state;
   static const size_t sizes[] = {1, 8, 16, 24, 100, 128, 1000, 4096, 8000, 50000, 131072, 300000, 600000, 5 * MiB};
   for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
@@ -179,7 +188,11 @@ static void test_zeroing(void** state) {
       }
     }
   }
-  /* calloc with zero count or size gives a freeable block */
+}
+
+/* calloc with zero count or size gives a freeable block */
+static void test_calloc_zero_count_or_size_returns_block(void** state) {
+  (void)state;
   void* a = mi_calloc(0, 100);
   void* b = mi_calloc(100, 0);
   assert_non_null(a);
@@ -189,7 +202,7 @@ static void test_zeroing(void** state) {
 }
 
 /* realloc keeps contents across all size class transitions */
-static void test_realloc_transitions(void** state) {
+static void test_realloc_keeps_contents_across_size_classes(void** state) {
   (void)state;
   static const size_t chain[] = {8,        1000, 50000, 600000, 20 * MiB, 600000, 50000,    1000,  8,
                                  20 * MiB, 8,    50000, 8,      600000,   1000,   20 * MiB, 50000, 8};
@@ -230,7 +243,7 @@ static void test_realloc_transitions(void** state) {
   mi_free(z2);
 }
 
-static void test_expand(void** state) {
+static void test_expand_in_place_or_null_block_unchanged(void** state) {
   (void)state;
   for (size_t i = 0; i < N_INTERESTING; i++) {
     size_t n = interesting_sizes[i];
@@ -253,7 +266,7 @@ static void test_expand(void** state) {
   }
 }
 
-static void test_strings(void** state) {
+static void test_strdup_strndup_copy_exactly_null_gives_null(void** state) {
   (void)state;
   const char* s = "hello, mimalloc-pprof";
   char* d = mi_strdup(s);
@@ -305,7 +318,7 @@ static void test_strings(void** state) {
   mi_free(big);
 }
 
-static void test_realpath(void** state) {
+static void test_realpath_resolves_as_libc_enoent_if_missing(void** state) {
   (void)state;
   char expect[PATH_MAX];
   assert_non_null(realpath("/tmp/../tmp/./", expect));
@@ -331,7 +344,7 @@ static void test_realpath(void** state) {
   assert_int_equal(errno, ENOENT);
 }
 
-static void test_mallocn_reallocn(void** state) {
+static void test_mallocn_reallocn_reallocarr_keep_contents(void** state) {
   (void)state;
   uint32_t* a = (uint32_t*)mi_mallocn(1000, sizeof(uint32_t));
   assert_non_null(a);
@@ -367,7 +380,7 @@ static void test_mallocn_reallocn(void** state) {
   mi_free(q);
 }
 
-static void test_small(void** state) {
+static void test_malloc_small_zalloc_small_aligned_zeroed(void** state) {
   (void)state;
   for (size_t n = 0; n <= MI_SMALL_SIZE_MAX; n++) {
     uint8_t* p = (uint8_t*)mi_malloc_small(n);
@@ -389,7 +402,7 @@ static void test_small(void** state) {
    Contract (as in mimalloc): growing a block that was allocated zeroed
    (mi_zalloc/mi_calloc) zeroes everything past the old size; in a chain of
    reallocations at least the bytes beyond the old usable size are zero. */
-static void test_rezalloc_recalloc(void** state) {
+static void test_rezalloc_recalloc_keep_contents_zero_extension(void** state) {
   (void)state;
   /* first step from a fresh zeroed block */
   static const size_t firsts[] = {1, 10, 100, 1000, 70000};
@@ -463,7 +476,7 @@ static void test_rezalloc_recalloc(void** state) {
     if (errno != ENOMEM) fail_msg("%s: errno is %d (%s), expected ENOMEM", #expr, errno, strerror(errno)); \
   } while (0)
 
-static void test_impossible_sizes(void** state) {
+static void test_alloc_impossible_size_returns_null_enomem(void** state) {
   (void)state;
   const size_t smax = tu_opaque(SIZE_MAX);
   const size_t pmax1 = tu_opaque((size_t)PTRDIFF_MAX + 1);
@@ -478,8 +491,18 @@ static void test_impossible_sizes(void** state) {
   EXPECT_ENOMEM_NULL(mi_calloc(1, pmax1));
   EXPECT_ENOMEM_NULL(mi_mallocn(half, 3));
   EXPECT_ENOMEM_NULL(mi_mallocn(tu_opaque((size_t)1 << 33), tu_opaque((size_t)1 << 33)));
+  /* without a block, an overflowing count fails as at once */
+  EXPECT_ENOMEM_NULL(mi_reallocarray(NULL, half, 3));
+  EXPECT_ENOMEM_NULL(mi_reallocn(NULL, half, 3));
+  EXPECT_ENOMEM_NULL(mi_recalloc(NULL, half, 3));
+}
 
-  /* failed realloc family keeps the original block intact */
+/* a failed realloc family keeps the original block intact */
+static void test_realloc_impossible_size_keeps_original(void** state) {
+  (void)state;
+  const size_t smax = tu_opaque(SIZE_MAX);
+  const size_t pmax1 = tu_opaque((size_t)PTRDIFF_MAX + 1);
+  const size_t half = tu_opaque(SIZE_MAX / 2);
   const size_t n = 1000;
   uint8_t* p = (uint8_t*)mi_malloc(n);
   assert_non_null(p);
@@ -498,10 +521,6 @@ static void test_impossible_sizes(void** state) {
   EXPECT_ENOMEM_NULL(mi_recalloc(p, half, 3));
   assert_true(tu_check(p, n, 0x3C));
   assert_true(mi_usable_size(p) >= n);
-  /* without a block, an overflowing count fails as at once */
-  EXPECT_ENOMEM_NULL(mi_reallocarray(NULL, half, 3));
-  EXPECT_ENOMEM_NULL(mi_reallocn(NULL, half, 3));
-  EXPECT_ENOMEM_NULL(mi_recalloc(NULL, half, 3));
 
   /* reallocarr returns an error code and leaves the pointer alone */
   void* q = p;
@@ -515,8 +534,12 @@ static void test_impossible_sizes(void** state) {
   assert_non_null(p);
   assert_true(tu_check(p, n, 0x3C));
   mi_free(p);
+}
 
-  /* reallocf frees the block on failure and returns NULL */
+/* reallocf frees the block on failure and returns NULL */
+static void test_reallocf_impossible_size_frees_returns_null(void** state) {
+  (void)state;
+  const size_t smax = tu_opaque(SIZE_MAX);
   uint8_t* f = (uint8_t*)mi_malloc(64);
   assert_non_null(f);
   errno = 0;
@@ -530,9 +553,9 @@ static void test_impossible_sizes(void** state) {
   mi_free(ok);
 }
 
-static void test_misc(void** state) {
+/* pointers of the allocator are in its region, stack/global aren't */
+static void test_is_in_heap_region_ours_not_stack_or_global(void** state) {
   (void)state;
-  /* pointers of the allocator are in its region, stack/global aren't */
   static int global_var;
   int stack_var = 0;
   void* p = mi_malloc(100);
@@ -541,13 +564,21 @@ static void test_misc(void** state) {
   assert_false(mi_is_in_heap_region(&stack_var));
   assert_false(mi_is_in_heap_region(&global_var));
   mi_free(p);
-  /* a huge block spans several 4 MiB chunks: its far end is ours too */
+}
+
+/* a huge block spans several 4 MiB chunks: its far end is ours too */
+static void test_huge_block_far_end_in_heap_region(void** state) {
+  (void)state;
   char* huge = (char*)mi_malloc(20 * 1024 * 1024);
   assert_non_null(huge);
   assert_true(mi_is_in_heap_region(huge + 19 * 1024 * 1024));
   assert_true(mi_heap_contains_block(mi_heap_get_default(), huge + 19 * 1024 * 1024));
   mi_free(huge);
-  bool redirected = mi_is_redirected();
+}
+
+static void test_version_at_least_100(void** state) {
+  (void)state;
+  bool redirected = mi_is_redirected(); /* callable; either answer is right */
   (void)redirected;
   assert_true(mi_version() >= 100);
 }
@@ -555,19 +586,27 @@ static void test_misc(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_malloc_free_basic),
-      cmocka_unit_test(test_alignment_16),
-      cmocka_unit_test(test_size_classes),
-      cmocka_unit_test(test_zeroing),
-      cmocka_unit_test(test_realloc_transitions),
-      cmocka_unit_test(test_expand),
-      cmocka_unit_test(test_strings),
-      cmocka_unit_test(test_realpath),
-      cmocka_unit_test(test_mallocn_reallocn),
-      cmocka_unit_test(test_small),
-      cmocka_unit_test(test_rezalloc_recalloc),
-      cmocka_unit_test(test_impossible_sizes),
-      cmocka_unit_test(test_misc),
+      cmocka_unit_test(test_free_null_is_noop_usable_size_zero),
+      cmocka_unit_test(test_malloc_zero_returns_distinct_blocks),
+      cmocka_unit_test(test_malloc_usable_size_covers_request_and_writable),
+      cmocka_unit_test(test_malloc_live_blocks_do_not_overlap),
+      cmocka_unit_test(test_malloc_zalloc_calloc_16_byte_aligned),
+      cmocka_unit_test(test_size_class_waste_bounded_good_size_matches),
+      cmocka_unit_test(test_zeroing_allocs_read_zero_on_dirty_memory),
+      cmocka_unit_test(test_calloc_zero_count_or_size_returns_block),
+      cmocka_unit_test(test_realloc_keeps_contents_across_size_classes),
+      cmocka_unit_test(test_expand_in_place_or_null_block_unchanged),
+      cmocka_unit_test(test_strdup_strndup_copy_exactly_null_gives_null),
+      cmocka_unit_test(test_realpath_resolves_as_libc_enoent_if_missing),
+      cmocka_unit_test(test_mallocn_reallocn_reallocarr_keep_contents),
+      cmocka_unit_test(test_malloc_small_zalloc_small_aligned_zeroed),
+      cmocka_unit_test(test_rezalloc_recalloc_keep_contents_zero_extension),
+      cmocka_unit_test(test_alloc_impossible_size_returns_null_enomem),
+      cmocka_unit_test(test_realloc_impossible_size_keeps_original),
+      cmocka_unit_test(test_reallocf_impossible_size_frees_returns_null),
+      cmocka_unit_test(test_is_in_heap_region_ours_not_stack_or_global),
+      cmocka_unit_test(test_huge_block_far_end_in_heap_region),
+      cmocka_unit_test(test_version_at_least_100),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

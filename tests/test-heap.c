@@ -18,7 +18,7 @@ static void expect_in_heap(mi_heap_t* heap, void* p, size_t size, const char* wh
 }
 
 /* ---------------------------------------------------------------------------- */
-static void test_heap_variants(void** state) {
+static void test_heap_alloc_variants_serve_from_their_heap(void** state) {
   (void)state;
   static const size_t sizes[] = {0, 1, 16, 100, 1000, 10000, 100000, 300000, 3 * MiB};
   mi_heap_t* h = mi_heap_new();
@@ -228,7 +228,7 @@ static void test_heap_destroy_returns_memory(void** state) {
   mi_free(p);
 }
 
-static void test_heap_destroy_many_blocks(void** state) {
+static void test_heap_destroy_after_partial_frees_does_not_crash(void** state) {
   (void)state;
   for (int round = 0; round < 5; round++) {
     mi_heap_t* h = mi_heap_new();
@@ -244,7 +244,7 @@ static void test_heap_destroy_many_blocks(void** state) {
 }
 
 /* ---------------------------------------------------------------------------- */
-static void test_default_heap(void** state) {
+static void test_default_heap_set_redirects_allocations(void** state) {
   (void)state;
   mi_heap_t* backing = mi_heap_get_backing();
   assert_non_null(backing);
@@ -287,7 +287,7 @@ static void test_default_heap(void** state) {
 }
 
 /* ---------------------------------------------------------------------------- */
-static void test_ownership(void** state) {
+static void test_heap_owns_only_its_blocks_never_foreign(void** state) {
   (void)state;
   int stack_int = 1;
   void* mm = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -320,7 +320,8 @@ static void test_ownership(void** state) {
     mi_free(pd);
   }
   /* foreign memory is never owned */
-  void* foreign[] = {&stack_int, &global_int, mm, (uint8_t*)mm + 4096, (void*)&test_ownership};
+  void* foreign[] = {&stack_int, &global_int, mm, (uint8_t*)mm + 4096,
+                     (void*)&test_heap_owns_only_its_blocks_never_foreign};
   for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++) {
     if (mi_check_owned(foreign[i])) fail_msg("mi_check_owned true for foreign pointer %zu (%p)", i, foreign[i]);
     if (mi_heap_check_owned(h1, foreign[i])) fail_msg("mi_heap_check_owned true for foreign pointer %zu", i);
@@ -413,7 +414,7 @@ static void visit_and_check(mi_heap_t* h, void** live, size_t nlive, const char*
   free(vs.seen);
 }
 
-static void test_visit_blocks(void** state) {
+static void test_visit_blocks_sees_each_live_block_once(void** state) {
   (void)state;
   enum { N = 3000 };
   void** all = (void**)calloc(N + 2, sizeof(void*));
@@ -474,7 +475,7 @@ static void test_visit_blocks(void** state) {
   free(live);
 }
 
-static void test_heap_collect(void** state) {
+static void test_heap_collect_keeps_live_blocks_intact(void** state) {
   (void)state;
   mi_heap_t* h = mi_heap_new();
   assert_non_null(h);
@@ -531,7 +532,7 @@ static void* xfree_thread(void* arg) {
   return NULL;
 }
 
-static void test_cross_thread_free(void** state) {
+static void test_cross_thread_free_leaves_exactly_live_blocks(void** state) {
   (void)state;
   enum { N = 4000, EXTRA = 3000 };
   uint8_t** blocks = (uint8_t**)calloc(N, sizeof(void*));
@@ -652,15 +653,15 @@ static void test_heap_unfull_page_after_pages_with_room(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_heap_variants),
+      cmocka_unit_test(test_heap_alloc_variants_serve_from_their_heap),
       cmocka_unit_test(test_heap_delete_keeps_blocks),
       cmocka_unit_test(test_heap_destroy_returns_memory),
-      cmocka_unit_test(test_heap_destroy_many_blocks),
-      cmocka_unit_test(test_default_heap),
-      cmocka_unit_test(test_ownership),
-      cmocka_unit_test(test_visit_blocks),
-      cmocka_unit_test(test_heap_collect),
-      cmocka_unit_test(test_cross_thread_free),
+      cmocka_unit_test(test_heap_destroy_after_partial_frees_does_not_crash),
+      cmocka_unit_test(test_default_heap_set_redirects_allocations),
+      cmocka_unit_test(test_heap_owns_only_its_blocks_never_foreign),
+      cmocka_unit_test(test_visit_blocks_sees_each_live_block_once),
+      cmocka_unit_test(test_heap_collect_keeps_live_blocks_intact),
+      cmocka_unit_test(test_cross_thread_free_leaves_exactly_live_blocks),
       cmocka_unit_test(test_heap_unfull_page_after_pages_with_room),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

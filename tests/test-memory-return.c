@@ -137,12 +137,12 @@ static void run(bool hold) {
     fail_msg("RSS not returned: %zu KiB after free+collect, baseline %zu KiB", rss / KiB, base_rss / KiB);
 }
 
-static void test_return_workers_exit(void** state) {
+static void test_workers_exited_memory_returned_to_os(void** state) {
   (void)state;
   run(false);
 }
 
-static void test_return_workers_alive(void** state) {
+static void test_workers_alive_memory_returned_to_os(void** state) {
   (void)state;
   run(true);
 }
@@ -150,8 +150,8 @@ static void test_return_workers_alive(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_return_workers_exit),
-      cmocka_unit_test(test_return_workers_alive),
+      cmocka_unit_test(test_workers_exited_memory_returned_to_os),
+      cmocka_unit_test(test_workers_alive_memory_returned_to_os),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

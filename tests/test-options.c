@@ -14,9 +14,9 @@ extern char** environ;
 #endif
 
 /* ---------------------------------------------------------------------------- */
-static void test_option_get_set(void** state) {
+/* set / get */
+static void test_option_set_then_get_returns_value_and_clamps(void** state) {
   (void)state;
-  /* set / get */
   const long old_max_errors = mi_option_get(mi_option_max_errors);
   mi_option_set(mi_option_max_errors, 500);
   assert_int_equal(mi_option_get(mi_option_max_errors), 500);
@@ -27,8 +27,11 @@ static void test_option_get_set(void** state) {
   assert_int_equal(mi_option_get(mi_option_max_errors), 123);
   mi_option_set(mi_option_max_errors, old_max_errors);
   assert_int_equal(mi_option_get(mi_option_max_errors), old_max_errors);
+}
 
-  /* enable / disable / is_enabled */
+/* enable / disable / is_enabled */
+static void test_option_enable_disable_toggles_is_enabled(void** state) {
+  (void)state;
   const bool old_show = mi_option_is_enabled(mi_option_show_errors);
   mi_option_enable(mi_option_show_errors);
   assert_true(mi_option_is_enabled(mi_option_show_errors));
@@ -42,29 +45,43 @@ static void test_option_get_set(void** state) {
   assert_false(mi_option_is_enabled(mi_option_show_errors));
   mi_option_set_enabled(mi_option_show_errors, old_show);
   assert_int_equal(mi_option_is_enabled(mi_option_show_errors), old_show);
+}
 
-  /* set_default never overrides a value that was set explicitly */
+/* set_default never overrides a value that was set explicitly */
+static void test_option_set_default_keeps_explicit_value(void** state) {
+  (void)state;
   mi_option_set(mi_option_max_warnings, 77);
   mi_option_set_default(mi_option_max_warnings, 5);
   assert_int_equal(mi_option_get(mi_option_max_warnings), 77);
+  const bool old_show = mi_option_is_enabled(mi_option_show_errors);
+  mi_option_set_enabled(mi_option_show_errors, old_show); /* set explicitly, to its value */
   mi_option_set_enabled_default(mi_option_show_errors, !old_show);
   assert_int_equal(mi_option_is_enabled(mi_option_show_errors), old_show);
+}
 
-  /* legacy names alias the same option */
+/* legacy names alias the same option */
+static void test_option_legacy_names_alias_purge_delay(void** state) {
+  (void)state;
   const long pd = mi_option_get(mi_option_purge_delay);
   assert_int_equal(mi_option_get(mi_option_reset_delay), pd);
   assert_int_equal(mi_option_get(mi_option_decommit_delay), pd);
   mi_option_set(mi_option_purge_delay, pd + 5);
   assert_int_equal(mi_option_get(mi_option_decommit_delay), pd + 5);
   mi_option_set(mi_option_purge_delay, pd);
+}
 
-  /* size options are in KiB */
+/* size options are in KiB */
+static void test_option_size_options_read_in_kib(void** state) {
+  (void)state;
   long ar = mi_option_get(mi_option_arena_reserve);
   assert_int_equal(mi_option_get_size(mi_option_arena_reserve), (size_t)(ar < 0 ? 0 : ar) * KiB);
   long rm = mi_option_get(mi_option_reserve_os_memory);
   assert_int_equal(mi_option_get_size(mi_option_reserve_os_memory), (size_t)(rm < 0 ? 0 : rm) * KiB);
+}
 
-  /* every option can be read; the allocator keeps working after changes */
+/* every option can be read; the allocator keeps working after changes */
+static void test_option_every_option_readable(void** state) {
+  (void)state;
   for (int o = 0; o < (int)_mi_option_last; o++) {
     if (o > (int)mi_option_retry_on_oom && o < (int)mi_option_purge_thread) continue;
     long v = mi_option_get((mi_option_t)o);
@@ -146,7 +163,7 @@ static char* run_child(const char* mode, const char* const* extra_env, char* out
 }
 #endif
 
-static void test_option_environment(void** state) {
+static void test_option_environment_honoured_between_default_and_set(void** state) {
   (void)state;
   char out[4096];
   const char* env1[] = {"MIMALLOC_VERBOSE=0", "MIMALLOC_PURGE_DELAY=123", NULL};
@@ -211,7 +228,7 @@ static bool has_text(const capture_t* c) {
   return false;
 }
 
-static void test_output_and_stats(void** state) {
+static void test_stats_print_to_given_or_registered_output(void** state) {
   (void)state;
   void* blocks[100];
   for (int i = 0; i < 100; i++) {
@@ -270,7 +287,7 @@ static void on_deferred(bool force, unsigned long long heartbeat, void* arg) {
   if (force) atomic_fetch_add(&deferred_forced, 1);
 }
 
-static void test_error_and_deferred_hooks(void** state) {
+static void test_error_hook_called_on_impossible_request(void** state) {
   (void)state;
   const bool show = mi_option_is_enabled(mi_option_show_errors);
   mi_option_disable(mi_option_show_errors); /* keep the log quiet */
@@ -283,7 +300,10 @@ static void test_error_and_deferred_hooks(void** state) {
   assert_true(atomic_load(&error_calls) >= 1);
   int e = atomic_load(&error_last);
   assert_true(e == ENOMEM || e == EOVERFLOW);
+}
 
+static void test_deferred_free_hook_called_forced_on_collect(void** state) {
+  (void)state;
   mi_register_deferred_free(on_deferred, (void*)&deferred_calls);
   for (int i = 0; i < 200000; i++) {
     void* q = mi_malloc(64 + (size_t)(i % 512));
@@ -313,7 +333,7 @@ static void* thread_init_done(void* arg) {
   return keep;      /* freed by the main thread */
 }
 
-static void test_process_and_threads(void** state) {
+static void test_process_info_reports_rss_and_commit(void** state) {
   (void)state;
   assert_true(mi_version() >= 100);
   mi_process_init(); /* again: no effect */
@@ -335,7 +355,10 @@ static void test_process_and_threads(void** state) {
   assert_true(peak_commit >= commit);
   mi_process_info(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL); /* all NULL is fine */
   mi_free(big);
+}
 
+static void test_thread_init_done_idempotent_blocks_survive(void** state) {
+  (void)state;
   for (int i = 0; i < 4; i++) {
     pthread_t t;
     void* ret = NULL;
@@ -357,9 +380,18 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_option_get_set),      cmocka_unit_test(test_option_environment),
-      cmocka_unit_test(test_output_and_stats),    cmocka_unit_test(test_error_and_deferred_hooks),
-      cmocka_unit_test(test_process_and_threads),
+      cmocka_unit_test(test_option_set_then_get_returns_value_and_clamps),
+      cmocka_unit_test(test_option_enable_disable_toggles_is_enabled),
+      cmocka_unit_test(test_option_set_default_keeps_explicit_value),
+      cmocka_unit_test(test_option_legacy_names_alias_purge_delay),
+      cmocka_unit_test(test_option_size_options_read_in_kib),
+      cmocka_unit_test(test_option_every_option_readable),
+      cmocka_unit_test(test_option_environment_honoured_between_default_and_set),
+      cmocka_unit_test(test_stats_print_to_given_or_registered_output),
+      cmocka_unit_test(test_error_hook_called_on_impossible_request),
+      cmocka_unit_test(test_deferred_free_hook_called_forced_on_collect),
+      cmocka_unit_test(test_process_info_reports_rss_and_commit),
+      cmocka_unit_test(test_thread_init_done_idempotent_blocks_survive),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

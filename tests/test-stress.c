@@ -216,7 +216,7 @@ static void* stress_thread(void* argp) {
   return NULL;
 }
 
-static void test_stress(void** state) {
+static void test_stress_blocks_stay_intact_and_all_freed(void** state) {
   (void)state;
   for (int round = 0; round < N_ROUNDS; round++) {
     pthread_t threads[N_THREADS];
@@ -249,7 +249,7 @@ static void test_stress(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_stress),
+      cmocka_unit_test(test_stress_blocks_stay_intact_and_all_freed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,7 +98,7 @@ static void* churn_thread(void* argp) {
   return NULL;
 }
 
-static void test_thread_churn(void** state) {
+static void test_thread_churn_blocks_intact_commit_flat(void** state) {
   (void)state;
   size_t commit_w100 = 0, rss_w100 = 0;
   for (int w = 0; w < WAVES; w++) {
@@ -218,7 +218,7 @@ static void* heap_thread(void* argp) {
   return NULL;
 }
 
-static void test_heaps_under_load(void** state) {
+static void test_heaps_under_load_blocks_intact_through_delete(void** state) {
   (void)state;
   pthread_t th[HEAP_THREADS];
   for (int t = 0; t < HEAP_THREADS; t++)
@@ -232,8 +232,8 @@ static void test_heaps_under_load(void** state) {
 int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_thread_churn),
-      cmocka_unit_test(test_heaps_under_load),
+      cmocka_unit_test(test_thread_churn_blocks_intact_commit_flat),
+      cmocka_unit_test(test_heaps_under_load_blocks_intact_through_delete),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -441,14 +441,15 @@ static void case_sized_delete_wrong_size_small(bool misuse) {
   escape(p);
   ::operator delete(p, misuse ? 40 : sizeof(small_obj));
 }
-MI_CHILD_TEST(sized_delete_wrong_size_small, SIGABRT, "sized deallocation mismatch detected (40 bytes given) of block")
+MI_CHILD_TEST(test_sized_delete_wrong_size_small_reported, sized_delete_wrong_size_small, SIGABRT,
+              "sized deallocation mismatch detected (40 bytes given) of block")
 
 static void case_sized_delete_wrong_size_large(bool misuse) {
   char* p = new char[large_size];
   escape(p);
   ::operator delete[](p, misuse ? large_size - 16 : large_size);
 }
-MI_CHILD_TEST(sized_delete_wrong_size_large, SIGABRT,
+MI_CHILD_TEST(test_sized_delete_wrong_size_large_reported, sized_delete_wrong_size_large, SIGABRT,
               "sized deallocation mismatch detected (311280 bytes given) of block")
 
 /* delete through a base class without a virtual destructor: the compiler
@@ -465,7 +466,8 @@ static void case_delete_type_size_mismatch(bool misuse) {
   escape(p);
   delete p;
 }
-MI_CHILD_TEST(delete_type_size_mismatch, SIGABRT, "sized deallocation mismatch detected (8 bytes given) of block")
+MI_CHILD_TEST(test_delete_type_size_mismatch_reported, delete_type_size_mismatch, SIGABRT,
+              "sized deallocation mismatch detected (8 bytes given) of block")
 
 /* an array of objects with a destructor carries a cookie: the size given
    to delete[] counts it, as new[] did */
@@ -482,7 +484,8 @@ static void case_delete_array_with_cookie(bool misuse) {
   if (misuse) ::operator delete[]((char*)p - sizeof(size_t), 5 * sizeof(with_dtor));
   else delete[] p;
 }
-MI_CHILD_TEST(delete_array_with_cookie, SIGABRT, "sized deallocation mismatch detected (120 bytes given) of block")
+MI_CHILD_TEST(test_delete_array_size_without_cookie_reported, delete_array_with_cookie, SIGABRT,
+              "sized deallocation mismatch detected (120 bytes given) of block")
 
 struct alignas(64) aligned_small {
   char x[24];
@@ -496,7 +499,7 @@ static void case_aligned_sized_delete_wrong_size_small(bool misuse) {
   escape(p);
   ::operator delete (p, sizeof(aligned_small) + (misuse ? 64 : 0), std::align_val_t{alignof(aligned_small)});
 }
-MI_CHILD_TEST(aligned_sized_delete_wrong_size_small, SIGABRT,
+MI_CHILD_TEST(test_aligned_sized_delete_wrong_size_small_reported, aligned_sized_delete_wrong_size_small, SIGABRT,
               "sized deallocation mismatch detected (128 bytes given) of block")
 
 static void case_aligned_sized_delete_wrong_size_large(bool misuse) {
@@ -504,7 +507,7 @@ static void case_aligned_sized_delete_wrong_size_large(bool misuse) {
   escape(p);
   ::operator delete (p, sizeof(aligned_large) - (misuse ? 10 : 0), std::align_val_t{alignof(aligned_large)});
 }
-MI_CHILD_TEST(aligned_sized_delete_wrong_size_large, SIGABRT,
+MI_CHILD_TEST(test_aligned_sized_delete_wrong_size_large_reported, aligned_sized_delete_wrong_size_large, SIGABRT,
               "sized deallocation mismatch detected (311286 bytes given) of block")
 
 /* No block starts on a 4 MiB boundary (a segment's header lies there): a
@@ -517,7 +520,7 @@ static void case_aligned_delete_wrong_alignment_small(bool misuse) {
   size_t al = misuse ? never_aligned : alignof(aligned_small);
   ::operator delete (p, sizeof(aligned_small), std::align_val_t{al});
 }
-MI_CHILD_TEST(aligned_delete_wrong_alignment_small, SIGABRT,
+MI_CHILD_TEST(test_aligned_delete_wrong_alignment_small_reported, aligned_delete_wrong_alignment_small, SIGABRT,
               "invalid aligned deallocation detected (alignment 4194304) of pointer")
 
 static void case_aligned_delete_wrong_alignment_large(bool misuse) {
@@ -526,7 +529,7 @@ static void case_aligned_delete_wrong_alignment_large(bool misuse) {
   size_t al = misuse ? never_aligned : alignof(aligned_large);
   ::operator delete (p, std::align_val_t{al});
 }
-MI_CHILD_TEST(aligned_delete_wrong_alignment_large, SIGABRT,
+MI_CHILD_TEST(test_aligned_delete_wrong_alignment_large_reported, aligned_delete_wrong_alignment_large, SIGABRT,
               "invalid aligned deallocation detected (alignment 4194304) of pointer")
 
 static void case_aligned_delete_not_power_of_two(bool misuse) {
@@ -534,7 +537,7 @@ static void case_aligned_delete_not_power_of_two(bool misuse) {
   escape(p);
   ::operator delete[](p, 100, std::align_val_t{misuse ? 48u : 32u});
 }
-MI_CHILD_TEST(aligned_delete_not_power_of_two, SIGABRT,
+MI_CHILD_TEST(test_aligned_delete_not_power_of_two_reported, aligned_delete_not_power_of_two, SIGABRT,
               "invalid aligned deallocation detected (alignment 48) of pointer")
 
 /* a calloc's size is count * size */
@@ -549,7 +552,8 @@ static void case_free_sized_wrong_size(bool misuse) {
   mi_free_size(p, misuse ? 12 : 120);
 #endif
 }
-MI_CHILD_TEST(free_sized_wrong_size, SIGABRT, "sized deallocation mismatch detected (12 bytes given) of block")
+MI_CHILD_TEST(test_free_sized_wrong_size_reported, free_sized_wrong_size, SIGABRT,
+              "sized deallocation mismatch detected (12 bytes given) of block")
 
 static void case_free_aligned_sized_wrong_size(bool misuse) {
 #if MI_TEST_OVERRIDE
@@ -562,7 +566,8 @@ static void case_free_aligned_sized_wrong_size(bool misuse) {
   mi_free_size_aligned(p, misuse ? 64 : 128, 64);
 #endif
 }
-MI_CHILD_TEST(free_aligned_sized_wrong_size, SIGABRT, "sized deallocation mismatch detected (64 bytes given) of block")
+MI_CHILD_TEST(test_free_aligned_sized_wrong_size_reported, free_aligned_sized_wrong_size, SIGABRT,
+              "sized deallocation mismatch detected (64 bytes given) of block")
 
 /* a size after realloc is the new one */
 static void case_free_sized_after_realloc(bool misuse) {
@@ -571,7 +576,8 @@ static void case_free_sized_after_realloc(bool misuse) {
   escape(p);
   mi_free_size(p, misuse ? 50 : 5000);
 }
-MI_CHILD_TEST(free_sized_after_realloc, SIGABRT, "sized deallocation mismatch detected (50 bytes given) of block")
+MI_CHILD_TEST(test_free_sized_old_size_after_realloc_reported, free_sized_after_realloc, SIGABRT,
+              "sized deallocation mismatch detected (50 bytes given) of block")
 
 /* every block sampled for guard pages: its size is as exact */
 static void case_sized_delete_guarded(bool misuse) {
@@ -580,7 +586,8 @@ static void case_sized_delete_guarded(bool misuse) {
   escape(p);
   ::operator delete[](p, misuse ? 112 : 100);
 }
-MI_CHILD_TEST(sized_delete_guarded, SIGABRT, "sized deallocation mismatch detected (112 bytes given) of block")
+MI_CHILD_TEST(test_sized_delete_guarded_wrong_size_reported, sized_delete_guarded, SIGABRT,
+              "sized deallocation mismatch detected (112 bytes given) of block")
 
 static void* volatile sink;
 
@@ -591,14 +598,16 @@ static void case_sized_delete_twice(bool misuse) {
   ::operator delete(p, sizeof(small_obj));
   if (misuse) ::operator delete(sink, sizeof(small_obj));
 }
-MI_CHILD_TEST(sized_delete_twice, SIGABRT, "double free detected of block")
+MI_CHILD_TEST(test_sized_delete_twice_reported_as_double_free, sized_delete_twice, SIGABRT,
+              "double free detected of block")
 
 static void case_sized_delete_interior(bool misuse) {
   char* p = new char[64];
   escape(p);
   ::operator delete[](p + (misuse ? 16 : 0), 64);
 }
-MI_CHILD_TEST(sized_delete_interior, SIGABRT, "invalid free detected of interior pointer")
+MI_CHILD_TEST(test_sized_delete_interior_reported_as_invalid_free, sized_delete_interior, SIGABRT,
+              "invalid free detected of interior pointer")
 
 #endif /* MI_TEST_SECURE */
 
@@ -619,21 +628,21 @@ int main(void) {
     cmocka_unit_test(test_new_handler_frees_reserve_and_retry_succeeds),
     cmocka_unit_test(test_containers_run_clean),
 #if MI_TEST_SECURE
-    cmocka_unit_test(test_sized_delete_wrong_size_small),
-    cmocka_unit_test(test_sized_delete_wrong_size_large),
-    cmocka_unit_test(test_delete_type_size_mismatch),
-    cmocka_unit_test(test_delete_array_with_cookie),
-    cmocka_unit_test(test_aligned_sized_delete_wrong_size_small),
-    cmocka_unit_test(test_aligned_sized_delete_wrong_size_large),
-    cmocka_unit_test(test_aligned_delete_wrong_alignment_small),
-    cmocka_unit_test(test_aligned_delete_wrong_alignment_large),
-    cmocka_unit_test(test_aligned_delete_not_power_of_two),
-    cmocka_unit_test(test_free_sized_wrong_size),
-    cmocka_unit_test(test_free_aligned_sized_wrong_size),
-    cmocka_unit_test(test_free_sized_after_realloc),
-    cmocka_unit_test(test_sized_delete_guarded),
-    cmocka_unit_test(test_sized_delete_twice),
-    cmocka_unit_test(test_sized_delete_interior),
+    cmocka_unit_test(test_sized_delete_wrong_size_small_reported),
+    cmocka_unit_test(test_sized_delete_wrong_size_large_reported),
+    cmocka_unit_test(test_delete_type_size_mismatch_reported),
+    cmocka_unit_test(test_delete_array_size_without_cookie_reported),
+    cmocka_unit_test(test_aligned_sized_delete_wrong_size_small_reported),
+    cmocka_unit_test(test_aligned_sized_delete_wrong_size_large_reported),
+    cmocka_unit_test(test_aligned_delete_wrong_alignment_small_reported),
+    cmocka_unit_test(test_aligned_delete_wrong_alignment_large_reported),
+    cmocka_unit_test(test_aligned_delete_not_power_of_two_reported),
+    cmocka_unit_test(test_free_sized_wrong_size_reported),
+    cmocka_unit_test(test_free_aligned_sized_wrong_size_reported),
+    cmocka_unit_test(test_free_sized_old_size_after_realloc_reported),
+    cmocka_unit_test(test_sized_delete_guarded_wrong_size_reported),
+    cmocka_unit_test(test_sized_delete_twice_reported_as_double_free),
+    cmocka_unit_test(test_sized_delete_interior_reported_as_invalid_free),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -122,7 +122,7 @@ static void nth_and_count_body(void) {
   check_accounting();
 }
 
-static void test_nth_and_count(void** state) {
+static void test_fault_nth_and_count_fail_exactly_those_calls(void** state) {
   (void)state;
   in_child(&nth_and_count_body);
 }
@@ -236,7 +236,7 @@ static int env_child(void) {
   return (p == NULL ? (small_enomem ? 10 : 1) : 0) + (q == NULL ? (large_enomem ? 20 : 2) : 0);
 }
 
-static void test_environment_all_fail(void** state) {
+static void test_environment_all_fail_enomem_and_one_summary_line(void** state) {
   (void)state;
   char err[8192];
   int status = run_env("1", "-1", "any", err, sizeof(err));
@@ -276,7 +276,7 @@ static void test_environment_valid_values_not_warned(void** state) {
   assert_non_null(strstr(err, "fault: calls=")); /* the child ran with the environment read */
 }
 
-static void test_environment_kind(void** state) {
+static void test_environment_kind_release_fails_only_releases(void** state) {
   (void)state;
   char err[8192];
   /* only releases fail: allocation works, the report counts only releases */
@@ -294,7 +294,7 @@ static void test_environment_kind(void** state) {
 /* A fresh process whose n-th reserve fails, for each of its first calls
    (thread data, the first segments, the segment map): it must carry on,
    with both allocations of the child served once the failure has passed. */
-static void test_environment_startup_failures(void** state) {
+static void test_environment_startup_failures_allocations_served(void** state) {
   (void)state;
   char err[8192];
   for (int n = 1; n <= 6; n++) {
@@ -317,7 +317,7 @@ static void test_environment_startup_failures(void** state) {
    reserve or commit failing (thread data, the zero segment, its header, the
    segment map): it must fail with ENOMEM or be served, and the ordinary
    allocations after it be served once the failure has passed. */
-static void test_environment_zero_first_failures(void** state) {
+static void test_environment_zero_first_failures_enomem_or_served(void** state) {
   (void)state;
   char err[8192];
   setenv("MI_TEST_ZERO_FIRST", "1", 1);
@@ -358,7 +358,7 @@ static void heap_new_fails_body(void) {
   check_accounting();
 }
 
-static void test_heap_new_fails(void** state) {
+static void test_heap_new_reserve_fails_returns_null_enomem(void** state) {
   (void)state;
   in_child(&heap_new_fails_body);
 }
@@ -379,7 +379,7 @@ static void retry_transient_body(void) {
   mi_free(p);
 }
 
-static void test_retry_transient(void** state) {
+static void test_retry_transient_oom_hidden_from_caller(void** state) {
   (void)state;
   in_child(&retry_transient_body);
 }
@@ -413,7 +413,7 @@ static void retry_persistent_body(void) {
   check_accounting();
 }
 
-static void test_retry_persistent(void** state) {
+static void test_retry_persistent_oom_fails_fast_until_success(void** state) {
   (void)state;
   in_child(&retry_persistent_body);
 }
@@ -449,7 +449,7 @@ static void retry_meets_other_error_body(void) {
   check_accounting();
 }
 
-static void test_retry_meets_other_error(void** state) {
+static void test_retry_meets_other_error_stops_at_once(void** state) {
   (void)state;
   in_child(&retry_meets_other_error_body);
 }
@@ -479,7 +479,7 @@ static void large_breaker_body(void) {
   check_accounting();
 }
 
-static void test_large_pages_circuit_breaker(void** state) {
+static void test_large_pages_failing_fall_back_breaker_skips(void** state) {
   (void)state;
   in_child(&large_breaker_body);
 }
@@ -544,7 +544,7 @@ static void aligned_trim_body(void) {
   check_accounting();
 }
 
-static void test_aligned_trim(void** state) {
+static void test_aligned_reserve_fails_trimmed_over_reserve_serves(void** state) {
   (void)state;
   in_child(&aligned_trim_body);
 }
@@ -585,7 +585,7 @@ static void misaligned_trim_body(void) {
   check_accounting();
 }
 
-static void test_misaligned_trim_release_fails(void** state) {
+static void test_misaligned_trim_release_fails_ranges_kept_counted(void** state) {
   (void)state;
   in_child(&misaligned_trim_body);
 }
@@ -599,7 +599,7 @@ static void arena_table_full_body(void) {
   check_accounting(); /* the 17th reservation went back to the OS */
 }
 
-static void test_arena_table_full(void** state) {
+static void test_arena_table_full_17th_reservation_enomem(void** state) {
   (void)state;
   in_child(&arena_table_full_body);
 }
@@ -617,7 +617,7 @@ static void huge_fallback_body(void) {
   check_accounting();
 }
 
-static void test_huge_pages_fallback(void** state) {
+static void test_huge_pages_fail_fall_back_to_normal_pages(void** state) {
   (void)state;
   in_child(&huge_fallback_body);
 }
@@ -637,7 +637,7 @@ static void arena_fallback_body(void) {
   check_accounting();
 }
 
-static void test_arena_fallback(void** state) {
+static void test_arena_full_segment_falls_back_to_os(void** state) {
   (void)state;
   in_child(&arena_fallback_body);
 }
@@ -653,7 +653,7 @@ static void arena_reserve_fails_body(void) {
   check_accounting();
 }
 
-static void test_arena_reservation_fails(void** state) {
+static void test_arena_reservation_fails_enomem_os_serves(void** state) {
   (void)state;
   in_child(&arena_reserve_fails_body);
 }
@@ -679,7 +679,7 @@ static void commit_fails_body(void) {
   check_accounting();
 }
 
-static void test_commit_failure(void** state) {
+static void test_commit_failure_falls_back_to_os_then_enomem(void** state) {
   (void)state;
   in_child(&commit_fails_body);
 }
@@ -702,7 +702,7 @@ static void decommit_fails_body(void) {
   check_accounting();
 }
 
-static void test_decommit_failure(void** state) {
+static void test_decommit_failure_chunk_stays_committed(void** state) {
   (void)state;
   in_child(&decommit_fails_body);
 }
@@ -731,7 +731,7 @@ static void purge_fails_body(void) {
   check_accounting();
 }
 
-static void test_purge_failure(void** state) {
+static void test_purge_failure_page_stays_committed(void** state) {
   (void)state;
   in_child(&purge_fails_body);
 }
@@ -747,7 +747,7 @@ static void release_fails_body(void) {
   check_accounting();
 }
 
-static void test_release_failure(void** state) {
+static void test_release_failure_range_stays_counted(void** state) {
   (void)state;
   in_child(&release_fails_body);
 }
@@ -802,7 +802,7 @@ static void guard_free_protect_fails_body(void) {
   check_accounting();
 }
 
-static void test_guard_free_protect_fails(void** state) {
+static void test_guard_free_protect_fails_counted_and_reusable(void** state) {
   (void)state;
   in_child(&guard_free_protect_fails_body);
 }
@@ -828,7 +828,7 @@ static void guard_unprotect_fails_body(void) {
   check_accounting();
 }
 
-static void test_guard_unprotect_fails(void** state) {
+static void test_guard_unprotect_fails_segment_goes_to_os(void** state) {
   (void)state;
   in_child(&guard_unprotect_fails_body);
 }
@@ -855,7 +855,7 @@ static void large_fence_fails_body(void) {
   check_accounting();
 }
 
-static void test_large_fence_fails(void** state) {
+static void test_large_fence_fails_contents_discarded_and_reusable(void** state) {
   (void)state;
   in_child(&large_fence_fails_body);
 }
@@ -876,7 +876,7 @@ static void large_discard_fails_body(void) {
   check_accounting();
 }
 
-static void test_large_discard_fails(void** state) {
+static void test_large_discard_fails_counted_memory_reusable(void** state) {
   (void)state;
   in_child(&large_discard_fails_body);
 }
@@ -901,7 +901,7 @@ static void large_unfence_fails_body(void) {
   check_accounting();
 }
 
-static void test_large_unfence_fails(void** state) {
+static void test_large_unfence_fails_evicted_segment_goes_to_os(void** state) {
   (void)state;
   in_child(&large_unfence_fails_body);
 }
@@ -924,7 +924,7 @@ static void cache_guard_lift_fails_body(void) {
   check_accounting();
 }
 
-static void test_cache_guard_lift_fails(void** state) {
+static void test_cache_guard_lift_fails_segment_not_purged(void** state) {
   (void)state;
   in_child(&cache_guard_lift_fails_body);
 }
@@ -964,7 +964,7 @@ static void realloc_room_fails_body(void) {
   check_accounting();
 }
 
-static void test_realloc_room_fails(void** state) {
+static void test_realloc_room_fails_block_served_no_error(void** state) {
   (void)state;
   in_child(&realloc_room_fails_body);
 }
@@ -1028,7 +1028,8 @@ int main(int argc, char** argv) {
   self_path = argv[0];
   /* secure builds sample one allocation in thousands into a guarded segment
      of its own, whose release (mi_collect empties its quarantine) moves the
-     counters these cases compare: one run in ten of test_purge_failure */
+     counters these cases compare: one run in ten of
+     test_purge_failure_page_stays_committed */
   mi_option_set(mi_option_guarded_sample_rate, 0);
   /* and hold freed large blocks fenced off (secure-large.c) before they go
      to the segment cache: the cases of the cache's and the arena's paths
@@ -1044,46 +1045,46 @@ int main(int argc, char** argv) {
     return 1;
   }
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_nth_and_count),
+    cmocka_unit_test(test_fault_nth_and_count_fail_exactly_those_calls),
     cmocka_unit_test(test_probability_reproducible),
-    cmocka_unit_test(test_environment_all_fail),
-    cmocka_unit_test(test_environment_kind),
+    cmocka_unit_test(test_environment_all_fail_enomem_and_one_summary_line),
+    cmocka_unit_test(test_environment_kind_release_fails_only_releases),
     cmocka_unit_test(test_environment_invalid_value_warned),
     cmocka_unit_test(test_environment_valid_values_not_warned),
 #if MI_SECURE && !defined(_WIN32)
-    cmocka_unit_test(test_environment_zero_first_failures),
+    cmocka_unit_test(test_environment_zero_first_failures_enomem_or_served),
 #endif
-    cmocka_unit_test(test_environment_startup_failures),
-    cmocka_unit_test(test_heap_new_fails),
-    cmocka_unit_test(test_retry_transient),
-    cmocka_unit_test(test_retry_persistent),
+    cmocka_unit_test(test_environment_startup_failures_allocations_served),
+    cmocka_unit_test(test_heap_new_reserve_fails_returns_null_enomem),
+    cmocka_unit_test(test_retry_transient_oom_hidden_from_caller),
+    cmocka_unit_test(test_retry_persistent_oom_fails_fast_until_success),
     cmocka_unit_test(test_retry_not_for_other_errors),
-    cmocka_unit_test(test_retry_meets_other_error),
-    cmocka_unit_test(test_large_pages_circuit_breaker),
+    cmocka_unit_test(test_retry_meets_other_error_stops_at_once),
+    cmocka_unit_test(test_large_pages_failing_fall_back_breaker_skips),
     cmocka_unit_test(test_resident_query_fails_density_kept),
-    cmocka_unit_test(test_aligned_trim),
-    cmocka_unit_test(test_misaligned_trim_release_fails),
-    cmocka_unit_test(test_arena_table_full),
-    cmocka_unit_test(test_huge_pages_fallback),
-    cmocka_unit_test(test_arena_fallback),
-    cmocka_unit_test(test_arena_reservation_fails),
-    cmocka_unit_test(test_commit_failure),
-    cmocka_unit_test(test_decommit_failure),
-    cmocka_unit_test(test_purge_failure),
-    cmocka_unit_test(test_release_failure),
+    cmocka_unit_test(test_aligned_reserve_fails_trimmed_over_reserve_serves),
+    cmocka_unit_test(test_misaligned_trim_release_fails_ranges_kept_counted),
+    cmocka_unit_test(test_arena_table_full_17th_reservation_enomem),
+    cmocka_unit_test(test_huge_pages_fail_fall_back_to_normal_pages),
+    cmocka_unit_test(test_arena_full_segment_falls_back_to_os),
+    cmocka_unit_test(test_arena_reservation_fails_enomem_os_serves),
+    cmocka_unit_test(test_commit_failure_falls_back_to_os_then_enomem),
+    cmocka_unit_test(test_decommit_failure_chunk_stays_committed),
+    cmocka_unit_test(test_purge_failure_page_stays_committed),
+    cmocka_unit_test(test_release_failure_range_stays_counted),
 #if MI_SECURE
     cmocka_unit_test(test_protect_failure_reported),
 #if MI_GUARDED
-    cmocka_unit_test(test_guard_free_protect_fails),
-    cmocka_unit_test(test_guard_unprotect_fails),
+    cmocka_unit_test(test_guard_free_protect_fails_counted_and_reusable),
+    cmocka_unit_test(test_guard_unprotect_fails_segment_goes_to_os),
 #endif
-    cmocka_unit_test(test_cache_guard_lift_fails),
+    cmocka_unit_test(test_cache_guard_lift_fails_segment_not_purged),
 #if MI_SECURE
-    cmocka_unit_test(test_large_fence_fails),
-    cmocka_unit_test(test_large_discard_fails),
-    cmocka_unit_test(test_large_unfence_fails),
+    cmocka_unit_test(test_large_fence_fails_contents_discarded_and_reusable),
+    cmocka_unit_test(test_large_discard_fails_counted_memory_reusable),
+    cmocka_unit_test(test_large_unfence_fails_evicted_segment_goes_to_os),
 #endif
-    cmocka_unit_test(test_realloc_room_fails),
+    cmocka_unit_test(test_realloc_room_fails_block_served_no_error),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

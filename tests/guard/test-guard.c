@@ -153,16 +153,22 @@ static void case_uaf_after_heap_destroy(bool misuse) {
   if (misuse) sink = (char*)(uintptr_t)((volatile char*)p)[0];
 }
 
-MI_CHILD_TEST(overflow_precise, SIGSEGV, "guarded heap buffer overflow detected at")
-MI_CHILD_TEST(overflow_16, SIGSEGV, "guarded heap buffer overflow detected at")
-MI_CHILD_TEST(uaf_read, SIGSEGV, "use-after-free detected in guarded block at")
-MI_CHILD_TEST(uaf_write, SIGSEGV, "use-after-free detected in guarded block at")
-MI_CHILD_TEST(overflow_large, SIGSEGV, "guarded heap buffer overflow detected at")
-MI_CHILD_TEST(rate_zero, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(size_range, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_slack, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_aligned_slack, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(uaf_after_heap_destroy, SIGSEGV, "use-after-free detected in guarded block at")
+MI_CHILD_TEST(test_guarded_overflow_one_byte_precise_faults, overflow_precise, SIGSEGV,
+              "guarded heap buffer overflow detected at")
+MI_CHILD_TEST(test_guarded_overflow_16_bytes_faults, overflow_16, SIGSEGV, "guarded heap buffer overflow detected at")
+MI_CHILD_TEST(test_guarded_uaf_read_faults, uaf_read, SIGSEGV, "use-after-free detected in guarded block at")
+MI_CHILD_TEST(test_guarded_uaf_write_faults, uaf_write, SIGSEGV, "use-after-free detected in guarded block at")
+MI_CHILD_TEST(test_guarded_overflow_large_faults, overflow_large, SIGSEGV, "guarded heap buffer overflow detected at")
+MI_CHILD_TEST(test_guard_rate_zero_overflow_caught_by_canary, rate_zero, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_guard_below_min_size_overflow_caught_by_canary, size_range, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_guarded_overflow_into_slack_caught_by_canary, overflow_slack, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_guarded_aligned_overflow_into_slack_caught, overflow_aligned_slack, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_guarded_uaf_after_heap_destroy_faults, uaf_after_heap_destroy, SIGSEGV,
+              "use-after-free detected in guarded block at")
 
 /* MIMALLOC_GUARDED_PRECISE ends a sampled block at its guard page to the
    byte, giving up 16-byte alignment for plain allocations, but never an
@@ -184,7 +190,7 @@ static void case_precise_aligned(bool misuse) {
     }
   }
 }
-static void test_precise_aligned(void** state) {
+static void test_guarded_precise_keeps_requested_alignment(void** state) {
   (void)state;
   expect_clean_exit(&case_precise_aligned);
 }
@@ -211,13 +217,13 @@ static void case_rate_count(bool misuse) {
   exit(n >= 40 && n <= 200 ? 0 : 6);
 }
 
-static void test_sample_rate_counts(void** state) {
+static void test_guard_sample_rate_20_guards_2_to_10_percent(void** state) {
   (void)state;
   expect_clean_exit(&case_rate_count);
 }
 
 /* the knobs are read from the environment too */
-static void test_environment(void** state) {
+static void test_guard_sample_rate_env_var_honoured(void** state) {
   (void)state;
   char cmd[512];
   snprintf(cmd, sizeof(cmd), "MIMALLOC_GUARDED_SAMPLE_RATE=1 /proc/%d/exe --probe", (int)getpid());
@@ -233,19 +239,19 @@ int main(int argc, char** argv) {
     return looks_guarded(p, 64) ? 0 : 1;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_overflow_precise),
-      cmocka_unit_test(test_overflow_16),
-      cmocka_unit_test(test_uaf_read),
-      cmocka_unit_test(test_uaf_write),
-      cmocka_unit_test(test_overflow_large),
-      cmocka_unit_test(test_rate_zero),
-      cmocka_unit_test(test_size_range),
-      cmocka_unit_test(test_sample_rate_counts),
-      cmocka_unit_test(test_environment),
-      cmocka_unit_test(test_overflow_slack),
-      cmocka_unit_test(test_overflow_aligned_slack),
-      cmocka_unit_test(test_uaf_after_heap_destroy),
-      cmocka_unit_test(test_precise_aligned),
+      cmocka_unit_test(test_guarded_overflow_one_byte_precise_faults),
+      cmocka_unit_test(test_guarded_overflow_16_bytes_faults),
+      cmocka_unit_test(test_guarded_uaf_read_faults),
+      cmocka_unit_test(test_guarded_uaf_write_faults),
+      cmocka_unit_test(test_guarded_overflow_large_faults),
+      cmocka_unit_test(test_guard_rate_zero_overflow_caught_by_canary),
+      cmocka_unit_test(test_guard_below_min_size_overflow_caught_by_canary),
+      cmocka_unit_test(test_guard_sample_rate_20_guards_2_to_10_percent),
+      cmocka_unit_test(test_guard_sample_rate_env_var_honoured),
+      cmocka_unit_test(test_guarded_overflow_into_slack_caught_by_canary),
+      cmocka_unit_test(test_guarded_aligned_overflow_into_slack_caught),
+      cmocka_unit_test(test_guarded_uaf_after_heap_destroy_faults),
+      cmocka_unit_test(test_guarded_precise_keeps_requested_alignment),
       cmocka_unit_test(test_freed_memory_given_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,33 +30,35 @@ static void test_new_is_ours(void** state) {
   delete[] p;
 }
 
-#define MI_HARDENED_SIZED(name) \
-  static void test_##name(void** state) { \
+/* test_fn: the runner's test name with the outcome asserted appended;
+   case_NAME: the runner's name (as in test-hardened.c) */
+#define MI_HARDENED_SIZED(test_fn, name) \
+  static void test_fn(void** state) { \
     (void)state; \
     expect_report_start(&case_##name, SIGABRT, MI_HARDENED_SIZED_REPORT); \
   }
-#define MI_HARDENED_QUIET(name) \
-  static void test_##name(void** state) { \
+#define MI_HARDENED_QUIET(test_fn, name) \
+  static void test_fn(void** state) { \
     (void)state; \
     expect_quiet_exit(&case_##name); \
   }
 
-MI_HARDENED_SIZED(delete_type_size_mismatch)
-MI_HARDENED_SIZED(invalid_aligned_sized_delete_small)
-MI_HARDENED_SIZED(invalid_aligned_sized_delete_large)
-MI_HARDENED_QUIET(aligned_sized_delete_small)
-MI_HARDENED_QUIET(aligned_sized_delete_large)
+MI_HARDENED_SIZED(test_delete_type_size_mismatch_reported, delete_type_size_mismatch)
+MI_HARDENED_SIZED(test_invalid_aligned_sized_delete_small_reported, invalid_aligned_sized_delete_small)
+MI_HARDENED_SIZED(test_invalid_aligned_sized_delete_large_reported, invalid_aligned_sized_delete_large)
+MI_HARDENED_QUIET(test_aligned_sized_delete_small_accepted_quietly, aligned_sized_delete_small)
+MI_HARDENED_QUIET(test_aligned_sized_delete_large_accepted_quietly, aligned_sized_delete_large)
 
 int main(void) {
   mi_child_save_signals();
   mi_option_set(mi_option_guarded_sample_rate, 0); /* as in test-hardened.c */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_new_is_ours),
-      cmocka_unit_test(test_delete_type_size_mismatch),
-      cmocka_unit_test(test_invalid_aligned_sized_delete_small),
-      cmocka_unit_test(test_invalid_aligned_sized_delete_large),
-      cmocka_unit_test(test_aligned_sized_delete_small),
-      cmocka_unit_test(test_aligned_sized_delete_large),
+      cmocka_unit_test(test_delete_type_size_mismatch_reported),
+      cmocka_unit_test(test_invalid_aligned_sized_delete_small_reported),
+      cmocka_unit_test(test_invalid_aligned_sized_delete_large_reported),
+      cmocka_unit_test(test_aligned_sized_delete_small_accepted_quietly),
+      cmocka_unit_test(test_aligned_sized_delete_large_accepted_quietly),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

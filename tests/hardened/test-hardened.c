@@ -1,7 +1,8 @@
 /* hardened_malloc's test suite, as our own cases (issue 18): one test per
    test name of its runner (test/test_smc.py) that applies to the malloc API,
-   named after it, asserting what the secure build does with that program
-   (the cases are in hardened-cases.h; the C++ ones in
+   named after it with the outcome asserted appended (double_free_small:
+   test_double_free_small_reported), asserting what the secure build does
+   with that program (the cases are in hardened-cases.h; the C++ ones in
    test-hardened-cxx.cc). A misuse dies of SIGABRT with its report line, or
    of SIGSEGV where a guard page faults (the fault handler prints the line
    first), and its clean twin exits 0 with no report; a correct program exits
@@ -72,65 +73,86 @@
 #define MI_HARDENED_STRING_OVERREAD_MAX 2 /* the first canary byte, and the trailer's when the slack is one byte */
 #endif
 
-#define MI_HARDENED_TEST(name, sig, message) \
-  static void test_##name(void** state) { \
+/* test_fn: the runner's test name with the outcome asserted appended
+   (_reported, _faults, _quietly, ...); case_NAME: the runner's name. */
+#define MI_HARDENED_TEST(test_fn, name, sig, message) \
+  static void test_fn(void** state) { \
     (void)state; \
     expect(&case_##name, sig, message); \
   }
-#define MI_HARDENED_QUIET(name) \
-  static void test_##name(void** state) { \
+#define MI_HARDENED_QUIET(test_fn, name) \
+  static void test_fn(void** state) { \
     (void)state; \
     expect_quiet_exit(&case_##name); \
   }
 
 /* ---- Misuse reported when it happens, or at the block's next free ------------------ */
 
-MI_HARDENED_TEST(double_free_small, SIGABRT, "double free detected of block")
-MI_HARDENED_TEST(double_free_small_delayed, SIGABRT, "double free detected of block")
-MI_HARDENED_TEST(double_free_large, SIGABRT, "double free detected of block")
-MI_HARDENED_TEST(double_free_large_delayed, SIGABRT, "double free detected of block")
-MI_HARDENED_TEST(invalid_free_protected, SIGABRT, "invalid free detected of pointer")
-MI_HARDENED_TEST(invalid_free_unprotected, SIGABRT, "invalid free detected of pointer")
+MI_HARDENED_TEST(test_double_free_small_reported, double_free_small, SIGABRT, "double free detected of block")
+MI_HARDENED_TEST(test_double_free_small_delayed_reported, double_free_small_delayed, SIGABRT,
+                 "double free detected of block")
+MI_HARDENED_TEST(test_double_free_large_reported, double_free_large, SIGABRT, "double free detected of block")
+MI_HARDENED_TEST(test_double_free_large_delayed_reported, double_free_large_delayed, SIGABRT,
+                 "double free detected of block")
+MI_HARDENED_TEST(test_invalid_free_protected_reported, invalid_free_protected, SIGABRT,
+                 "invalid free detected of pointer")
+MI_HARDENED_TEST(test_invalid_free_unprotected_reported, invalid_free_unprotected, SIGABRT,
+                 "invalid free detected of pointer")
 /* 16 KiB on from a 16-byte block is a block start in its page never handed out */
-MI_HARDENED_TEST(invalid_free_small_region, SIGABRT, "invalid free detected of pointer")
-MI_HARDENED_TEST(invalid_free_small_region_far, SIGABRT, "invalid free detected of pointer")
-MI_HARDENED_TEST(unaligned_free_small, SIGABRT, "invalid free detected of interior pointer")
-MI_HARDENED_TEST(unaligned_free_large, SIGABRT, "invalid free detected of interior pointer")
-MI_HARDENED_TEST(uninitialized_free, SIGABRT, "invalid free detected of pointer")
-MI_HARDENED_TEST(uninitialized_realloc, SIGABRT, "invalid realloc detected of pointer")
-MI_HARDENED_TEST(invalid_malloc_usable_size_small, SIGABRT, "invalid usable_size detected of pointer")
-MI_HARDENED_TEST(unaligned_malloc_usable_size_small, SIGABRT, "invalid usable_size detected of pointer")
-MI_HARDENED_TEST(invalid_malloc_usable_size_small_quarantine, SIGABRT, "use of a freed block detected at")
-MI_HARDENED_TEST(uninitialized_malloc_usable_size, SIGABRT, "invalid usable_size detected of pointer")
+MI_HARDENED_TEST(test_invalid_free_small_region_reported, invalid_free_small_region, SIGABRT,
+                 "invalid free detected of pointer")
+MI_HARDENED_TEST(test_invalid_free_small_region_far_reported, invalid_free_small_region_far, SIGABRT,
+                 "invalid free detected of pointer")
+MI_HARDENED_TEST(test_unaligned_free_small_reported, unaligned_free_small, SIGABRT,
+                 "invalid free detected of interior pointer")
+MI_HARDENED_TEST(test_unaligned_free_large_reported, unaligned_free_large, SIGABRT,
+                 "invalid free detected of interior pointer")
+MI_HARDENED_TEST(test_uninitialized_free_reported, uninitialized_free, SIGABRT, "invalid free detected of pointer")
+MI_HARDENED_TEST(test_uninitialized_realloc_reported, uninitialized_realloc, SIGABRT,
+                 "invalid realloc detected of pointer")
+MI_HARDENED_TEST(test_invalid_malloc_usable_size_small_reported, invalid_malloc_usable_size_small, SIGABRT,
+                 "invalid usable_size detected of pointer")
+MI_HARDENED_TEST(test_unaligned_malloc_usable_size_small_reported, unaligned_malloc_usable_size_small, SIGABRT,
+                 "invalid usable_size detected of pointer")
+MI_HARDENED_TEST(test_invalid_malloc_usable_size_small_quarantine_reported, invalid_malloc_usable_size_small_quarantine,
+                 SIGABRT, "use of a freed block detected at")
+MI_HARDENED_TEST(test_uninitialized_malloc_usable_size_reported, uninitialized_malloc_usable_size, SIGABRT,
+                 "invalid usable_size detected of pointer")
 /* hardened_malloc faults on its guard page (SIGSEGV) for the large ones: our
    large block's canary is seen at free */
-MI_HARDENED_TEST(overflow_small_1_byte, SIGABRT, "heap buffer overflow detected in block")
-MI_HARDENED_TEST(overflow_small_8_byte, SIGABRT, "heap buffer overflow detected in block")
-MI_HARDENED_TEST(overflow_large_1_byte, SIGABRT, "heap buffer overflow detected in block")
-MI_HARDENED_TEST(overflow_large_8_byte, SIGABRT, "heap buffer overflow detected in block")
+MI_HARDENED_TEST(test_overflow_small_1_byte_reported, overflow_small_1_byte, SIGABRT,
+                 "heap buffer overflow detected in block")
+MI_HARDENED_TEST(test_overflow_small_8_byte_reported, overflow_small_8_byte, SIGABRT,
+                 "heap buffer overflow detected in block")
+MI_HARDENED_TEST(test_overflow_large_1_byte_reported, overflow_large_1_byte, SIGABRT,
+                 "heap buffer overflow detected in block")
+MI_HARDENED_TEST(test_overflow_large_8_byte_reported, overflow_large_8_byte, SIGABRT,
+                 "heap buffer overflow detected in block")
 /* seen when the block is handed out again, after the quarantine */
-MI_HARDENED_TEST(write_after_free_small, SIGABRT, "use-after-free write detected in block")
-MI_HARDENED_TEST(write_after_free_small_reuse, SIGABRT, "use-after-free write detected in block")
+MI_HARDENED_TEST(test_write_after_free_small_reported, write_after_free_small, SIGABRT,
+                 "use-after-free write detected in block")
+MI_HARDENED_TEST(test_write_after_free_small_reuse_reported, write_after_free_small_reuse, SIGABRT,
+                 "use-after-free write detected in block")
 
 /* ---- Faults at once ------------------------------------------------------------------- */
 
-static void test_read_after_free_large(void** state) {
+static void test_read_after_free_large_faults(void** state) {
   (void)state;
   expect_report_start(&case_read_after_free_large, SIGSEGV, MI_HARDENED_FREED_LARGE_REPORT);
 }
-static void test_write_after_free_large(void** state) {
+static void test_write_after_free_large_faults(void** state) {
   (void)state;
   expect_report_start(&case_write_after_free_large, SIGSEGV, MI_HARDENED_FREED_LARGE_REPORT);
 }
-static void test_write_after_free_large_reuse(void** state) {
+static void test_write_after_free_large_reuse_faults(void** state) {
   (void)state;
   expect_report_start(&case_write_after_free_large_reuse, SIGSEGV, MI_HARDENED_FREED_LARGE_REPORT);
 }
-static void test_read_zero_size(void** state) {
+static void test_read_zero_size_faults(void** state) {
   (void)state;
   expect(&case_read_zero_size, SIGSEGV, "access to a zero-size allocation detected at");
 }
-static void test_write_zero_size(void** state) {
+static void test_write_zero_size_faults(void** state) {
   (void)state;
   expect(&case_write_zero_size, SIGSEGV, "access to a zero-size allocation detected at");
 }
@@ -139,15 +161,15 @@ static void test_write_zero_size(void** state) {
 
 /* hardened_malloc prints the bytes read (all zero): a freed block in the
    quarantine reads zero, its link word included */
-MI_HARDENED_QUIET(read_after_free_small)
-MI_HARDENED_QUIET(uninitialized_read_small)
-MI_HARDENED_QUIET(uninitialized_read_large)
-MI_HARDENED_QUIET(calloc_zeroed)
-MI_HARDENED_QUIET(calloc_overflow)
-MI_HARDENED_QUIET(realloc_init)
-MI_HARDENED_QUIET(large_array_growth)
-MI_HARDENED_QUIET(malloc_zero_different)
-MI_HARDENED_QUIET(malloc_noreuse)
+MI_HARDENED_QUIET(test_read_after_free_small_reads_zero_quietly, read_after_free_small)
+MI_HARDENED_QUIET(test_uninitialized_read_small_reads_zero_quietly, uninitialized_read_small)
+MI_HARDENED_QUIET(test_uninitialized_read_large_reads_zero_quietly, uninitialized_read_large)
+MI_HARDENED_QUIET(test_calloc_zeroed, calloc_zeroed)
+MI_HARDENED_QUIET(test_calloc_overflow_returns_null_enomem_quietly, calloc_overflow)
+MI_HARDENED_QUIET(test_realloc_init_grows_in_other_thread_quietly, realloc_init)
+MI_HARDENED_QUIET(test_large_array_growth_succeeds_quietly, large_array_growth)
+MI_HARDENED_QUIET(test_malloc_zero_different, malloc_zero_different)
+MI_HARDENED_QUIET(test_malloc_noreuse, malloc_noreuse)
 
 /* A request that cannot be had is no misuse: NULL and ENOMEM, and not a
    word unless asked (MIMALLOC_SHOW_ERRORS, or verbose; Debug builds ask, as
@@ -158,7 +180,7 @@ static void case_impossibly_large_malloc_shown(bool misuse) {
   mi_option_set(mi_option_show_errors, 1);
   case_impossibly_large_malloc(misuse);
 }
-static void test_impossibly_large_malloc(void** state) {
+static void test_impossibly_large_malloc_enomem_quiet_unless_asked(void** state) {
   (void)state;
 #if !MI_TEST_DEBUG_CHECK
   expect_quiet_exit(&case_impossibly_large_malloc);
@@ -175,15 +197,15 @@ static void case_string_overflow_bounded(bool misuse) {
   case_string_overflow(misuse);
   if (h_string_overread > MI_HARDENED_STRING_OVERREAD_MAX) _exit(10 + (int)h_string_overread);
 }
-static void test_string_overflow(void** state) {
+static void test_string_overflow_overread_bounded_quietly(void** state) {
   (void)state;
   expect_quiet_exit(&case_string_overflow_bounded);
 }
 
 #if H_HAVE_SIZED_FREE
-MI_HARDENED_QUIET(free_sized_small)
-MI_HARDENED_QUIET(free_sized_large)
-MI_HARDENED_QUIET(aligned_sized_delete_small_min_align)
+MI_HARDENED_QUIET(test_free_sized_small_accepted_quietly, free_sized_small)
+MI_HARDENED_QUIET(test_free_sized_large_accepted_quietly, free_sized_large)
+MI_HARDENED_QUIET(test_aligned_sized_delete_small_min_align_accepted_quietly, aligned_sized_delete_small_min_align)
 #endif
 
 int main(void) {
@@ -193,48 +215,48 @@ int main(void) {
      sampling countdown: no sampling, so each case meets an ordinary block. */
   mi_option_set(mi_option_guarded_sample_rate, 0);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_double_free_small),
-    cmocka_unit_test(test_double_free_small_delayed),
-    cmocka_unit_test(test_double_free_large),
-    cmocka_unit_test(test_double_free_large_delayed),
-    cmocka_unit_test(test_invalid_free_protected),
-    cmocka_unit_test(test_invalid_free_unprotected),
-    cmocka_unit_test(test_invalid_free_small_region),
-    cmocka_unit_test(test_invalid_free_small_region_far),
-    cmocka_unit_test(test_unaligned_free_small),
-    cmocka_unit_test(test_unaligned_free_large),
-    cmocka_unit_test(test_uninitialized_free),
-    cmocka_unit_test(test_uninitialized_realloc),
-    cmocka_unit_test(test_invalid_malloc_usable_size_small),
-    cmocka_unit_test(test_unaligned_malloc_usable_size_small),
-    cmocka_unit_test(test_invalid_malloc_usable_size_small_quarantine),
-    cmocka_unit_test(test_uninitialized_malloc_usable_size),
-    cmocka_unit_test(test_overflow_small_1_byte),
-    cmocka_unit_test(test_overflow_small_8_byte),
-    cmocka_unit_test(test_overflow_large_1_byte),
-    cmocka_unit_test(test_overflow_large_8_byte),
-    cmocka_unit_test(test_write_after_free_small),
-    cmocka_unit_test(test_write_after_free_small_reuse),
-    cmocka_unit_test(test_read_after_free_large),
-    cmocka_unit_test(test_write_after_free_large),
-    cmocka_unit_test(test_write_after_free_large_reuse),
-    cmocka_unit_test(test_read_zero_size),
-    cmocka_unit_test(test_write_zero_size),
-    cmocka_unit_test(test_read_after_free_small),
-    cmocka_unit_test(test_uninitialized_read_small),
-    cmocka_unit_test(test_uninitialized_read_large),
+    cmocka_unit_test(test_double_free_small_reported),
+    cmocka_unit_test(test_double_free_small_delayed_reported),
+    cmocka_unit_test(test_double_free_large_reported),
+    cmocka_unit_test(test_double_free_large_delayed_reported),
+    cmocka_unit_test(test_invalid_free_protected_reported),
+    cmocka_unit_test(test_invalid_free_unprotected_reported),
+    cmocka_unit_test(test_invalid_free_small_region_reported),
+    cmocka_unit_test(test_invalid_free_small_region_far_reported),
+    cmocka_unit_test(test_unaligned_free_small_reported),
+    cmocka_unit_test(test_unaligned_free_large_reported),
+    cmocka_unit_test(test_uninitialized_free_reported),
+    cmocka_unit_test(test_uninitialized_realloc_reported),
+    cmocka_unit_test(test_invalid_malloc_usable_size_small_reported),
+    cmocka_unit_test(test_unaligned_malloc_usable_size_small_reported),
+    cmocka_unit_test(test_invalid_malloc_usable_size_small_quarantine_reported),
+    cmocka_unit_test(test_uninitialized_malloc_usable_size_reported),
+    cmocka_unit_test(test_overflow_small_1_byte_reported),
+    cmocka_unit_test(test_overflow_small_8_byte_reported),
+    cmocka_unit_test(test_overflow_large_1_byte_reported),
+    cmocka_unit_test(test_overflow_large_8_byte_reported),
+    cmocka_unit_test(test_write_after_free_small_reported),
+    cmocka_unit_test(test_write_after_free_small_reuse_reported),
+    cmocka_unit_test(test_read_after_free_large_faults),
+    cmocka_unit_test(test_write_after_free_large_faults),
+    cmocka_unit_test(test_write_after_free_large_reuse_faults),
+    cmocka_unit_test(test_read_zero_size_faults),
+    cmocka_unit_test(test_write_zero_size_faults),
+    cmocka_unit_test(test_read_after_free_small_reads_zero_quietly),
+    cmocka_unit_test(test_uninitialized_read_small_reads_zero_quietly),
+    cmocka_unit_test(test_uninitialized_read_large_reads_zero_quietly),
     cmocka_unit_test(test_calloc_zeroed),
-    cmocka_unit_test(test_calloc_overflow),
-    cmocka_unit_test(test_realloc_init),
-    cmocka_unit_test(test_large_array_growth),
+    cmocka_unit_test(test_calloc_overflow_returns_null_enomem_quietly),
+    cmocka_unit_test(test_realloc_init_grows_in_other_thread_quietly),
+    cmocka_unit_test(test_large_array_growth_succeeds_quietly),
     cmocka_unit_test(test_malloc_zero_different),
     cmocka_unit_test(test_malloc_noreuse),
-    cmocka_unit_test(test_impossibly_large_malloc),
-    cmocka_unit_test(test_string_overflow),
+    cmocka_unit_test(test_impossibly_large_malloc_enomem_quiet_unless_asked),
+    cmocka_unit_test(test_string_overflow_overread_bounded_quietly),
 #if H_HAVE_SIZED_FREE
-    cmocka_unit_test(test_free_sized_small),
-    cmocka_unit_test(test_free_sized_large),
-    cmocka_unit_test(test_aligned_sized_delete_small_min_align),
+    cmocka_unit_test(test_free_sized_small_accepted_quietly),
+    cmocka_unit_test(test_free_sized_large_accepted_quietly),
+    cmocka_unit_test(test_aligned_sized_delete_small_min_align_accepted_quietly),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

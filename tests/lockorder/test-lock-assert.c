@@ -42,7 +42,7 @@ static void error_fun(int err, void* arg) {
 static void case_error_function(bool misuse) {
   mi_register_error(&error_fun, NULL);
   if (misuse) take_purge_lock();
-  volatile size_t too_large = SIZE_MAX; /* hidden from the compiler's size check */
+  volatile size_t too_large = SIZE_MAX;    /* hidden from the compiler's size check */
   void* volatile p = mi_malloc(too_large); /* fails at once: the error function is told */
   if (p != NULL || callbacks_seen != 1) _exit(4);
 }

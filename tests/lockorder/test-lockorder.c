@@ -264,7 +264,7 @@ static const char* site(int i, const char* fmt, int line) {
   return needle_buf[i];
 }
 
-static void test_wrong_order(void** state) {
+static void test_lock_wrong_order_aborts_naming_both_sites(void** state) {
   (void)state;
   const char* needles[] = {
       "mimalloc: error: lock-order violation: taking 'test-outer' (rank 100) while holding 'test-inner' (rank 101)\n",
@@ -273,7 +273,7 @@ static void test_wrong_order(void** state) {
   expect_report(&case_wrong_order, needles);
 }
 
-static void test_three_class_cycle(void** state) {
+static void test_lock_three_class_cycle_aborts_naming_edges(void** state) {
   (void)state;
   const char* needles[] = {
       "mimalloc: error: lock-order violation: taking 'test-x' while holding 'test-z' closes a cycle: "
@@ -288,7 +288,7 @@ static void test_three_class_cycle(void** state) {
   expect_report(&case_three_class_cycle, needles);
 }
 
-static void test_release_not_held(void** state) {
+static void test_lock_release_not_held_aborts_with_report(void** state) {
   (void)state;
   const char* needles[] = {site(0,
                                 "mimalloc: error: lock-order violation: releasing 'test-outer' at " SRC
@@ -298,7 +298,7 @@ static void test_release_not_held(void** state) {
   expect_report(&case_release_not_held, needles);
 }
 
-static void test_recursive(void** state) {
+static void test_lock_recursive_acquire_aborts_as_self_deadlock(void** state) {
   (void)state;
   const char* needles[] = {
       "mimalloc: error: lock-order violation: taking 'test-outer' again while this thread holds it (self-deadlock)\n",
@@ -329,7 +329,7 @@ static size_t count_of(const char* s, const char* what) {
   return n;
 }
 
-static void test_warn_mode(void** state) {
+static void test_lock_warn_mode_reports_once_without_abort(void** state) {
   (void)state;
   char err[8192];
   int status = run_child(&case_warn, true, err, sizeof(err));
@@ -361,7 +361,7 @@ static void case_try_and_out_of_order(bool misuse) {
   if (_mi_lockorder_violations() != 0) _exit(7);
 }
 
-static void test_try_and_out_of_order(void** state) {
+static void test_lock_try_and_out_of_order_release_not_violations(void** state) {
   (void)state;
   char err[8192];
   int status = run_child(&case_try_and_out_of_order, false, err, sizeof(err));
@@ -392,7 +392,7 @@ static void case_fork(bool misuse) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) _exit(9);
 }
 
-static void test_fork_handlers_checked(void** state) {
+static void test_fork_under_lock_checker_reports_no_violation(void** state) {
   (void)state;
   char err[8192];
   int status = run_child(&case_fork, false, err, sizeof(err));
@@ -409,13 +409,13 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_table_matches_doc),
 #if MI_LOCKORDER
-    cmocka_unit_test(test_wrong_order),
-    cmocka_unit_test(test_three_class_cycle),
-    cmocka_unit_test(test_release_not_held),
-    cmocka_unit_test(test_recursive),
-    cmocka_unit_test(test_warn_mode),
-    cmocka_unit_test(test_try_and_out_of_order),
-    cmocka_unit_test(test_fork_handlers_checked),
+    cmocka_unit_test(test_lock_wrong_order_aborts_naming_both_sites),
+    cmocka_unit_test(test_lock_three_class_cycle_aborts_naming_edges),
+    cmocka_unit_test(test_lock_release_not_held_aborts_with_report),
+    cmocka_unit_test(test_lock_recursive_acquire_aborts_as_self_deadlock),
+    cmocka_unit_test(test_lock_warn_mode_reports_once_without_abort),
+    cmocka_unit_test(test_lock_try_and_out_of_order_release_not_violations),
+    cmocka_unit_test(test_fork_under_lock_checker_reports_no_violation),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -631,55 +631,76 @@ static void case_error_callback(bool misuse) {
   case_double_free_small(misuse);
 }
 
-MI_CHILD_TEST(double_free_small, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(double_free_large, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(double_free_huge, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(double_free_segment_released, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(double_free_large_purged, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(double_free_after_remote_unzeroed, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(uaf_read_large, SIGSEGV, "use-after-free detected in freed large block at")
-MI_CHILD_TEST(uaf_write_large_after_heap_destroy, SIGSEGV, "use-after-free detected in freed large block at")
-MI_CHILD_TEST(double_free_other_thread, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(double_free_after_remote, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(double_free_aligned_after_remote, SIGABRT, "double free detected of block")
-MI_CHILD_TEST(free_interior, SIGABRT, "invalid free detected of interior pointer")
-MI_CHILD_TEST(free_stack, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(free_global, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(free_mmap, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(free_aligned_interior, SIGABRT, "invalid free detected of interior pointer")
-MI_CHILD_TEST(free_segment_header, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(free_huge_interior, SIGABRT, "invalid free detected of interior pointer")
-MI_CHILD_TEST(free_aligned_block_start, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(usable_size_aligned_block_start, SIGABRT, "invalid usable_size detected of pointer")
-MI_CHILD_TEST(free_large_aligned_block_start, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(free_aligned_block_start_size0, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(double_free_large_aligned_reused, SIGABRT, "invalid free detected of pointer")
-MI_CHILD_TEST(overflow_1_small, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_1_exact_class, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_nul, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_16_small, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_1_medium, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_1_128k, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_1_large, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_16_large, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_after_realloc, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_after_shrink, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_checked_by_realloc, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_seen_by_visit, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(trailer_seen_by_visit, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_zeros, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_zeros_zeroed, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_zeros_realloc, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(overflow_large_realloc_room, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(trailer_low_byte, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_double_free_small_reported, double_free_small, SIGABRT, "double free detected of block")
+MI_CHILD_TEST(test_double_free_large_reported, double_free_large, SIGABRT, "double free detected of block")
+MI_CHILD_TEST(test_double_free_huge_reported, double_free_huge, SIGABRT, "double free detected of block")
+MI_CHILD_TEST(test_double_free_segment_released_reported, double_free_segment_released, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_double_free_large_purged_reported, double_free_large_purged, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_double_free_after_remote_unzeroed_reported, double_free_after_remote_unzeroed, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_uaf_read_large_faults, uaf_read_large, SIGSEGV, "use-after-free detected in freed large block at")
+MI_CHILD_TEST(test_uaf_write_large_after_heap_destroy_faults, uaf_write_large_after_heap_destroy, SIGSEGV,
+              "use-after-free detected in freed large block at")
+MI_CHILD_TEST(test_double_free_other_thread_reported, double_free_other_thread, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_double_free_after_remote_reported, double_free_after_remote, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_double_free_aligned_after_remote_reported, double_free_aligned_after_remote, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_free_interior_reported, free_interior, SIGABRT, "invalid free detected of interior pointer")
+MI_CHILD_TEST(test_free_stack_reported, free_stack, SIGABRT, "invalid free detected of pointer")
+MI_CHILD_TEST(test_free_global_reported, free_global, SIGABRT, "invalid free detected of pointer")
+MI_CHILD_TEST(test_free_mmap_reported, free_mmap, SIGABRT, "invalid free detected of pointer")
+MI_CHILD_TEST(test_free_aligned_interior_reported, free_aligned_interior, SIGABRT,
+              "invalid free detected of interior pointer")
+MI_CHILD_TEST(test_free_segment_header_reported, free_segment_header, SIGABRT, "invalid free detected of pointer")
+MI_CHILD_TEST(test_free_huge_interior_reported, free_huge_interior, SIGABRT,
+              "invalid free detected of interior pointer")
+MI_CHILD_TEST(test_free_aligned_block_start_reported, free_aligned_block_start, SIGABRT,
+              "invalid free detected of pointer")
+MI_CHILD_TEST(test_usable_size_aligned_block_start_reported, usable_size_aligned_block_start, SIGABRT,
+              "invalid usable_size detected of pointer")
+MI_CHILD_TEST(test_free_large_aligned_block_start_reported, free_large_aligned_block_start, SIGABRT,
+              "invalid free detected of pointer")
+MI_CHILD_TEST(test_free_aligned_block_start_size0_reported, free_aligned_block_start_size0, SIGABRT,
+              "invalid free detected of pointer")
+MI_CHILD_TEST(test_double_free_large_aligned_reused_reported_invalid, double_free_large_aligned_reused, SIGABRT,
+              "invalid free detected of pointer")
+MI_CHILD_TEST(test_overflow_1_small_reported, overflow_1_small, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_1_exact_class_reported, overflow_1_exact_class, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_nul_reported, overflow_nul, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_16_small_reported, overflow_16_small, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_1_medium_reported, overflow_1_medium, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_1_128k_reported, overflow_1_128k, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_1_large_reported, overflow_1_large, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_16_large_reported, overflow_16_large, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_after_realloc_reported, overflow_after_realloc, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_after_shrink_reported, overflow_after_shrink, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_aligned_reported, overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_reported_by_realloc, overflow_checked_by_realloc, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_seen_by_visit, overflow_seen_by_visit, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_trailer_seen_by_visit, trailer_seen_by_visit, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_zeros_reported, overflow_zeros, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_zeros_zeroed_reported, overflow_zeros_zeroed, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_zeros_realloc_reported, overflow_zeros_realloc, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_large_realloc_room_reported, overflow_large_realloc_room, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_trailer_low_byte_reported, trailer_low_byte, SIGABRT, "heap buffer overflow detected in block")
 /* Every byte of the canary and of the trailer is watched, for every canary
    length: 0 to 16 bytes, and longer slack of which the first 16 bytes are
    canary. The canary's words are stored and checked without branches on its
    length, so each length is a case of its own. Blocks of 16, 64 and 288
    bytes (requests plus the 8-byte trailer round up to them; the last class
    is 32 bytes wide, so its slack reaches 31 bytes). */
-static void test_overflow_every_canary_byte(void** state) {
+static void test_overflow_every_canary_byte_reported(void** state) {
   (void)state;
   static const size_t classes[][2] = {{1, 8}, {41, 56}, {249, 280}}; /* request sizes; the last: the trailer's offset */
   for (size_t c = 0; c < sizeof(classes) / sizeof(classes[0]); c++) {
@@ -727,22 +748,27 @@ static void test_string_overread_at_most_two_bytes(void** state) {
     expect(&case_nul_past_data, SIGABRT, "heap buffer overflow detected in block");
   }
 }
-MI_CHILD_TEST(underflow, SIGABRT, "heap buffer overflow detected in block")
-MI_CHILD_TEST(guard_page_large, SIGSEGV, "heap buffer overflow into a guard page detected at")
-MI_CHILD_TEST(uaf_write, SIGABRT, "use-after-free write detected in block")
-MI_CHILD_TEST(uaf_write_link_word, SIGABRT, "use-after-free write detected in block")
-MI_CHILD_TEST(corrupt_link, SIGABRT, "corrupted free list detected at")
-MI_CHILD_TEST(realloc_freed, SIGABRT, "use of a freed block detected at")
-MI_CHILD_TEST(realloc_interior, SIGABRT, "invalid realloc detected of pointer")
-MI_CHILD_TEST(usable_size_freed, SIGABRT, "use of a freed block detected at")
-MI_CHILD_TEST(expand_foreign, SIGABRT, "invalid usable_size detected of pointer")
-MI_CHILD_TEST(realloc_aligned_freed, SIGABRT, "use of a freed block detected at")
-MI_CHILD_TEST(realloc_freed_huge_size, SIGABRT, "use of a freed block detected at")
-MI_CHILD_TEST(reallocarray_freed_overflow, SIGABRT, "use of a freed block detected at")
-MI_CHILD_TEST(realloc_freed_page_gone, SIGABRT, "use of a freed block detected at")
-MI_CHILD_TEST(usable_size_freed_page_gone, SIGABRT, "use of a freed block detected at")
+MI_CHILD_TEST(test_underflow_reported_as_overflow, underflow, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_into_large_guard_page_faults, guard_page_large, SIGSEGV,
+              "heap buffer overflow into a guard page detected at")
+MI_CHILD_TEST(test_uaf_write_reported, uaf_write, SIGABRT, "use-after-free write detected in block")
+MI_CHILD_TEST(test_uaf_write_link_word_reported, uaf_write_link_word, SIGABRT, "use-after-free write detected in block")
+MI_CHILD_TEST(test_corrupt_link_reported, corrupt_link, SIGABRT, "corrupted free list detected at")
+MI_CHILD_TEST(test_realloc_freed_reported, realloc_freed, SIGABRT, "use of a freed block detected at")
+MI_CHILD_TEST(test_realloc_interior_reported, realloc_interior, SIGABRT, "invalid realloc detected of pointer")
+MI_CHILD_TEST(test_usable_size_freed_reported, usable_size_freed, SIGABRT, "use of a freed block detected at")
+MI_CHILD_TEST(test_expand_foreign_reported, expand_foreign, SIGABRT, "invalid usable_size detected of pointer")
+MI_CHILD_TEST(test_realloc_aligned_freed_reported, realloc_aligned_freed, SIGABRT, "use of a freed block detected at")
+MI_CHILD_TEST(test_realloc_freed_huge_size_reported, realloc_freed_huge_size, SIGABRT,
+              "use of a freed block detected at")
+MI_CHILD_TEST(test_reallocarray_freed_overflow_reported, reallocarray_freed_overflow, SIGABRT,
+              "use of a freed block detected at")
+MI_CHILD_TEST(test_realloc_freed_page_gone_reported, realloc_freed_page_gone, SIGABRT,
+              "use of a freed block detected at")
+MI_CHILD_TEST(test_usable_size_freed_page_gone_reported, usable_size_freed_page_gone, SIGABRT,
+              "use of a freed block detected at")
 
-static void test_error_callback(void** state) {
+static void test_error_callback_gets_efault_with_report(void** state) {
   (void)state;
   char err[4096];
   int status = run_child(&case_error_callback, true, err, sizeof(err));
@@ -755,7 +781,7 @@ static void test_error_callback(void** state) {
 }
 
 /* secure mode keeps the API: usable size is exactly the request */
-static void test_exact_usable_size(void** state) {
+static void test_usable_size_equals_request(void** state) {
   (void)state;
   for (size_t n = 1; n < 5000; n += 7) {
     void* p = mi_malloc(n);
@@ -787,7 +813,7 @@ static void test_128k_is_medium(void** state) {
    its guard page otherwise, and each growth past its last page copied it):
    after the first move, growing it further stays in place, with its size
    exact and its contents kept. */
-static void test_realloc_large_room(void** state) {
+static void test_realloc_large_grows_in_place_after_first_move(void** state) {
   (void)state;
   uint8_t* p = (uint8_t*)mi_malloc(200000);
   assert_non_null(p);
@@ -820,7 +846,7 @@ static size_t nonzero_after_free(size_t size) {
   mi_free(keep);
   return nonzero;
 }
-static void test_zero_on_free(void** state) {
+static void test_zero_on_free_freed_block_zeroed_only_when_on(void** state) {
   (void)state;
   static const size_t sizes[] = {100, 2000, 20000, 128 * 1024};
   long delay = mi_option_get(mi_option_purge_delay);
@@ -954,7 +980,7 @@ static void case_page_after_zero_on_free_off(bool misuse) {
   for (int i = 0; i < BIG; i++) mi_free(blocks[i]);
   mi_free(keep);
 }
-static void test_page_after_zero_on_free_off(void** state) {
+static void test_page_after_zero_on_free_off_starts_zeroed(void** state) {
   (void)state;
   expect_clean_exit(&case_page_after_zero_on_free_off);
 }
@@ -972,7 +998,7 @@ static void* zalloc_in_thread(void* arg) {
   mi_free(p);
   return (void*)(uintptr_t)nonzero;
 }
-static void test_zalloc_one_block_page(void** state) {
+static void test_zalloc_one_block_page_reads_zero(void** state) {
   (void)state;
   static const size_t sizes[] = {4500, 5500, 6160, 7000, 8184};
   for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -994,75 +1020,75 @@ int main(void) {
      tests (tests/guard). */
   mi_option_set(mi_option_guarded_sample_rate, 0);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_double_free_small),
-      cmocka_unit_test(test_double_free_large),
-      cmocka_unit_test(test_double_free_huge),
-      cmocka_unit_test(test_double_free_segment_released),
-      cmocka_unit_test(test_double_free_large_purged),
-      cmocka_unit_test(test_double_free_other_thread),
-      cmocka_unit_test(test_double_free_after_remote),
-      cmocka_unit_test(test_double_free_aligned_after_remote),
-      cmocka_unit_test(test_free_interior),
-      cmocka_unit_test(test_free_stack),
-      cmocka_unit_test(test_free_global),
-      cmocka_unit_test(test_free_mmap),
-      cmocka_unit_test(test_free_aligned_interior),
-      cmocka_unit_test(test_free_segment_header),
-      cmocka_unit_test(test_free_huge_interior),
-      cmocka_unit_test(test_free_aligned_block_start),
-      cmocka_unit_test(test_usable_size_aligned_block_start),
-      cmocka_unit_test(test_free_large_aligned_block_start),
-      cmocka_unit_test(test_free_aligned_block_start_size0),
-      cmocka_unit_test(test_double_free_large_aligned_reused),
-      cmocka_unit_test(test_overflow_1_small),
-      cmocka_unit_test(test_overflow_1_exact_class),
-      cmocka_unit_test(test_overflow_nul),
-      cmocka_unit_test(test_overflow_16_small),
-      cmocka_unit_test(test_overflow_1_medium),
-      cmocka_unit_test(test_overflow_1_128k),
-      cmocka_unit_test(test_overflow_1_large),
-      cmocka_unit_test(test_overflow_16_large),
-      cmocka_unit_test(test_overflow_after_realloc),
-      cmocka_unit_test(test_overflow_after_shrink),
-      cmocka_unit_test(test_overflow_aligned),
-      cmocka_unit_test(test_overflow_checked_by_realloc),
+      cmocka_unit_test(test_double_free_small_reported),
+      cmocka_unit_test(test_double_free_large_reported),
+      cmocka_unit_test(test_double_free_huge_reported),
+      cmocka_unit_test(test_double_free_segment_released_reported),
+      cmocka_unit_test(test_double_free_large_purged_reported),
+      cmocka_unit_test(test_double_free_other_thread_reported),
+      cmocka_unit_test(test_double_free_after_remote_reported),
+      cmocka_unit_test(test_double_free_aligned_after_remote_reported),
+      cmocka_unit_test(test_free_interior_reported),
+      cmocka_unit_test(test_free_stack_reported),
+      cmocka_unit_test(test_free_global_reported),
+      cmocka_unit_test(test_free_mmap_reported),
+      cmocka_unit_test(test_free_aligned_interior_reported),
+      cmocka_unit_test(test_free_segment_header_reported),
+      cmocka_unit_test(test_free_huge_interior_reported),
+      cmocka_unit_test(test_free_aligned_block_start_reported),
+      cmocka_unit_test(test_usable_size_aligned_block_start_reported),
+      cmocka_unit_test(test_free_large_aligned_block_start_reported),
+      cmocka_unit_test(test_free_aligned_block_start_size0_reported),
+      cmocka_unit_test(test_double_free_large_aligned_reused_reported_invalid),
+      cmocka_unit_test(test_overflow_1_small_reported),
+      cmocka_unit_test(test_overflow_1_exact_class_reported),
+      cmocka_unit_test(test_overflow_nul_reported),
+      cmocka_unit_test(test_overflow_16_small_reported),
+      cmocka_unit_test(test_overflow_1_medium_reported),
+      cmocka_unit_test(test_overflow_1_128k_reported),
+      cmocka_unit_test(test_overflow_1_large_reported),
+      cmocka_unit_test(test_overflow_16_large_reported),
+      cmocka_unit_test(test_overflow_after_realloc_reported),
+      cmocka_unit_test(test_overflow_after_shrink_reported),
+      cmocka_unit_test(test_overflow_aligned_reported),
+      cmocka_unit_test(test_overflow_reported_by_realloc),
       cmocka_unit_test(test_overflow_seen_by_visit),
       cmocka_unit_test(test_visit_racing_remote_frees_no_report),
-      cmocka_unit_test(test_double_free_after_remote_unzeroed),
-      cmocka_unit_test(test_uaf_read_large),
-      cmocka_unit_test(test_uaf_write_large_after_heap_destroy),
+      cmocka_unit_test(test_double_free_after_remote_unzeroed_reported),
+      cmocka_unit_test(test_uaf_read_large_faults),
+      cmocka_unit_test(test_uaf_write_large_after_heap_destroy_faults),
       cmocka_unit_test(test_large_freed_contents_gone),
       cmocka_unit_test(test_trailer_seen_by_visit),
-      cmocka_unit_test(test_overflow_zeros),
-      cmocka_unit_test(test_overflow_zeros_zeroed),
-      cmocka_unit_test(test_overflow_zeros_realloc),
-      cmocka_unit_test(test_overflow_every_canary_byte),
+      cmocka_unit_test(test_overflow_zeros_reported),
+      cmocka_unit_test(test_overflow_zeros_zeroed_reported),
+      cmocka_unit_test(test_overflow_zeros_realloc_reported),
+      cmocka_unit_test(test_overflow_every_canary_byte_reported),
       cmocka_unit_test(test_string_overread_at_most_two_bytes),
-      cmocka_unit_test(test_overflow_large_realloc_room),
-      cmocka_unit_test(test_trailer_low_byte),
-      cmocka_unit_test(test_underflow),
-      cmocka_unit_test(test_guard_page_large),
-      cmocka_unit_test(test_uaf_write),
-      cmocka_unit_test(test_uaf_write_link_word),
-      cmocka_unit_test(test_corrupt_link),
-      cmocka_unit_test(test_realloc_freed),
-      cmocka_unit_test(test_realloc_interior),
-      cmocka_unit_test(test_usable_size_freed),
-      cmocka_unit_test(test_expand_foreign),
-      cmocka_unit_test(test_realloc_aligned_freed),
-      cmocka_unit_test(test_realloc_freed_huge_size),
-      cmocka_unit_test(test_reallocarray_freed_overflow),
-      cmocka_unit_test(test_realloc_freed_page_gone),
-      cmocka_unit_test(test_usable_size_freed_page_gone),
-      cmocka_unit_test(test_error_callback),
-      cmocka_unit_test(test_exact_usable_size),
-      cmocka_unit_test(test_zalloc_one_block_page),
+      cmocka_unit_test(test_overflow_large_realloc_room_reported),
+      cmocka_unit_test(test_trailer_low_byte_reported),
+      cmocka_unit_test(test_underflow_reported_as_overflow),
+      cmocka_unit_test(test_overflow_into_large_guard_page_faults),
+      cmocka_unit_test(test_uaf_write_reported),
+      cmocka_unit_test(test_uaf_write_link_word_reported),
+      cmocka_unit_test(test_corrupt_link_reported),
+      cmocka_unit_test(test_realloc_freed_reported),
+      cmocka_unit_test(test_realloc_interior_reported),
+      cmocka_unit_test(test_usable_size_freed_reported),
+      cmocka_unit_test(test_expand_foreign_reported),
+      cmocka_unit_test(test_realloc_aligned_freed_reported),
+      cmocka_unit_test(test_realloc_freed_huge_size_reported),
+      cmocka_unit_test(test_reallocarray_freed_overflow_reported),
+      cmocka_unit_test(test_realloc_freed_page_gone_reported),
+      cmocka_unit_test(test_usable_size_freed_page_gone_reported),
+      cmocka_unit_test(test_error_callback_gets_efault_with_report),
+      cmocka_unit_test(test_usable_size_equals_request),
+      cmocka_unit_test(test_zalloc_one_block_page_reads_zero),
       cmocka_unit_test(test_zalloc_reused_block_reads_zero),
       cmocka_unit_test(test_128k_is_medium),
-      cmocka_unit_test(test_realloc_large_room),
-      cmocka_unit_test(test_zero_on_free),
+      cmocka_unit_test(test_realloc_large_grows_in_place_after_first_move),
+      cmocka_unit_test(test_zero_on_free_freed_block_zeroed_only_when_on),
       cmocka_unit_test(test_realloc_moved_old_block_reads_zero),
-      cmocka_unit_test(test_page_after_zero_on_free_off),
+      cmocka_unit_test(test_page_after_zero_on_free_off_starts_zeroed),
       cmocka_unit_test(test_handed_out_block_reads_zero),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

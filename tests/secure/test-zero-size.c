@@ -241,7 +241,7 @@ static void test_usable_size_is_zero(void** state) {
   mi_free(p);
 }
 
-static void test_aligned_zero_size_allocations(void** state) {
+static void test_aligned_zero_size_allocations_are_aligned(void** state) {
   (void)state;
   for (size_t align = 1; align <= 2 * 1024 * 1024; align *= 2) {
     char* p = (char*)mi_malloc_aligned(0, align);
@@ -260,7 +260,7 @@ static void test_aligned_zero_size_allocations(void** state) {
   mi_free(r);
 }
 
-static void test_realloc_to_and_from_zero(void** state) {
+static void test_realloc_to_and_from_zero_usable_size_follows(void** state) {
   (void)state;
   char* p = (char*)mi_malloc(0);
   p = (char*)mi_realloc(p, 10);
@@ -464,8 +464,8 @@ int main(void) {
       cmocka_unit_test(test_realloc_misaligned_reported),
       cmocka_unit_test(test_two_zero_size_allocations_differ),
       cmocka_unit_test(test_usable_size_is_zero),
-      cmocka_unit_test(test_aligned_zero_size_allocations),
-      cmocka_unit_test(test_realloc_to_and_from_zero),
+      cmocka_unit_test(test_aligned_zero_size_allocations_are_aligned),
+      cmocka_unit_test(test_realloc_to_and_from_zero_usable_size_follows),
       cmocka_unit_test(test_heap_owns_its_zero_size_allocations),
       cmocka_unit_test(test_visit_sees_and_frees_zero_size_allocations),
       cmocka_unit_test(test_many_from_threads_clean),

@@ -20,7 +20,7 @@
 
 #define MiB ((size_t)1 << 20)
 
-static void test_error_mapping(void** state) {
+static void test_win_error_codes_map_oom_to_enomem_others_not(void** state) {
   (void)state;
   /* out of memory or commit charge: ENOMEM, which os.c retries */
   assert_int_equal(_mi_win_errno_of(ERROR_NOT_ENOUGH_MEMORY), ENOMEM);
@@ -41,7 +41,7 @@ static void test_error_mapping(void** state) {
 
 /* Each kind of call, failed once by injection with each error kind: the
    Windows code is set and the mapped code comes back. */
-static void test_injected_windows_codes(void** state) {
+static void test_injected_windows_codes_set_and_mapped_back(void** state) {
   (void)state;
   mi_process_init();
   size_t page = _mi_os_page_size();
@@ -84,7 +84,7 @@ static void test_injected_windows_codes(void** state) {
   }
 }
 
-static void test_release_interior_pointer(void** state) {
+static void test_release_interior_pointer_frees_whole_reservation(void** state) {
   (void)state;
   bool is_large;
   void* p = NULL;
@@ -103,7 +103,7 @@ static void test_release_interior_pointer(void** state) {
   assert_int_equal(info.State, MEM_FREE);
 }
 
-static void test_aligned_reservations(void** state) {
+static void test_aligned_reservations_land_where_asked(void** state) {
   (void)state;
   bool is_large;
   /* with VirtualAlloc2 (where the system has it), then as on a system without */
@@ -160,7 +160,7 @@ static void test_purge_reads_zero(void** state) {
 /* Large and huge pages need SeLockMemoryPrivilege: where the account lacks
    it (Wine, and most Windows accounts) the calls fail with EPERM and the
    allocator falls back; where granted, the memory must work. */
-static void test_large_and_huge_pages(void** state) {
+static void test_large_and_huge_pages_work_or_fall_back(void** state) {
   (void)state;
   void* p = NULL;
   int err = mi_prim_alloc_large_os_pages(2 * MiB, 2 * MiB, &p);
@@ -183,7 +183,7 @@ static void test_large_and_huge_pages(void** state) {
   mi_free(b);
 }
 
-static void test_report_paths(void** state) {
+static void test_report_paths_common_paths_taken(void** state) {
   (void)state;
   for (int i = 0; i < MI_WIN_PATH_COUNT; i++) {
     print_message("win-path: %-20s %llu\n", _mi_win_path_name((mi_win_path_t)i), _mi_win_path_count((mi_win_path_t)i));
@@ -199,13 +199,13 @@ static void test_report_paths(void** state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_error_mapping),
-      cmocka_unit_test(test_injected_windows_codes),
-      cmocka_unit_test(test_release_interior_pointer),
-      cmocka_unit_test(test_aligned_reservations),
+      cmocka_unit_test(test_win_error_codes_map_oom_to_enomem_others_not),
+      cmocka_unit_test(test_injected_windows_codes_set_and_mapped_back),
+      cmocka_unit_test(test_release_interior_pointer_frees_whole_reservation),
+      cmocka_unit_test(test_aligned_reservations_land_where_asked),
       cmocka_unit_test(test_purge_reads_zero),
-      cmocka_unit_test(test_large_and_huge_pages),
-      cmocka_unit_test(test_report_paths),
+      cmocka_unit_test(test_large_and_huge_pages_work_or_fall_back),
+      cmocka_unit_test(test_report_paths_common_paths_taken),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
