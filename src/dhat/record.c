@@ -719,8 +719,8 @@ bool mi_dhat_dump(const char* path) {
       }
       _mi_dhat_os_free(sorted, (d.frame_count + 1) * sizeof(uintptr_t));
     }
-    d.ftbl[d.ftbl_count++] = 0; /* "[root]" */
-    for (size_t k = 0; k < d.site_count; k++) {
+    d.ftbl[d.ftbl_count++] = 0;                                     /* "[root]" */
+    for (size_t k = 0; d.frames != NULL && k < d.site_count; k++) { /* (no frames: no sites) */
       mi_dhat_site_t* s = &d.sites[k];
       /* finish the lazy peak snapshot and the lifetimes of live blocks */
       if (s->snap_epoch != g.epoch) {

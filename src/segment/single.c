@@ -81,10 +81,10 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   mi_page_t* page = &segment->pages[0];
   bool was_clean = false;
   _mi_page_claim_slot(page, &was_clean);
-  size_t block_at = offset;
   size_t area = needed - info;
   size_t block_end = needed;
-  if (MI_SECURE) block_at = _mi_secure_single_place(segment_size, size, alignment, offset, &area, &block_end);
+  size_t block_at =
+      (MI_SECURE ? _mi_secure_single_place(segment_size, size, alignment, offset, &area, &block_end) : offset);
   bool is_zero = (was_clean || page->committed == 0);
   if (page->committed < area) {
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));

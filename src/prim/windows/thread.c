@@ -23,7 +23,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-
 /* ---- Locks ------------------------------------------------------------------------------ */
 _Static_assert(sizeof(SRWLOCK) <= sizeof(((mi_prim_lock_t*)0)->opaque), "mi_prim_lock_t too small");
 
