@@ -687,15 +687,14 @@ bool mi_dhat_dump(const char* path) {
   g = mi_dhat;
   d.site_count = mi_dhat.site_count;
   d.frame_count = mi_dhat.frame_count;
-  bool ok = true;
-  if (d.site_count > 0) {
-    d.sites = (mi_dhat_site_t*)_mi_dhat_os_alloc(d.site_count * sizeof(mi_dhat_site_t));
-    d.frames = (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t));
-    ok = (d.sites != NULL && d.frames != NULL);
-    if (ok) {
-      memcpy(d.sites, mi_dhat.sites, d.site_count * sizeof(mi_dhat_site_t));
-      memcpy(d.frames, mi_dhat.frames, d.frame_count * sizeof(uintptr_t));
-    }
+  /* the frames' copy even when there is no site: every later step may
+     take it as there */
+  d.sites = (d.site_count == 0 ? NULL : (mi_dhat_site_t*)_mi_dhat_os_alloc(d.site_count * sizeof(mi_dhat_site_t)));
+  d.frames = (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t));
+  bool ok = ((d.sites != NULL || d.site_count == 0) && d.frames != NULL);
+  if (ok && d.site_count > 0) {
+    memcpy(d.sites, mi_dhat.sites, d.site_count * sizeof(mi_dhat_site_t));
+    memcpy(d.frames, mi_dhat.frames, d.frame_count * sizeof(uintptr_t));
   }
   _mi_lock_release(&mi_dhat_lock);
   int err = ENOMEM;
@@ -709,8 +708,7 @@ bool mi_dhat_dump(const char* path) {
   if (ok) {
     /* symbolised in address order: the line reader then runs each line
        program once for all the addresses in it (lines.c) */
-    uintptr_t* sorted =
-        (d.frames == NULL ? NULL : (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t)));
+    uintptr_t* sorted = (uintptr_t*)_mi_dhat_os_alloc((d.frame_count + 1) * sizeof(uintptr_t));
     if (sorted != NULL) {
       memcpy(sorted, d.frames, d.frame_count * sizeof(uintptr_t));
       mi_dhat_sort_addrs(sorted, d.frame_count);
@@ -719,8 +717,8 @@ bool mi_dhat_dump(const char* path) {
       }
       _mi_dhat_os_free(sorted, (d.frame_count + 1) * sizeof(uintptr_t));
     }
-    d.ftbl[d.ftbl_count++] = 0;                                     /* "[root]" */
-    for (size_t k = 0; d.frames != NULL && k < d.site_count; k++) { /* (no frames: no sites) */
+    d.ftbl[d.ftbl_count++] = 0; /* "[root]" */
+    for (size_t k = 0; k < d.site_count; k++) {
       mi_dhat_site_t* s = &d.sites[k];
       /* finish the lazy peak snapshot and the lifetimes of live blocks */
       if (s->snap_epoch != g.epoch) {
