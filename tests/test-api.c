@@ -3,6 +3,15 @@
 #include "testutil.h"
 
 #include <sys/stat.h>
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <sys/mman.h>
+#endif
+
+#ifndef MI_TEST_SECURE
+#define MI_TEST_SECURE 0
+#endif
 
 static const size_t interesting_sizes[] = {
     0,     1,     7,     8,      15,     16,     17,     24,     31,      32,          48,      63,      64,   100,
@@ -16,6 +25,40 @@ static void test_free_null_is_noop_usable_size_zero(void** state) {
   mi_free(NULL); /* must do nothing */
   mi_cfree(NULL);
   assert_int_equal(mi_usable_size(NULL), 0);
+}
+
+/* As mimalloc's: mi_cfree of memory that is not the allocator's (here an
+   OS mapping of its own, so the 4 MiB below it is not a segment header)
+   does nothing, where free's contract would be broken; our own block is
+   freed. Secure builds report a foreign pointer as their free does
+   (tests/secure's test_free_mmap_reported). */
+static void test_cfree_foreign_pointer_ignored_own_block_freed(void** state) {
+  (void)state;
+  void* p = mi_malloc(64);
+  assert_non_null(p);
+  mi_cfree(p);
+  void* q = mi_malloc(64);
+  if (!MI_TEST_SECURE) assert_ptr_equal(q, p); /* freed: the next one of its size is it */
+  mi_free(q);
+  if (MI_TEST_SECURE) return;
+  size_t size = 1 * MiB;
+#if defined(_WIN32)
+  uint8_t* m = (uint8_t*)VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+  assert_non_null(m);
+#else
+  uint8_t* m = (uint8_t*)mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != (uint8_t*)MAP_FAILED);
+#endif
+  memset(m, 0x5a, size);
+  mi_cfree(m);
+  mi_cfree(m + 4096);
+  mi_cfree(m + size - 16);
+  assert_true(m[0] == 0x5a && m[4096] == 0x5a && m[size - 16] == 0x5a); /* untouched */
+#if defined(_WIN32)
+  VirtualFree(m, 0, MEM_RELEASE);
+#else
+  munmap(m, size);
+#endif
 }
 
 /* malloc(0) gives a unique, freeable pointer */
@@ -587,6 +630,7 @@ int main(void) {
   mi_process_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_free_null_is_noop_usable_size_zero),
+      cmocka_unit_test(test_cfree_foreign_pointer_ignored_own_block_freed),
       cmocka_unit_test(test_malloc_zero_returns_distinct_blocks),
       cmocka_unit_test(test_malloc_usable_size_covers_request_and_writable),
       cmocka_unit_test(test_malloc_live_blocks_do_not_overlap),
