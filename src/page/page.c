@@ -62,12 +62,14 @@ static inline void mi_queue_set_first(mi_heap_t* heap, mi_page_queue_t* pq, mi_p
   mi_direct_update(heap, pq);
 }
 
+#if MI_DEBUG > 1
 /* A page is in the queue of its bin, or in the full queue exactly when it
    is flagged full, and belongs to the queue's heap. */
 static inline bool mi_page_queue_is_its(const mi_heap_t* heap, const mi_page_queue_t* pq, const mi_page_t* page) {
   bool full = ((mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) != 0);
   return (page->heap == heap && pq == &heap->pages[full ? MI_BIN_FULL : page->bin]);
 }
+#endif
 
 void _mi_page_queue_remove(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
   mi_assert_internal(mi_page_queue_is_its(heap, pq, page));

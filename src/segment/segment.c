@@ -340,11 +340,13 @@ void _mi_segment_page_free(mi_page_t* page) {
   segment->used_pages--;
   _mi_stat_decrease(&_mi_stats.pages, 1);
   _mi_purge_schedule_page(segment, page);
-  mi_assert_expensive(mi_segment_pages_taken(segment) == segment->used_pages);
   mi_tld_t* tld = segment->tld;
+  if (tld != NULL && segment->used_pages == 0) mi_hook_segment_emptied(segment);
+  /* after the listeners: a count the program scribbled over is the secure
+     wing's to report, not an assertion of ours */
+  mi_assert_expensive(mi_segment_pages_taken(segment) == segment->used_pages);
   if (tld == NULL) return; /* abandoned: whoever holds it decides about the segment */
   if (segment->used_pages == 0) {
-    mi_hook_segment_emptied(segment);
     _mi_tld_segment_remove(tld, segment);
     _mi_purge_unlink_segment(segment);
     _mi_segment_release(segment);
