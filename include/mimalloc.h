@@ -81,6 +81,29 @@ mi_decl_nodiscard mi_decl_export void* mi_reallocn(void* p, size_t count, size_t
 mi_decl_nodiscard mi_decl_export void* mi_reallocf(void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(2);
 mi_decl_nodiscard mi_decl_export size_t mi_usable_size(const void* p) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export size_t mi_good_size(size_t size) mi_attr_noexcept;
+mi_decl_export void mi_free_small(void* p) mi_attr_noexcept; /* mimalloc v3's name: any block is accepted */
+
+/* ---- Allocation that also says how large the block is ---------------------
+   `block_size` (may be NULL) receives the block's usable size, as
+   mi_usable_size would give it; mi_ufree the size of the block it frees. */
+mi_decl_nodiscard mi_decl_export void* mi_umalloc(size_t size, size_t* block_size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_ucalloc(size_t count, size_t size,
+                                                  size_t* block_size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size2(1, 2);
+mi_decl_nodiscard mi_decl_export void* mi_urealloc(void* p, size_t newsize, size_t* block_size_pre,
+                                                   size_t* block_size_post) mi_attr_noexcept mi_attr_alloc_size(2);
+mi_decl_export void mi_ufree(void* p, size_t* block_size) mi_attr_noexcept;
+mi_decl_nodiscard mi_decl_export void* mi_umalloc_aligned(size_t size, size_t alignment,
+                                                          size_t* block_size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1) mi_attr_alloc_align(2);
+mi_decl_nodiscard mi_decl_export void* mi_uzalloc_aligned(size_t size, size_t alignment,
+                                                          size_t* block_size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1) mi_attr_alloc_align(2);
+mi_decl_nodiscard mi_decl_export void* mi_umalloc_small(size_t size, size_t* block_size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_uzalloc_small(size_t size, size_t* block_size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
 
 /* ---- Runtime hooks, statistics, process -------------------------------- */
 typedef void(mi_cdecl mi_deferred_free_fun)(bool force, unsigned long long heartbeat, void* arg);
@@ -91,6 +114,9 @@ typedef void(mi_cdecl mi_error_fun)(int err, void* arg);
 mi_decl_export void mi_register_error(mi_error_fun* fun, void* arg);
 
 mi_decl_export void mi_collect(bool force) mi_attr_noexcept;
+/* mimalloc also hands the calling thread's segments over to other threads
+   down to a target; here it is mi_collect(true) (docs/api-compatibility.md) */
+mi_decl_export void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept;
 
 /* Arenas: memory reserved up front, from which segments are taken before
    the OS is asked. 0 on success, else ENOMEM (or EINVAL). */
@@ -105,6 +131,9 @@ mi_decl_export void mi_stats_merge(void) mi_attr_noexcept;
 mi_decl_export void mi_stats_print(void* out) mi_attr_noexcept; /* `out` is ignored: use mi_stats_print_out */
 mi_decl_export void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
 mi_decl_export void mi_process_init(void) mi_attr_noexcept;
+/* what the process does at exit (statistics, background thread stopped);
+   once: a later call and the exit itself do nothing more */
+mi_decl_export void mi_cdecl mi_process_done(void) mi_attr_noexcept;
 mi_decl_export void mi_thread_init(void) mi_attr_noexcept;
 mi_decl_export void mi_thread_done(void) mi_attr_noexcept;
 mi_decl_export void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
@@ -209,6 +238,28 @@ mi_decl_nodiscard mi_decl_export void* mi_heap_rezalloc(mi_heap_t* heap, void* p
     mi_attr_alloc_size(3);
 mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t newcount,
                                                         size_t size) mi_attr_noexcept mi_attr_alloc_size2(3, 4);
+mi_decl_nodiscard mi_decl_export void* mi_rezalloc_aligned(void* p, size_t newsize, size_t alignment) mi_attr_noexcept
+    mi_attr_alloc_size(2) mi_attr_alloc_align(3);
+mi_decl_nodiscard mi_decl_export void* mi_rezalloc_aligned_at(void* p, size_t newsize, size_t alignment,
+                                                              size_t offset) mi_attr_noexcept mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_recalloc_aligned(void* p, size_t newcount, size_t size,
+                                                           size_t alignment) mi_attr_noexcept mi_attr_alloc_size2(2, 3)
+    mi_attr_alloc_align(4);
+mi_decl_nodiscard mi_decl_export void* mi_recalloc_aligned_at(void* p, size_t newcount, size_t size, size_t alignment,
+                                                              size_t offset) mi_attr_noexcept mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_rezalloc_aligned(mi_heap_t* heap, void* p, size_t newsize,
+                                                                size_t alignment) mi_attr_noexcept mi_attr_alloc_size(3)
+    mi_attr_alloc_align(4);
+mi_decl_nodiscard mi_decl_export void* mi_heap_rezalloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize,
+                                                                   size_t alignment, size_t offset) mi_attr_noexcept
+    mi_attr_alloc_size(3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc_aligned(mi_heap_t* heap, void* p, size_t newcount, size_t size,
+                                                                size_t alignment) mi_attr_noexcept
+    mi_attr_alloc_size2(3, 4) mi_attr_alloc_align(5);
+mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc_aligned_at(mi_heap_t* heap, void* p, size_t newcount,
+                                                                   size_t size, size_t alignment,
+                                                                   size_t offset) mi_attr_noexcept
+    mi_attr_alloc_size2(3, 4);
 
 /* ---- Heap inspection ------------------------------------------------------ */
 mi_decl_export bool mi_heap_contains_block(mi_heap_t* heap, const void* p);
@@ -231,6 +282,31 @@ mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_b
                                          void* arg);
 mi_decl_nodiscard mi_decl_export bool mi_is_in_heap_region(const void* p) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export bool mi_is_redirected(void) mi_attr_noexcept;
+
+/* Sub-processes: this library keeps one pool of memory for the whole
+   process. The main sub-process is NULL; mi_subproc_new gives it too, so
+   threads added to a "new" one share everything (docs/api-compatibility.md). */
+typedef void* mi_subproc_id_t;
+mi_decl_export mi_subproc_id_t mi_subproc_main(void);
+mi_decl_export mi_subproc_id_t mi_subproc_new(void);
+mi_decl_export void mi_subproc_delete(mi_subproc_id_t subproc);
+mi_decl_export void mi_subproc_add_current_thread(mi_subproc_id_t subproc);
+/* The blocks of segments left by exited threads and not yet claimed by
+   another; areas come with a NULL heap. Always available (mimalloc needs
+   mi_option_visit_abandoned). */
+mi_decl_export bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks,
+                                              mi_block_visit_fun* visitor, void* arg);
+/* Sampled guard pages for one heap (secure builds with MI_GUARDED; accepted
+   and ignored otherwise): a rate of 0 samples nothing, 1 everything in the
+   size bound; a seed of 0 picks one at random. */
+mi_decl_export void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t sample_rate, size_t seed);
+mi_decl_export void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max);
+mi_decl_export void mi_thread_set_in_threadpool(void) mi_attr_noexcept; /* a hint; changes nothing here */
+/* Whether the page holding `p` (a block of `heap`, the calling thread's,
+   or of any heap for NULL) has at most `perc_threshold` percent of its
+   blocks in use; never the page its queue allocates from. */
+mi_decl_nodiscard mi_decl_export bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p,
+                                                                            size_t perc_threshold) mi_attr_noexcept;
 
 /* ---- Options ---------------------------------------------------------------
    Numbered as in mimalloc v2 (deprecated slots kept) so that option values
@@ -330,7 +406,63 @@ mi_decl_export void mi_free_size(void* p, size_t size) mi_attr_noexcept;
 mi_decl_export void mi_free_size_aligned(void* p, size_t size, size_t alignment) mi_attr_noexcept;
 mi_decl_export void mi_free_aligned(void* p, size_t alignment) mi_attr_noexcept;
 
+/* ---- Environment and wide strings (the Windows C run-time's calls) ---------
+   mi_dupenv_s: *buf a copy of the variable's value (NULL if unset), *size
+   its length with the terminator (0 if unset); 0, or EINVAL / ENOMEM. */
+mi_decl_export int mi_dupenv_s(char** buf, size_t* size, const char* name) mi_attr_noexcept;
+mi_decl_export int mi_wdupenv_s(wchar_t** buf, size_t* size, const wchar_t* name) mi_attr_noexcept;
+mi_decl_nodiscard mi_decl_export wchar_t* mi_wcsdup(const wchar_t* s) mi_attr_noexcept mi_attr_malloc;
+mi_decl_nodiscard mi_decl_export unsigned char* mi_mbsdup(const unsigned char* s) mi_attr_noexcept mi_attr_malloc;
+
+/* ---- C++ allocation semantics from C ------------------------------------------
+   As operator new: when the allocation fails, the installed new_handler is
+   called and the allocation retried while there is one; then std::bad_alloc
+   is thrown (a program without a C++ run-time aborts with a report). The
+   _nothrow forms return NULL instead of throwing. */
+mi_decl_nodiscard mi_decl_export void* mi_new(size_t size) mi_attr_malloc mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_new_aligned(size_t size, size_t alignment) mi_attr_malloc
+    mi_attr_alloc_size(1) mi_attr_alloc_align(2);
+mi_decl_nodiscard mi_decl_export void* mi_new_nothrow(size_t size) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1);
+mi_decl_nodiscard mi_decl_export void* mi_new_aligned_nothrow(size_t size,
+                                                              size_t alignment) mi_attr_noexcept mi_attr_malloc
+    mi_attr_alloc_size(1) mi_attr_alloc_align(2);
+mi_decl_nodiscard mi_decl_export void* mi_new_n(size_t count, size_t size) mi_attr_malloc mi_attr_alloc_size2(1, 2);
+mi_decl_nodiscard mi_decl_export void* mi_new_realloc(void* p, size_t newsize) mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_new_reallocn(void* p, size_t newcount, size_t size) mi_attr_alloc_size2(2, 3);
+mi_decl_nodiscard mi_decl_export void* mi_heap_alloc_new(mi_heap_t* heap, size_t size) mi_attr_malloc
+    mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export void* mi_heap_alloc_new_n(mi_heap_t* heap, size_t count, size_t size) mi_attr_malloc
+    mi_attr_alloc_size2(2, 3);
+
+/* ---- Typed shorthands ----------------------------------------------------- */
+#define mi_malloc_tp(tp) ((tp*)mi_malloc(sizeof(tp)))
+#define mi_zalloc_tp(tp) ((tp*)mi_zalloc(sizeof(tp)))
+#define mi_calloc_tp(tp, n) ((tp*)mi_calloc(n, sizeof(tp)))
+#define mi_mallocn_tp(tp, n) ((tp*)mi_mallocn(n, sizeof(tp)))
+#define mi_reallocn_tp(p, tp, n) ((tp*)mi_reallocn(p, n, sizeof(tp)))
+#define mi_recalloc_tp(p, tp, n) ((tp*)mi_recalloc(p, n, sizeof(tp)))
+#define mi_heap_malloc_tp(hp, tp) ((tp*)mi_heap_malloc(hp, sizeof(tp)))
+#define mi_heap_zalloc_tp(hp, tp) ((tp*)mi_heap_zalloc(hp, sizeof(tp)))
+#define mi_heap_calloc_tp(hp, tp, n) ((tp*)mi_heap_calloc(hp, n, sizeof(tp)))
+#define mi_heap_mallocn_tp(hp, tp, n) ((tp*)mi_heap_mallocn(hp, n, sizeof(tp)))
+#define mi_heap_reallocn_tp(hp, p, tp, n) ((tp*)mi_heap_reallocn(hp, p, n, sizeof(tp)))
+#define mi_heap_recalloc_tp(hp, p, tp, n) ((tp*)mi_heap_recalloc(hp, p, n, sizeof(tp)))
+
+/* mimalloc v3 calls a thread's heap a theap: the same calls under its names */
+typedef mi_heap_t mi_theap_t;
+#define mi_theap_get_default() mi_heap_get_default()
+#define mi_theap_set_default(hp) mi_heap_set_default(hp)
+#define mi_theap_collect(hp, force) mi_heap_collect(hp, force)
+#define mi_theap_malloc(hp, sz) mi_heap_malloc(hp, sz)
+#define mi_theap_zalloc(hp, sz) mi_heap_zalloc(hp, sz)
+#define mi_theap_calloc(hp, cnt, sz) mi_heap_calloc(hp, cnt, sz)
+#define mi_theap_malloc_small(hp, sz) mi_heap_malloc_small(hp, sz)
+#define mi_theap_malloc_aligned(hp, sz, a) mi_heap_malloc_aligned(hp, sz, a)
+#define mi_theap_realloc(hp, p, newsz) mi_heap_realloc(hp, p, newsz)
+
 #ifdef __cplusplus
 }
+#include "mimalloc/stl-allocator.h"
 #endif
 #endif /* MIMALLOC_H */

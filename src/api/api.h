@@ -15,6 +15,12 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
 size_t _mi_usable_size(const void* p) mi_decl_hidden;
 void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) mi_decl_hidden;
 
+/* new.c: the C++ run-time as operator new and mi_new need it. Run the
+   installed new_handler if there is one (false: none); throw std::bad_alloc
+   (abort with a report when no C++ run-time is linked). */
+bool _mi_new_handler_run(void) mi_decl_hidden;
+mi_decl_noreturn void _mi_throw_bad_alloc(void) mi_decl_hidden;
+
 /* count * size for the calls that reallocate an array. On overflow, without
    a block: false, errno ENOMEM. With one: a size no allocation can have, so
    that the call fails with ENOMEM only after it has validated the pointer

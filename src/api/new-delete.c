@@ -6,8 +6,8 @@
    Written in C, not C++: the library keeps needing no C++ compiler, and a C
    program never gets libstdc++ loaded for it. What new needs from the C++
    run-time (the installed new_handler, a way to throw std::bad_alloc) is
-   reached through weak references, which a program with a C++ run-time
-   resolves and a C program leaves null. The throw is the run-time's own
+   reached through weak references (new.c, shared with mi_new), which a
+   program with a C++ run-time resolves and a C program leaves null. The throw is the run-time's own
    exported helper, std::__throw_bad_alloc (libstdc++, and libc++ in its
    std::__1 namespace): building the exception here (__cxa_allocate_exception,
    the vtable's address point, __cxa_throw) would hard-code std::bad_alloc's
@@ -23,8 +23,6 @@
 #include "alloc-fast.h"
 #include "free-fast.h"
 
-#include <stdlib.h>
-
 #if SIZE_MAX == UINT64_MAX
 #define MI_SZ "m" /* size_t is unsigned long */
 #else
@@ -34,20 +32,6 @@
 #define MI_ALIGN "St11align_val_t"
 
 #define MI_CXX __attribute__((visibility("default"), used))
-
-typedef void (*mi_new_handler_t)(void);
-extern mi_new_handler_t mi_std_get_new_handler(void) __asm__("_ZSt15get_new_handlerv") __attribute__((weak));
-extern mi_decl_noreturn void mi_stdcxx_throw_bad_alloc(void) __asm__("_ZSt17__throw_bad_allocv") __attribute__((weak));
-extern mi_decl_noreturn void mi_libcxx_throw_bad_alloc(void) __asm__("_ZNSt3__117__throw_bad_allocEv")
-    __attribute__((weak));
-
-static mi_decl_noreturn void mi_throw_bad_alloc(void) {
-  if (mi_stdcxx_throw_bad_alloc != NULL) mi_stdcxx_throw_bad_alloc();
-  if (mi_libcxx_throw_bad_alloc != NULL) mi_libcxx_throw_bad_alloc();
-  _mi_fputs(NULL, NULL,
-            "mimalloc: error: ", "out of memory in operator new, and no C++ run-time to throw std::bad_alloc\n");
-  abort();
-}
 
 static void* mi_new_try(size_t size, size_t alignment) {
   return (alignment == 0 ? mi_malloc(size) : mi_malloc_aligned(size, alignment));
@@ -62,16 +46,13 @@ static void* mi_new_try(size_t size, size_t alignment) {
    success path is a call and a test. */
 static mi_noinline void* mi_new_failed(size_t size, size_t alignment, bool nothrow) {
   if (alignment == 0 || _mi_is_power_of_two(alignment)) {
-    for (;;) {
-      mi_new_handler_t handler = (mi_std_get_new_handler != NULL ? mi_std_get_new_handler() : NULL);
-      if (handler == NULL) break;
-      handler();
+    while (_mi_new_handler_run()) {
       void* p = mi_new_try(size, alignment);
       if (p != NULL) return p;
     }
   }
   if (nothrow) return NULL;
-  mi_throw_bad_alloc();
+  _mi_throw_bad_alloc();
 }
 
 static inline void* mi_new_with(size_t size, size_t alignment, bool nothrow) {

@@ -7,6 +7,8 @@
 #include "alloc-fast.h"
 #include "free-fast.h"
 
+#include <dlfcn.h>
+
 #define MI_FORWARD __attribute__((visibility("default"), used))
 
 MI_FORWARD void* malloc(size_t size) {
@@ -68,6 +70,61 @@ MI_FORWARD void free_aligned_sized(void* p, size_t alignment, size_t size) {
   mi_free_size_aligned(p, size, alignment);
 }
 
+/* The BSD and macOS names that mimalloc's library exports on Linux too:
+   programs ported from those systems call them when they find them. */
+MI_FORWARD void* reallocf(void* p, size_t newsize) {
+  return mi_reallocf(p, newsize);
+}
+/* weak: a C library that has its own (NetBSD's, newer glibc's) keeps the
+   program's link unambiguous; preloaded, ours is found first all the same */
+__attribute__((weak)) MI_FORWARD int reallocarr(void* p, size_t count, size_t size) {
+  return mi_reallocarr(p, count, size);
+}
+MI_FORWARD size_t malloc_size(const void* p) {
+  return mi_malloc_size(p);
+}
+MI_FORWARD size_t malloc_good_size(size_t size) {
+  return mi_malloc_good_size(size);
+}
+MI_FORWARD void vfree(void* p) {
+  mi_free(p);
+}
+
+/* The C library's own duplicates allocate with its internal malloc, not
+   through the symbol: served here, their copies are blocks of ours. */
+MI_FORWARD char* strdup(const char* s) {
+  return mi_strdup(s);
+}
+MI_FORWARD char* strndup(const char* s, size_t n) {
+  return mi_strndup(s, n);
+}
+
+/* realpath with a buffer of the caller's is the C library's: the path work
+   is its own, and mi_realpath (alloc.c), which calls realpath and within
+   this library reaches this one, depends on it. Without a buffer, the copy
+   is ours. */
+typedef char* (*mi_realpath_fun)(const char*, char*);
+static _Atomic(mi_realpath_fun) mi_libc_realpath;
+
+static char* mi_realpath_next(const char* fname, char* resolved_name) {
+  mi_realpath_fun fn = atomic_load_explicit(&mi_libc_realpath, memory_order_acquire);
+  if (fn == NULL) {
+    /* the next definition after this library: the C library's */
+    fn = (mi_realpath_fun)dlsym(RTLD_NEXT, "realpath");
+    if (fn == NULL) {
+      errno = ENOSYS;
+      return NULL;
+    }
+    atomic_store_explicit(&mi_libc_realpath, fn, memory_order_release);
+  }
+  return fn(fname, resolved_name);
+}
+
+MI_FORWARD char* realpath(const char* fname, char* resolved_name) {
+  if (resolved_name != NULL) return mi_realpath_next(fname, resolved_name);
+  return mi_realpath(fname, NULL);
+}
+
 /* glibc's internal names, called by a few programs and libraries directly */
 MI_FORWARD void* __libc_malloc(size_t size) {
   return mi_malloc(size);
@@ -89,4 +146,10 @@ MI_FORWARD void* __libc_valloc(size_t size) {
 }
 MI_FORWARD void* __libc_pvalloc(size_t size) {
   return mi_pvalloc(size);
+}
+MI_FORWARD void __libc_cfree(void* p) {
+  mi_free(p);
+}
+MI_FORWARD int __posix_memalign(void** p, size_t alignment, size_t size) {
+  return mi_posix_memalign(p, alignment, size);
 }

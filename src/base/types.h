@@ -158,6 +158,18 @@ struct mi_heap_s {
 #if MI_STAT
   uint64_t stat_malloc[MI_BIN_COUNT + 1];
 #endif
+#if MI_GUARDED
+  /* sampled guard pages (secure/guard.c), per heap as mi_heap_guarded_set_*
+     set them: until they are called, the options decide */
+  uintptr_t guard_rng;
+  long guard_countdown; /* allocations until the next sampling decision */
+  bool guard_own_rate;  /* guard_rate and guard_seed, not the options */
+  bool guard_own_bound; /* guard_min and guard_max, not the options */
+  long guard_rate;
+  uintptr_t guard_seed;
+  size_t guard_min;
+  size_t guard_max;
+#endif
 };
 
 typedef struct mi_stat_count_s {
@@ -209,10 +221,6 @@ struct mi_tld_s {
   mi_page_t* held_last;
   size_t held_count;
   size_t held_bytes;
-#endif
-#if MI_GUARDED
-  uintptr_t guard_rng;
-  long guard_countdown; /* allocations until the next sampled guarded one */
 #endif
 };
 

@@ -341,6 +341,26 @@ bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block
   return true;
 }
 
+/* Segments of exited threads not yet claimed by another: there is one
+   sub-process (the main one, NULL), and every area has heap tag 0. */
+bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor,
+                               void* arg) {
+  if (visitor == NULL || subproc_id != NULL) return false;
+  if (heap_tag != 0) return true; /* nothing carries another tag */
+  mi_visit_ctx_t ctx = {NULL, visit_blocks, visitor, arg};
+  return _mi_segments_abandoned_visit(&mi_visit_single, &ctx);
+}
+
+/* As mimalloc decides it: not the page being allocated from (its queue's
+   first), not a page still being carved out, and only the heap's own. */
+bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) {
+  const mi_page_t* page = mi_checked_page_of(p);
+  if (page == NULL || page->heap == NULL || (heap != NULL && page->heap != heap)) return false;
+  if (page->capacity == 0 || page->capacity < page->reserved || page->used == page->capacity) return false;
+  if (page->prev == NULL) return false;
+  return ((size_t)page->used * 100) / page->capacity <= perc_threshold;
+}
+
 /* The allocation slow path: a thread's first allocation sets its heap up (its
    default heap was the empty one, whose queues hold only the empty page);
    then the page layer finds or makes a page. */

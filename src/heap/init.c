@@ -154,8 +154,11 @@ static void mi_fork_child(void) {
 
 /* ---- Process ------------------------------------------------------------------------- */
 
-static void mi_process_done(void) {
+/* At exit, or earlier when the program calls it (mimalloc's API): once. */
+void mi_process_done(void) {
+  static _Atomic(bool) done;
   if (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) return;
+  if (atomic_exchange_explicit(&done, true, memory_order_acq_rel)) return;
   _mi_background_stop();
   mi_hook_process_done();
   if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {

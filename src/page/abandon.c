@@ -302,3 +302,29 @@ void _mi_segments_abandoned_cleanup(void) {
   _mi_lock_release(&mi_abandoned_lock);
   if (released > 0) _mi_stat_decrease(&_mi_stats.abandoned, (int64_t)released);
 }
+
+/* mi_abandoned_visit_blocks: `fn` on every page in use of the listed
+   segments, each held CLAIMED meanwhile as the cleanup walk holds it, so
+   that neither a claim on free nor a claimer's adoption changes its pages
+   under the visitor. The list's lock is held throughout (a segment off the
+   list would be lost to a fork): `fn` must neither allocate nor free. */
+bool _mi_segments_abandoned_visit(bool (*fn)(mi_page_t* page, void* arg), void* arg) {
+  bool go_on = true;
+  _mi_lock_acquire(&mi_abandoned_lock);
+  for (mi_segment_t* segment = mi_abandoned_first; segment != NULL && go_on; segment = segment->next) {
+    uint64_t word = atomic_load_explicit(&segment->owner, memory_order_acquire);
+    if (_mi_owner_state_of(word) != MI_OWNER_ABANDONED || !_mi_owner_cas(segment, word, MI_OWNER_CLAIMED)) {
+      continue; /* claimed on free: no longer abandoned */
+    }
+    size_t left = segment->used_pages;
+    for (size_t i = 0; go_on && left > 0 && i < _mi_segment_pages(segment); i++) {
+      mi_page_t* page = &segment->pages[i];
+      if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
+      left--;
+      go_on = fn(page, arg);
+    }
+    _mi_owner_move(segment, MI_OWNER_CLAIMED, MI_OWNER_CLAIMED, MI_OWNER_ABANDONED);
+  }
+  _mi_lock_release(&mi_abandoned_lock);
+  return go_on;
+}

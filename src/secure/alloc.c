@@ -124,7 +124,7 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
   }
 #if MI_GUARDED
   /* the fast path counted down already if it came here for this */
-  if (mi_heap_is_initialized(heap) && heap->tld->guard_countdown-- <= 1) {
+  if (mi_heap_is_initialized(heap) && heap->guard_countdown-- <= 1) {
     void* g = _mi_guard_malloc_sampled(heap, size, zero);
     if (g != NULL) return g;
   }
@@ -159,8 +159,8 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
     if (mi_likely(block != NULL)) {
 #if MI_GUARDED
       /* the sampling decision costs one decrement until the countdown runs out */
-      if (mi_unlikely(heap->tld->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero);
-      heap->tld->guard_countdown--;
+      if (mi_unlikely(heap->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero);
+      heap->guard_countdown--;
 #endif
       page->free = mi_block_next_checked(page, block);
       page->used++;

@@ -12,6 +12,7 @@
 #include "../api/api.h"
 #include "secure.h"
 
+#include <limits.h>
 #include <stdio.h>
 
 /* ---- Fault reports -------------------------------------------------------- */
@@ -77,49 +78,77 @@ void _mi_guard_fault_report(void* addr) {
 #define MI_GUARD_RECHECK (1L << 20)
 static _Atomic(long) mi_guard_live;
 
-static long mi_guard_next_countdown(mi_tld_t* tld, long rate) {
-  if (tld->guard_rng == 0) {
-    long seed = mi_option_get(mi_option_guarded_sample_seed);
-    tld->guard_rng = (seed != 0 ? (uintptr_t)seed : (_mi_process_key ^ tld->thread_id)) | 1;
+static long mi_guard_next_countdown(mi_heap_t* heap, long rate) {
+  if (heap->guard_rng == 0) {
+    uintptr_t seed =
+        (heap->guard_own_rate ? heap->guard_seed : (uintptr_t)mi_option_get(mi_option_guarded_sample_seed));
+    /* the heap's address: two heaps of a thread draw different sequences */
+    heap->guard_rng = (seed != 0 ? seed : (_mi_process_key ^ heap->thread_id ^ (uintptr_t)heap)) | 1;
   }
   /* uniform in [1, 2*rate-1]: one in `rate` on average, not predictable */
-  return 1 + (long)(_mi_random_next(&tld->guard_rng) % (uintptr_t)(2 * rate - 1));
+  return 1 + (long)(_mi_random_next(&heap->guard_rng) % (uintptr_t)(2 * rate - 1));
 }
 
 /* Called when the thread's countdown has run out (the allocation fast path
    only decrements it). Decides whether this allocation is the sampled one
    and sets the countdown to the next decision. */
-static bool mi_guard_sample(mi_tld_t* tld, size_t size) {
-  long rate = _mi_option_get_fast(mi_option_guarded_sample_rate);
+static bool mi_guard_sample(mi_heap_t* heap, size_t size) {
+  long rate = (heap->guard_own_rate ? heap->guard_rate : _mi_option_get_fast(mi_option_guarded_sample_rate));
   if (rate <= 0) {
-    tld->guard_countdown = MI_GUARD_RECHECK; /* look at the option again now and then */
+    heap->guard_countdown = MI_GUARD_RECHECK; /* look at the option again now and then */
     return false;
   }
-  if (tld->guard_rng == 0) {
-    /* a new thread, or the options just changed: start a fresh sequence */
-    tld->guard_countdown = (rate == 1 ? 0 : mi_guard_next_countdown(tld, rate));
-    if (tld->guard_countdown > 0) return false;
+  if (heap->guard_rng == 0) {
+    /* a new heap, or its settings just changed: start a fresh sequence */
+    heap->guard_countdown = (rate == 1 ? 0 : mi_guard_next_countdown(heap, rate));
+    if (heap->guard_countdown > 0) return false;
   }
-  if (size < (size_t)_mi_option_get_fast(mi_option_guarded_min) ||
-      size > (size_t)_mi_option_get_fast(mi_option_guarded_max)) {
-    tld->guard_countdown = 1; /* the next allocation in range is the sampled one */
+  size_t min = (heap->guard_own_bound ? heap->guard_min : (size_t)_mi_option_get_fast(mi_option_guarded_min));
+  size_t max = (heap->guard_own_bound ? heap->guard_max : (size_t)_mi_option_get_fast(mi_option_guarded_max));
+  if (size < min || size > max) {
+    heap->guard_countdown = 1; /* the next allocation in range is the sampled one */
     return false;
   }
-  tld->guard_countdown = (rate == 1 ? 1 : mi_guard_next_countdown(tld, rate));
+  heap->guard_countdown = (rate == 1 ? 1 : mi_guard_next_countdown(heap, rate));
   return true;
 }
 
-/* An option of the sampling changed: the calling thread decides afresh at
-   its next allocation; other threads when their countdown runs out. */
+static void mi_guard_restart(mi_heap_t* heap) {
+  heap->guard_countdown = 0;
+  heap->guard_rng = 0;
+}
+
+/* An option of the sampling changed: the calling thread's heaps decide
+   afresh at their next allocation; other threads' when their countdown
+   runs out. */
 void _mi_guard_options_changed(void) {
   mi_heap_t* heap = mi_get_default_heap();
   if (!mi_heap_is_initialized(heap)) return;
-  heap->tld->guard_countdown = 0;
-  heap->tld->guard_rng = 0;
+  for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) mi_guard_restart(h);
+}
+
+/* The heap's own sampling: from its next allocation, whatever the options
+   say (upstream's per-heap settings). A rate above LONG_MAX samples as
+   rarely as can be counted. Only the heap's thread calls these (a heap is
+   its thread's), so plain stores do. */
+void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t sample_rate, size_t seed) {
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  heap->guard_rate = (sample_rate > (size_t)LONG_MAX ? LONG_MAX : (long)sample_rate);
+  heap->guard_seed = (uintptr_t)seed;
+  heap->guard_own_rate = true;
+  mi_guard_restart(heap);
+}
+
+void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max) {
+  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  heap->guard_min = min;
+  heap->guard_max = (max < min ? min : max);
+  heap->guard_own_bound = true;
+  mi_guard_restart(heap);
 }
 
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
-  if (!mi_guard_sample(heap->tld, size)) return NULL;
+  if (!mi_guard_sample(heap, size)) return NULL;
   if (atomic_fetch_add_explicit(&mi_guard_live, 1, memory_order_relaxed) >= MI_GUARD_MAX_LIVE) {
     atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
     return NULL;
