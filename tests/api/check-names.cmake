@@ -1,0 +1,66 @@
+# The list of mimalloc 2.4.1's public names (mimalloc-2.4.1-names.txt) is
+# complete and exact against the pinned upstream header: every exported
+# function, mi_option_* enumerator and function-like macro (but the
+# attribute helpers mi_attr_*) of HEADER is in LIST, and nothing else is.
+#   cmake -DLIST=... -DHEADER=... -P check-names.cmake
+# Without the header the check is skipped (the message ctest looks for).
+cmake_minimum_required(VERSION 3.16)
+if(NOT HEADER OR NOT EXISTS "${HEADER}")
+  message("check-names: SKIPPED: pinned header not found (${HEADER}); configure with -DMI_UPSTREAM_HEADER=PATH")
+  return()
+endif()
+
+set(upstream "")
+file(STRINGS "${HEADER}" header_lines)
+foreach(line IN LISTS header_lines)
+  if(line MATCHES "^[ \t]*#[ \t]*define")
+    if(line MATCHES "#[ \t]*define[ \t]+(mi_[a-z0-9_]+)\\(")
+      set(macro "${CMAKE_MATCH_1}")
+      if(NOT macro MATCHES "^mi_attr_")
+        list(APPEND upstream "macro ${macro}")
+      endif()
+    endif()
+  elseif(line MATCHES "mi_decl_export[^(]*[ *](mi_[a-z0-9_]+)\\(")
+    list(APPEND upstream "function ${CMAKE_MATCH_1}")
+  elseif(line MATCHES "^[ \t]*(mi_option_[a-z0-9_]+)[ \t]*[,=/]")
+    list(APPEND upstream "option ${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES upstream)
+
+set(listed "")
+file(STRINGS "${LIST}" list_lines)
+foreach(line IN LISTS list_lines)
+  if(line MATCHES "^(function|option|macro) ([a-z0-9_]+)")
+    list(APPEND listed "${CMAKE_MATCH_1} ${CMAKE_MATCH_2}")
+  endif()
+endforeach()
+
+set(missing "")
+foreach(name IN LISTS upstream)
+  if(NOT name IN_LIST listed)
+    list(APPEND missing "${name}")
+  endif()
+endforeach()
+set(extra "")
+foreach(name IN LISTS listed)
+  if(NOT name IN_LIST upstream)
+    list(APPEND extra "${name}")
+  endif()
+endforeach()
+
+list(LENGTH upstream n_upstream)
+if(missing OR extra)
+  string(REPLACE ";" "\n  " missing_text "${missing}")
+  string(REPLACE ";" "\n  " extra_text "${extra}")
+  if(NOT missing)
+    set(missing_text "(none)")
+  endif()
+  if(NOT extra)
+    set(extra_text "(none)")
+  endif()
+  message(FATAL_ERROR "check-names: ${LIST} does not match ${HEADER}\n"
+                      "in the header, not in the list:\n  ${missing_text}\n"
+                      "in the list, not in the header:\n  ${extra_text}")
+endif()
+message("check-names: all ${n_upstream} names of ${HEADER} are listed")
