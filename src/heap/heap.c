@@ -342,7 +342,9 @@ bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block
 }
 
 /* Segments of exited threads not yet claimed by another: there is one
-   sub-process (the main one, NULL), and every area has heap tag 0. */
+   sub-process (the main one, NULL), and every area has heap tag 0. The
+   parameters' types are mimalloc's signature (cppcheck would have them const). */
+/* cppcheck-suppress constParameter */
 bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor,
                                void* arg) {
   if (visitor == NULL || subproc_id != NULL) return false;
@@ -353,6 +355,7 @@ bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool vi
 
 /* As mimalloc decides it: not the page being allocated from (its queue's
    first), not a page still being carved out, and only the heap's own. */
+/* cppcheck-suppress constParameter */
 bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) {
   const mi_page_t* page = mi_checked_page_of(p);
   if (page == NULL || page->heap == NULL || (heap != NULL && page->heap != heap)) return false;
