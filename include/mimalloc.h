@@ -125,10 +125,25 @@ mi_decl_export int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size
 mi_decl_export int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes,
                                                        size_t timeout_msecs) mi_attr_noexcept;
 mi_decl_export int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserved) mi_attr_noexcept;
+/* Arenas by id (0: none). Memory handed over with mi_manage_os_memory stays
+   the caller's: it is never unmapped here. An exclusive arena serves only the
+   heaps created in it (mi_heap_new_in_arena), and those heaps only from it. */
+typedef int mi_arena_id_t;
+mi_decl_export bool mi_manage_os_memory(void* start, size_t size, bool is_committed, bool is_large, bool is_zero,
+                                        int numa_node) mi_attr_noexcept;
+mi_decl_export bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_large, bool is_zero,
+                                           int numa_node, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept;
+mi_decl_export int mi_reserve_os_memory_ex(size_t size, bool commit, bool allow_large, bool exclusive,
+                                           mi_arena_id_t* arena_id) mi_attr_noexcept;
+mi_decl_export int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_msecs, bool exclusive,
+                                                  mi_arena_id_t* arena_id) mi_attr_noexcept;
+mi_decl_export void* mi_arena_area(mi_arena_id_t arena_id, size_t* size);
+mi_decl_export void mi_arenas_print(void) mi_attr_noexcept;
+mi_decl_export void mi_debug_show_arenas(void) mi_attr_noexcept; /* the same as mi_arenas_print */
 mi_decl_export int mi_version(void) mi_attr_noexcept;
 mi_decl_export void mi_stats_reset(void) mi_attr_noexcept;
 mi_decl_export void mi_stats_merge(void) mi_attr_noexcept;
-mi_decl_export void mi_stats_print(void* out) mi_attr_noexcept; /* `out` is ignored: use mi_stats_print_out */
+mi_decl_export void mi_stats_print(void* out) mi_attr_noexcept; /* `out`: an mi_output_fun*, called with arg NULL */
 mi_decl_export void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
 mi_decl_export void mi_process_init(void) mi_attr_noexcept;
 /* what the process does at exit (statistics, background thread stopped);
@@ -170,6 +185,9 @@ mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned_at(void* p, size_t new
    from it, any thread may free its blocks. */
 typedef struct mi_heap_s mi_heap_t;
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new(void);
+mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id); /* NULL: EINVAL */
+/* heap_tag: reported in mi_heap_area_t; allow_destroy: accepted (any heap may be destroyed here) */
+mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id);
 mi_decl_export void mi_heap_delete(mi_heap_t* heap);  /* live blocks move to the backing heap */
 mi_decl_export void mi_heap_destroy(mi_heap_t* heap); /* frees every block of the heap at once */
 mi_decl_export mi_heap_t* mi_heap_set_default(mi_heap_t* heap);
@@ -360,9 +378,13 @@ typedef enum mi_option_e {
   mi_option_lockorder,      /* MI_LOCKORDER builds: 0/off, 1/abort (default), 2/warn on a lock-order violation */
   mi_option_large_quarantine, /* secure builds: freed large blocks held fenced off (at most 64; 0: cached at once) */
   _mi_option_last,
-  /* legacy names */
+  /* legacy names (their MIMALLOC_<NAME> is read too, docs/options.md) */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,
+  mi_option_eager_region_commit = mi_option_arena_eager_commit,
+  mi_option_reset_decommits = mi_option_purge_decommits,
   mi_option_reset_delay = mi_option_purge_delay,
+  mi_option_abandoned_page_reset = mi_option_abandoned_page_purge,
+  mi_option_limit_os_alloc = mi_option_disallow_os_alloc,
   mi_option_decommit_delay = mi_option_purge_delay
 } mi_option_t;
 
@@ -376,6 +398,7 @@ mi_decl_nodiscard mi_decl_export long mi_option_get_clamp(mi_option_t option, lo
 mi_decl_nodiscard mi_decl_export size_t mi_option_get_size(mi_option_t option);
 mi_decl_export void mi_option_set(mi_option_t option, long value);
 mi_decl_export void mi_option_set_default(mi_option_t option, long value);
+mi_decl_export void mi_options_print(void) mi_attr_noexcept; /* the version and each option, as verbose shows them */
 
 /* ---- POSIX and platform-compatible entry points --------------------------- */
 mi_decl_export void mi_cfree(void* p) mi_attr_noexcept;

@@ -271,6 +271,59 @@ static void test_stats_print_to_given_or_registered_output(void** state) {
   assert_true(has_text(&cap_direct));
 }
 
+/* mi_stats_print takes the output function as a void* (mimalloc's older
+   signature) and calls it with arg NULL */
+static capture_t cap_null_arg;
+static void capture_null_arg(const char* msg, void* arg) {
+  if (arg == NULL) capture_out(msg, &cap_null_arg);
+}
+
+static void test_stats_print_given_out_called_text_has_pid(void** state) {
+  (void)state;
+  memset(&cap_null_arg, 0, sizeof(cap_null_arg));
+  mi_output_fun* fun = &capture_null_arg;
+  void* out = NULL;
+  memcpy(&out, &fun, sizeof(out));
+  mi_stats_print(out);
+  assert_true(cap_null_arg.calls > 0);
+  char pid[32];
+  snprintf(pid, sizeof(pid), "pid %ld", (long)getpid());
+  if (strstr(cap_null_arg.buf, pid) == NULL) fail_msg("'%s' not in the statistics:\n%s", pid, cap_null_arg.buf);
+}
+
+/* The thread's own blocks in use, as its statistics print them. */
+#define THREAD_BLOCKS 300
+static capture_t cap_thread;
+static void* stats_thread(void* arg) {
+  (void)arg;
+  void* blocks[THREAD_BLOCKS];
+  for (int i = 0; i < THREAD_BLOCKS; i++) blocks[i] = mi_malloc(48);
+  memset(&cap_thread, 0, sizeof(cap_thread));
+  mi_thread_stats_print_out(capture_out, &cap_thread);
+  for (int i = 0; i < THREAD_BLOCKS; i++) mi_free(blocks[i]);
+  return NULL;
+}
+
+static void test_thread_stats_print_out_shows_thread_own_blocks(void** state) {
+  (void)state;
+  enum { MAIN_BLOCKS = 5000 };
+  static void* blocks[MAIN_BLOCKS];
+  for (int i = 0; i < MAIN_BLOCKS; i++) blocks[i] = mi_malloc(48);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, &stats_thread, NULL), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  for (int i = 0; i < MAIN_BLOCKS; i++) mi_free(blocks[i]);
+  const char* line = strstr(cap_thread.buf, "blocks in use ");
+  if (line == NULL) fail_msg("no count of blocks in:\n%s", cap_thread.buf);
+  long n = strtol(line + strlen("blocks in use "), NULL, 10);
+  print_message("the thread printed %ld blocks in use\n", n);
+  /* its own 300 (and what the thread set-up took), not the main thread's 5000 */
+  assert_true(n >= THREAD_BLOCKS && n < MAIN_BLOCKS);
+  char pid[32];
+  snprintf(pid, sizeof(pid), "pid %ld", (long)getpid());
+  assert_non_null(strstr(cap_thread.buf, pid));
+}
+
 /* ---------------------------------------------------------------------------- */
 static atomic_int error_calls, error_last;
 static void on_error(int err, void* arg) {
@@ -388,6 +441,8 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_option_every_option_readable),
       cmocka_unit_test(test_option_environment_honoured_between_default_and_set),
       cmocka_unit_test(test_stats_print_to_given_or_registered_output),
+      cmocka_unit_test(test_stats_print_given_out_called_text_has_pid),
+      cmocka_unit_test(test_thread_stats_print_out_shows_thread_own_blocks),
       cmocka_unit_test(test_error_hook_called_on_impossible_request),
       cmocka_unit_test(test_deferred_free_hook_called_forced_on_collect),
       cmocka_unit_test(test_process_info_reports_rss_and_commit),

@@ -59,6 +59,20 @@ static void test_delay_reuse_soon_after_purge_doubles(void** state) {
   assert_int_equal(extra_now(), 3 * BASE);
 }
 
+/* purge_extend_delay=0 (mimalloc's switch for extending a purge's wait):
+   the delay stays as set however soon purged memory comes back */
+static void test_delay_extend_option_zero_not_grown(void** state) {
+  (void)state;
+  settle();
+  mi_option_set(mi_option_purge_extend_delay, 0);
+  regrets(3);
+  int64_t kept = extra_now();
+  mi_option_set(mi_option_purge_extend_delay, 1);
+  assert_int_equal(kept, 0);
+  regrets(1); /* the control: with it on, the same reuse doubles the delay */
+  assert_int_equal(extra_now(), BASE);
+}
+
 static void test_delay_reuse_long_after_purge_unchanged(void** state) {
   (void)state;
   settle();
@@ -353,6 +367,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_delay_reuse_soon_after_purge_doubles),
       cmocka_unit_test(test_delay_reuse_long_after_purge_unchanged),
+      cmocka_unit_test(test_delay_extend_option_zero_not_grown),
       cmocka_unit_test(test_delay_grows_at_most_64_times),
       cmocka_unit_test(test_delay_calm_second_halves),
       cmocka_unit_test(test_pass_busy_waits_the_grown_delay),

@@ -4,6 +4,7 @@
 #include "../hooks.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define MI_OPTION(opt, def) \
@@ -35,7 +36,8 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(max_warnings, 32),
     MI_OPTION(max_segment_reclaim, 10),
     MI_OPTION(destroy_on_exit, 0),
-    MI_OPTION_SIZE(arena_reserve, 1024L * 1024L),
+    MI_OPTION_SIZE(arena_reserve,
+                   0), /* mimalloc: 1 GiB; here segments are mapped one by one unless set (docs/options.md) */
     MI_OPTION(arena_purge_mult, 10),
     MI_OPTION(purge_extend_delay, 1),
     MI_OPTION(abandoned_reclaim_on_free, 0),
@@ -70,6 +72,30 @@ static const mi_option_word_t mi_option_words[] = {
     {mi_option_lockorder, "ABORT", 1},
     {mi_option_lockorder, "WARN", 2},
 };
+
+/* The names mimalloc read before its options were renamed: still read, after
+   the current name, so an old script keeps working. */
+typedef struct mi_option_legacy_s {
+  mi_option_t option;
+  const char* name;
+} mi_option_legacy_t;
+
+static const mi_option_legacy_t mi_option_legacy[] = {
+    {mi_option_arena_eager_commit, "eager_region_commit"},
+    {mi_option_purge_decommits, "reset_decommits"},
+    {mi_option_allow_large_os_pages, "large_os_pages"},
+    {mi_option_abandoned_page_purge, "abandoned_page_reset"},
+    {mi_option_purge_delay, "reset_delay"},
+    {mi_option_disallow_os_alloc, "limit_os_alloc"},
+    {mi_option_purge_extend_delay, "decommit_extend_delay"},
+};
+
+static const char* mi_option_legacy_name(mi_option_t option) {
+  for (size_t i = 0; i < sizeof(mi_option_legacy) / sizeof(mi_option_legacy[0]); i++) {
+    if (mi_option_legacy[i].option == option) return mi_option_legacy[i].name;
+  }
+  return NULL;
+}
 
 static bool mi_option_valid(mi_option_t option) {
   return (option >= 0 && option < _mi_option_last && _mi_options[option].name != NULL);
@@ -129,7 +155,14 @@ static void mi_option_init(mi_option_t option) {
   char name[80];
   char value[64];
   mi_option_env_name(desc->name, name, sizeof(name));
-  if (mi_prim_getenv(name, value, sizeof(value))) {
+  bool found = mi_prim_getenv(name, value, sizeof(value));
+  const char* legacy = mi_option_legacy_name(option);
+  if (!found && legacy != NULL) {
+    mi_option_env_name(legacy, name, sizeof(name));
+    found = mi_prim_getenv(name, value, sizeof(value));
+    if (found) _mi_warning_message("environment option %s is deprecated: use MIMALLOC_%s\n", name, desc->name);
+  }
+  if (found) {
     long v;
     if (mi_option_parse(desc, value, &v)) {
       desc->value = v;
@@ -143,10 +176,30 @@ static void mi_option_init(mi_option_t option) {
   desc->init = MI_OPTION_DEFAULTED;
 }
 
+/* MI_MALLOC_VERSION as mimalloc writes it: 212 is 2.1.2 (its scheme before
+   2.1.4), 20401 is 2.4.1. */
+void _mi_version_string(char* buf, size_t size) {
+  int v = mi_version();
+  if (v >= 10000) (void)snprintf(buf, size, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
+  else (void)snprintf(buf, size, "%d.%d.%d", v / 100, (v % 100) / 10, v % 10);
+}
+
+void mi_options_print(void) {
+  char version[32];
+  _mi_version_string(version, sizeof(version));
+  _mi_message("v%s (mimalloc-pprof; secure: %d, debug: %d)\n", version, MI_SECURE, MI_DEBUG);
+  for (int i = 0; i < _mi_option_last; i++) {
+    if (!mi_option_valid((mi_option_t)i)) continue;
+    long v = mi_option_get((mi_option_t)i);
+    _mi_message("option '%s': %ld%s\n", _mi_options[i].name, v, (_mi_options[i].is_size ? " KiB" : ""));
+  }
+}
+
 void _mi_options_init(void) {
   for (int i = 0; i < _mi_option_last; i++) {
     if (mi_option_valid((mi_option_t)i) && _mi_options[i].init == MI_OPTION_UNINIT) mi_option_init((mi_option_t)i);
   }
+  if (mi_option_is_enabled(mi_option_verbose)) mi_options_print(); /* what this run uses, as mimalloc shows it */
 }
 
 long _mi_option_get_slow(mi_option_t option) {

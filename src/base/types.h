@@ -152,6 +152,8 @@ struct mi_heap_s {
   bool is_backing;
   bool has_kept;  /* holds pages flagged MI_PAGE_FLAG_KEPT */
   bool took_over; /* _mi_segments_take_over ran: once, at the heap's first page */
+  int arena_id;   /* the one arena it takes memory from (mi_heap_new_in_arena); 0: any shared one, or the OS */
+  int tag;        /* mi_heap_new_ex's heap_tag, reported in its areas */
 #if MI_SECURE
   struct mi_zero_segment_s* zero_segments; /* its zero-size allocations' segments (under the zero lock) */
 #endif

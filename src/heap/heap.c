@@ -76,6 +76,29 @@ mi_heap_t* mi_heap_new(void) {
   return heap;
 }
 
+/* A heap of an arena takes its segments from that arena only: when it is
+   full, allocation fails with ENOMEM (os/arena.c). */
+mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id) {
+  (void)allow_destroy; /* any heap may be destroyed here: its blocks are its own */
+  if (arena_id != 0 && !_mi_arena_id_valid(arena_id)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  mi_heap_t* heap = mi_heap_new();
+  if (heap == NULL) return NULL;
+  heap->arena_id = arena_id;
+  heap->tag = heap_tag;
+  return heap;
+}
+
+mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id) {
+  if (arena_id == 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return mi_heap_new_ex(0, true, arena_id);
+}
+
 static void mi_heap_unlink(mi_heap_t* heap) {
   mi_tld_t* tld = heap->tld;
   mi_heap_t** p = &tld->heaps;
@@ -197,6 +220,8 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   /* only now: a purge run between the keeping and the abandoning would
      find the segment on no list and use up the due time */
   if (kept) _mi_background_due_after_delay();
+  /* abandoned_page_purge: what waits for its purge delay goes now */
+  if (mi_option_is_enabled(mi_option_abandoned_page_purge)) _mi_purge_run(true);
 }
 
 /* Fork child: the thread of `tld` does not exist here. Its large blocks
@@ -229,6 +254,27 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
     _mi_segments_abandoned_cleanup(); /* what the background thread does when due (force adopted them all) */
   }
   _mi_purge_run(force);
+}
+
+/* destroy_on_exit: the exiting thread's heaps are freed whole, live blocks
+   and all, and their memory goes back at once, as for a library unloaded
+   while its program runs on. A block of them freed later is not ours any
+   more (mimalloc warns of the same). Other threads' heaps are theirs. */
+void _mi_heap_destroy_all_at_exit(void) {
+  mi_heap_t* heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) return;
+  mi_tld_t* tld = heap->tld;
+  for (mi_heap_t* h = tld->heaps; h != NULL;) {
+    mi_heap_t* next = h->next;
+    if (!h->is_backing) mi_heap_destroy(h);
+    h = next;
+  }
+  mi_heap_t* backing = tld->heap_backing;
+  _mi_heap_default = backing;
+  if (MI_STAT) _mi_stats_merge_heap(backing);
+  if (MI_SECURE) _mi_secure_quarantine_flush(tld, backing);
+  mi_heap_free_all_pages(backing);
+  mi_heap_collect(backing, true);
 }
 
 void mi_collect(bool force) {
@@ -304,6 +350,7 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
   mi_heap_area_t area;
   _mi_page_collect(page);
   mi_page_area(page, &area);
+  if (ctx->heap != NULL) area.heap_tag = ctx->heap->tag;
   if (!ctx->visitor(ctx->heap, &area, NULL, area.block_size, ctx->arg)) return false;
   if (!ctx->visit_blocks || page->used == 0) return true;
   /* secure builds: the page's bitmap knows which blocks are live */

@@ -13,6 +13,7 @@ void _mi_process_init_once(void) mi_decl_hidden;
 /* heap.c */
 void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
+void _mi_heap_destroy_all_at_exit(void) mi_decl_hidden; /* destroy_on_exit */
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
 void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 

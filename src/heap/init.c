@@ -164,6 +164,7 @@ void mi_process_done(void) {
   if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
     _mi_stats_print_at_exit();
   }
+  if (mi_option_is_enabled(mi_option_destroy_on_exit)) _mi_heap_destroy_all_at_exit();
 }
 
 void _mi_process_init_once(void) {
@@ -178,6 +179,7 @@ void _mi_process_init_once(void) {
   mi_prim_init(&_mi_os_config);
   mi_hook_process_start();
   _mi_options_init();
+  _mi_os_thp_init();
   _mi_process_key = mi_initial_key();
   mi_hook_process_init();
   _mi_lock_init(&mi_threads_lock, MI_LOCK_THREADS);
@@ -195,8 +197,10 @@ void _mi_process_init_once(void) {
   mi_prim_atexit(&mi_process_done);
   _mi_arenas_reserve_from_options();
   mi_hook_process_ready();
-  _mi_verbose_message("mimalloc-pprof %d.%d initialised (secure: %d, debug: %d, lock-order checker: %d)\n",
-                      mi_version() / 100, mi_version() % 100, MI_SECURE, MI_DEBUG, MI_LOCKORDER);
+  char version[32];
+  _mi_version_string(version, sizeof(version));
+  _mi_verbose_message("mimalloc-pprof %s initialised (secure: %d, debug: %d, lock-order checker: %d)\n", version,
+                      MI_SECURE, MI_DEBUG, MI_LOCKORDER);
 }
 
 void mi_process_init(void) {

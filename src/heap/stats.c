@@ -100,7 +100,11 @@ static void mi_print_count(const mi_printer_t* pr, const char* name, const mi_st
 void mi_stats_print_out(mi_output_fun* out, void* arg) {
   mi_printer_t pr = {out, arg};
   mi_stats_merge();
-  mi_print_line(&pr, "mimalloc-pprof statistics (version %d, secure %d)\n", mi_version(), MI_SECURE);
+  char version[32];
+  _mi_version_string(version, sizeof(version));
+  /* the pid tells apart the blocks of a process tree printing to one stream */
+  mi_print_line(&pr, "mimalloc-pprof statistics (pid %ld, version %s, secure %d)\n", (long)mi_prim_getpid(), version,
+                MI_SECURE);
   mi_print_line(&pr, "%-12s %14s %14s %14s\n", "", "current", "peak", "total");
   mi_print_bytes(&pr, "reserved", &_mi_stats.reserved);
   mi_print_bytes(&pr, "committed", &_mi_stats.committed);
@@ -131,13 +135,50 @@ void mi_stats_print_out(mi_output_fun* out, void* arg) {
                 (long long)info.utime_ms, (long long)info.stime_ms, (long long)info.elapsed_ms);
 }
 
+/* `out` is an mi_output_fun* (mimalloc's older signature), called with arg NULL. */
 void mi_stats_print(void* out) {
-  (void)out;
-  mi_stats_print_out(NULL, NULL);
+  mi_output_fun* fun = NULL;
+  memcpy(&fun, &out, sizeof(fun)); /* a function pointer passed as void*: C forbids the cast */
+  mi_stats_print_out(fun, NULL);
 }
 
+/* The calling thread's own figures: what its heaps hold now, walked (only
+   the owner may walk them), and its per-size-class counts not yet merged. */
 void mi_thread_stats_print_out(mi_output_fun* out, void* arg) {
-  mi_stats_print_out(out, arg);
+  mi_printer_t pr = {out, arg};
+  mi_heap_t* heap = mi_get_default_heap();
+  mi_print_line(&pr, "mimalloc-pprof thread statistics (pid %ld, thread %zx)\n", (long)mi_prim_getpid(),
+                (size_t)_mi_thread_id());
+  if (!mi_heap_is_initialized(heap)) {
+    mi_print_line(&pr, "  the thread has not allocated\n");
+    return;
+  }
+  mi_tld_t* tld = heap->tld;
+  size_t heaps = 0, pages = 0, blocks = 0, bytes = 0, segments = 0;
+  for (mi_heap_t* h = tld->heaps; h != NULL; h = h->next) {
+    heaps++;
+    for (size_t bin = 0; bin < MI_BIN_COUNT; bin++) {
+      for (const mi_page_t* page = h->pages[bin].first; page != NULL; page = page->next) {
+        pages++;
+        blocks += page->used;
+        bytes += (size_t)page->used * page->block_size;
+      }
+    }
+  }
+  for (const mi_segment_t* segment = tld->segments; segment != NULL; segment = segment->next) segments++;
+  char size[32];
+  mi_format_size((int64_t)bytes, size, sizeof(size));
+  mi_print_line(&pr, "  heaps %zu, segments %zu, pages %zu\n", heaps, segments, pages);
+  mi_print_line(&pr, "  blocks in use %zu (%s; small and medium, freed by other threads counted until collected)\n",
+                blocks, size);
+#if MI_STAT
+  mi_print_line(&pr, "  allocations per size class since the last merge (block size: count)\n");
+  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
+    int64_t n = 0;
+    for (mi_heap_t* h = tld->heaps; h != NULL; h = h->next) n += (int64_t)h->stat_malloc[bin];
+    if (n != 0) mi_print_line(&pr, "  %8zu: %lld\n", _mi_bin_size(bin), (long long)n);
+  }
+#endif
 }
 
 void _mi_stats_print_at_exit(void) {

@@ -8,7 +8,13 @@
    Arena memory is counted as reserved once, when the arena is reserved. A
    chunk given back is decommitted (reserved-only arenas) so it reads as zero
    when next committed; pinned arenas (large or huge pages) cannot decommit,
-   so a reused pinned chunk is cleared before it is handed out again. */
+   so a reused pinned chunk is cleared before it is handed out again.
+
+   An arena's id is its index + 1 (0: none), as mimalloc numbers them. The
+   memory of mi_manage_os_memory is the caller's: its chunks are purged, not
+   remapped, when given back, and it is never unmapped here. An exclusive
+   arena serves only the heaps created in it (mi_heap_new_in_arena); a heap in
+   an arena takes no memory from anywhere else. */
 #include "os.h"
 #include "../prim/fault.h"
 
@@ -21,13 +27,16 @@ typedef struct mi_arena_s {
   size_t chunk_count;
   bool is_pinned;                     /* large or huge pages: always committed */
   bool is_committed;                  /* reserved committed: chunks never need a commit */
+  bool is_exclusive;                  /* only for heaps created in it */
+  bool is_owned;                      /* mapped by us (not mi_manage_os_memory's) */
   uint64_t in_use[MI_ARENA_WORDS];    /* under mi_arena_lock */
   uint64_t committed[MI_ARENA_WORDS]; /* chunks committed (or all, if is_committed) */
-  uint64_t dirty[MI_ARENA_WORDS];     /* pinned chunks handed out before: not zero */
+  uint64_t dirty[MI_ARENA_WORDS];     /* chunks not known to be zero: cleared when handed out */
 } mi_arena_t;
 
 static mi_arena_t mi_arenas[MI_ARENA_MAX];
 static _Atomic(size_t) mi_arena_count;
+static _Atomic(bool) mi_arena_any_exclusive; /* else every segment suits a heap of no arena */
 static mi_lock_t mi_arena_lock;
 
 void _mi_arenas_init(void) {
@@ -52,16 +61,26 @@ static bool mi_bits_any(const uint64_t* map, size_t first, size_t n, bool value)
   return false;
 }
 
-/* Register a reserved range as an arena; false if the table is full. */
-static bool mi_arena_add(void* start, size_t size, bool is_committed, bool is_pinned) {
+typedef struct mi_arena_kind_s {
+  bool is_committed;
+  bool is_pinned;
+  bool is_zero;
+  bool is_exclusive;
+  bool is_owned;
+} mi_arena_kind_t;
+
+/* Register a reserved range (chunk aligned) as an arena; its id, or 0 if the
+   table is full. */
+static mi_arena_id_t mi_arena_add(void* start, size_t size, mi_arena_kind_t kind) {
+  bool is_committed = kind.is_committed, is_pinned = kind.is_pinned;
   size_t chunks = size / MI_ARENA_CHUNK;
   if (chunks > MI_ARENA_MAX_CHUNKS) chunks = MI_ARENA_MAX_CHUNKS;
-  if (chunks == 0) return false;
+  if (chunks == 0) return 0;
   _mi_lock_acquire(&mi_arena_lock);
   size_t i = atomic_load_explicit(&mi_arena_count, memory_order_relaxed);
   if (i >= MI_ARENA_MAX) {
     _mi_lock_release(&mi_arena_lock);
-    return false;
+    return 0;
   }
   mi_arena_t* arena = &mi_arenas[i];
   memset(arena, 0, sizeof(*arena));
@@ -69,19 +88,33 @@ static bool mi_arena_add(void* start, size_t size, bool is_committed, bool is_pi
   arena->chunk_count = chunks;
   arena->is_pinned = is_pinned;
   arena->is_committed = is_committed || is_pinned;
+  arena->is_exclusive = kind.is_exclusive;
+  arena->is_owned = kind.is_owned;
   if (arena->is_committed) mi_bits_set(arena->committed, 0, chunks, true);
+  if (!kind.is_zero) mi_bits_set(arena->dirty, 0, chunks, true);
+  if (kind.is_exclusive) atomic_store_explicit(&mi_arena_any_exclusive, true, memory_order_release);
   atomic_store_explicit(&mi_arena_count, i + 1, memory_order_release);
   _mi_lock_release(&mi_arena_lock);
-  _mi_verbose_message("arena %zu: %zu MiB at %p (committed: %d, pinned: %d)\n", i, chunks * (MI_ARENA_CHUNK >> 20),
-                      start, arena->is_committed, is_pinned);
-  return true;
+  _mi_verbose_message("arena %zu: %zu MiB at %p (committed: %d, pinned: %d, exclusive: %d)\n", i + 1,
+                      chunks * (MI_ARENA_CHUNK >> 20), start, arena->is_committed, is_pinned, kind.is_exclusive);
+  return (mi_arena_id_t)(i + 1);
 }
 
-/* `size` (a multiple of the segment size) bytes of zeroed, committed,
-   segment-aligned arena memory, or NULL (then the caller asks the OS). */
-void* _mi_arena_alloc(size_t size, bool* is_pinned) {
+/* Whether arena `a` (an index) may serve a request for arena `req`. */
+static bool mi_arena_serves(const mi_arena_t* arena, size_t a, mi_arena_id_t req) {
+  if (req != 0) return ((size_t)req == a + 1);
+  if (arena->is_exclusive) return false;
+  return !mi_option_is_enabled(mi_option_disallow_arena_alloc);
+}
+
+static bool mi_arena_reserve_more(size_t size);
+
+/* `size` bytes of zeroed, committed, segment-aligned arena memory, whole
+   chunks of it, or NULL. */
+static void* mi_arena_alloc_from(size_t size, mi_arena_id_t req, bool* is_pinned) {
   size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
   if (count == 0) return NULL;
+  size = _mi_align_up(size, MI_ARENA_CHUNK); /* a huge segment ends inside its last chunk: it takes it whole */
   size_t n = size / MI_ARENA_CHUNK;
   mi_arena_t* arena = NULL;
   size_t first = 0;
@@ -89,6 +122,7 @@ void* _mi_arena_alloc(size_t size, bool* is_pinned) {
   for (size_t a = 0; a < count && arena == NULL; a++) {
     mi_arena_t* candidate = &mi_arenas[a];
     if (MI_SECURE && candidate->is_pinned) continue; /* no guard pages in pinned memory */
+    if (!mi_arena_serves(candidate, a, req)) continue;
     size_t run = 0;
     for (size_t i = 0; i < candidate->chunk_count; i++) {
       run = (mi_bit(candidate->in_use, i) ? 0 : run + 1);
@@ -101,7 +135,7 @@ void* _mi_arena_alloc(size_t size, bool* is_pinned) {
   }
   if (arena != NULL) mi_bits_set(arena->in_use, first, n, true);
   bool needs_commit = (arena != NULL && mi_bits_any(arena->committed, first, n, false));
-  bool needs_clear = (arena != NULL && arena->is_pinned && mi_bits_any(arena->dirty, first, n, true));
+  bool needs_clear = (arena != NULL && mi_bits_any(arena->dirty, first, n, true));
   _mi_lock_release(&mi_arena_lock);
   if (arena == NULL) {
     mi_fault_event(mi_fault_event_arena_fallback);
@@ -128,9 +162,39 @@ void* _mi_arena_alloc(size_t size, bool* is_pinned) {
     mi_bits_set(arena->committed, first, n, true);
     _mi_lock_release(&mi_arena_lock);
   }
-  if (needs_clear) memset(p, 0, size);
+  if (needs_clear) {
+    memset(p, 0, size);
+    _mi_lock_acquire(&mi_arena_lock);
+    mi_bits_set(arena->dirty, first, n, false);
+    _mi_lock_release(&mi_arena_lock);
+  }
   *is_pinned = arena->is_pinned;
   return p;
+}
+
+/* `req`: the arena of the heap asking (0: none). A heap of no arena is
+   served by the shared arenas, reserving one more in steps of
+   arena_reserve when it is set; NULL then means: ask the OS. */
+void* _mi_arena_alloc(size_t size, mi_arena_id_t req, bool* is_pinned) {
+  void* p = mi_arena_alloc_from(size, req, is_pinned);
+  if (p == NULL && req == 0 && !mi_option_is_enabled(mi_option_disallow_arena_alloc) && mi_arena_reserve_more(size)) {
+    p = mi_arena_alloc_from(size, req, is_pinned);
+  }
+  return p;
+}
+
+/* Whether memory at `p` (a segment) may serve a heap of arena `req`: an
+   exclusive arena's only its own heaps, a heap of an arena only its arena's. */
+bool _mi_arena_suits(const void* p, mi_arena_id_t req) {
+  if (req == 0 && !atomic_load_explicit(&mi_arena_any_exclusive, memory_order_acquire)) return true;
+  size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+  for (size_t a = 0; a < count; a++) {
+    const mi_arena_t* arena = &mi_arenas[a];
+    if ((const uint8_t*)p >= arena->start && (const uint8_t*)p < arena->start + arena->chunk_count * MI_ARENA_CHUNK) {
+      return (arena->is_exclusive || req != 0 ? (size_t)req == a + 1 : true);
+    }
+  }
+  return (req == 0);
 }
 
 static mi_arena_t* mi_arena_of(const void* p, size_t* chunk) {
@@ -155,6 +219,7 @@ bool _mi_arena_free(void* p, size_t size) {
   size_t first;
   mi_arena_t* arena = mi_arena_of(p, &first);
   if (arena == NULL) return false;
+  size = _mi_align_up(size, MI_ARENA_CHUNK);
   size_t n = size / MI_ARENA_CHUNK;
   /* the chunk must read as zero, and be free of guard pages, next time: it
      is decommitted (committed again when taken). If the OS refuses, it is
@@ -164,7 +229,9 @@ bool _mi_arena_free(void* p, size_t size) {
      cleared when handed out again. */
   bool decommitted = false;
   if (!arena->is_pinned) {
-    decommitted = _mi_os_decommit(p, size);
+    /* the caller's memory keeps its mapping: purged in place; so is ours
+       with purge_decommits=0 (mimalloc's reset instead of decommit) */
+    decommitted = (arena->is_owned && mi_option_is_enabled(mi_option_purge_decommits) && _mi_os_decommit(p, size));
     if (!decommitted) {
       if (MI_SECURE && _mi_os_protect(p, size, false) != 0) {
         _mi_warning_message("arena memory at %p cannot be made accessible: out of use\n", p); /* fault path */
@@ -187,7 +254,8 @@ bool _mi_arena_free(void* p, size_t size) {
 /* The public entries (api/reserve.c) set the process up first; these do not,
    so process set-up itself can call them (_mi_arenas_reserve_from_options). */
 
-int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large) {
+int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* id) {
+  if (id != NULL) *id = 0;
   size = _mi_align_up(size, MI_ARENA_CHUNK);
   if (size == 0) return EINVAL;
   bool is_pinned = false;
@@ -196,50 +264,130 @@ int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large) {
     _mi_warning_message("unable to reserve %zu MiB of OS memory for an arena\n", size >> 20); /* fault path */
     return ENOMEM;
   }
-  if (!mi_arena_add(p, size, commit, is_pinned)) {
+  mi_arena_kind_t kind = {
+      .is_committed = commit, .is_pinned = is_pinned, .is_zero = true, .is_exclusive = exclusive, .is_owned = true};
+  mi_arena_id_t added = mi_arena_add(p, size, kind);
+  if (added == 0) {
     _mi_os_free(p, size); /* fault path */
     return ENOMEM;
   }
   _mi_stat_increase(&_mi_stats.arenas, (int64_t)size);
+  if (id != NULL) *id = added;
   return 0;
 }
 
-/* Huge (1 GiB) pages, falling back to large (2 MiB) pages, then to normal
-   committed pages: the caller asked for memory up front, and gets it in the
-   best kind the system has (in secure builds: normal pages). */
-int _mi_arena_reserve_huge(size_t pages) {
+/* Whether an arena is committed when reserved: arena_eager_commit 2 means
+   where the OS commits on touch anyway (overcommit), as in mimalloc. */
+bool _mi_arena_eager_commit(void) {
+  long v = mi_option_get(mi_option_arena_eager_commit);
+  return (v == 1 || (v == 2 && _mi_os_config.has_overcommit));
+}
+
+/* Shared arenas reserved on demand, each arena_reserve bytes (0: never, as
+   by default here: segments are then mapped one by one), or the request's
+   size if that is larger. False once the arena table is full. */
+static bool mi_arena_reserve_more(size_t size) {
+  size_t step = mi_option_get_size(mi_option_arena_reserve);
+  if (step == 0) return false;
+  if (atomic_load_explicit(&mi_arena_count, memory_order_acquire) >= MI_ARENA_MAX) return false;
+  if (step < size) step = size;
+  if (step > MI_ARENA_MAX_CHUNKS * MI_ARENA_CHUNK) return false;
+  return (_mi_arena_reserve_os(step, _mi_arena_eager_commit(), mi_option_is_enabled(mi_option_allow_large_os_pages),
+                               false, NULL) == 0);
+}
+
+/* Memory the caller owns (mi_manage_os_memory): the chunks that lie whole in
+   [start, start + size). Not counted as reserved by us, and never unmapped. */
+int _mi_arena_manage(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, bool exclusive,
+                     mi_arena_id_t* id) {
+  if (id != NULL) *id = 0;
+  uintptr_t begin = (uintptr_t)start;
+  if (start == NULL || size == 0 || begin + size < begin) return EINVAL;
+  uintptr_t first = _mi_align_up(begin, MI_ARENA_CHUNK);
+  uintptr_t end = (begin + size) & ~(uintptr_t)(MI_ARENA_CHUNK - 1);
+  if (first == 0 || end <= first) return EINVAL; /* not one whole chunk in it */
+  mi_arena_kind_t kind = {.is_committed = is_committed || is_large,
+                          .is_pinned = is_large,
+                          .is_zero = is_zero,
+                          .is_exclusive = exclusive,
+                          .is_owned = false};
+  mi_arena_id_t added = mi_arena_add((void*)first, (size_t)(end - first), kind);
+  if (added == 0) return ENOMEM;
+  if (id != NULL) *id = added;
+  return 0;
+}
+
+void* _mi_arena_area(mi_arena_id_t id, size_t* size) {
+  if (size != NULL) *size = 0;
+  size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+  if (id <= 0 || (size_t)id > count) return NULL;
+  const mi_arena_t* arena = &mi_arenas[id - 1];
+  if (size != NULL) *size = arena->chunk_count * MI_ARENA_CHUNK;
+  return arena->start;
+}
+
+bool _mi_arena_id_valid(mi_arena_id_t id) {
+  return (id > 0 && (size_t)id <= atomic_load_explicit(&mi_arena_count, memory_order_acquire));
+}
+
+void _mi_arenas_print(void) {
+  size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+  _mi_message("arenas: %zu (chunks of %zu MiB)\n", count, (size_t)(MI_ARENA_CHUNK >> 20));
+  for (size_t a = 0; a < count; a++) {
+    const mi_arena_t* arena = &mi_arenas[a];
+    _mi_lock_acquire(&mi_arena_lock);
+    size_t in_use = 0;
+    for (size_t i = 0; i < arena->chunk_count; i++) in_use += mi_bit(arena->in_use, i);
+    _mi_lock_release(&mi_arena_lock);
+    _mi_message("arena %zu: %p, %zu of %zu chunks in use%s%s%s%s\n", a + 1, (void*)arena->start, in_use,
+                arena->chunk_count, (arena->is_exclusive ? ", exclusive" : ""), (arena->is_pinned ? ", pinned" : ""),
+                (arena->is_committed ? ", committed" : ""), (arena->is_owned ? "" : ", the caller's memory"));
+  }
+}
+
+/* Huge (1 GiB) pages only: ENOMEM where there are none, with nothing
+   reserved, as mimalloc does (the reserve_huge_os_pages option falls back,
+   _mi_arenas_reserve_from_options). In secure builds never: guard pages need
+   4 KiB protection. */
+int _mi_arena_reserve_huge(size_t pages, bool exclusive, mi_arena_id_t* id) {
+  if (id != NULL) *id = 0;
   if (pages == 0) return 0;
   if (pages > SIZE_MAX / MI_HUGE_OS_PAGE_SIZE) return EINVAL;
   size_t size = pages * MI_HUGE_OS_PAGE_SIZE;
   void* p = NULL;
-  /* secure builds never pin: guard pages need 4 KiB protection */
   int err = (MI_SECURE ? ENOTSUP : mi_prim_alloc_huge_os_pages(size, &p));
-  if (err == 0) {
-    atomic_fetch_add_explicit(&_mi_stats.mmap_calls, 1, memory_order_relaxed);
-    _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);
-    if (mi_arena_add(p, size, true, true)) {
-      _mi_stat_increase(&_mi_stats.arenas, (int64_t)size);
-      return 0;
-    }
+  if (err != 0) {
+    mi_fault_event(mi_fault_event_huge_fallback);
+    _mi_warning_message("unable to reserve %zu GiB of huge OS pages (error %d)\n", pages, err);
+    return ENOMEM;
+  }
+  atomic_fetch_add_explicit(&_mi_stats.mmap_calls, 1, memory_order_relaxed);
+  _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);
+  mi_arena_kind_t kind = {
+      .is_committed = true, .is_pinned = true, .is_zero = true, .is_exclusive = exclusive, .is_owned = true};
+  mi_arena_id_t added = mi_arena_add(p, size, kind);
+  if (added == 0) {
     _mi_os_free(p, size);
     return ENOMEM;
   }
-  mi_fault_event(mi_fault_event_huge_fallback);
-  _mi_verbose_message("huge OS pages unavailable (error %d); trying large, then normal pages\n", err);
-  return _mi_arena_reserve_os(size, true, !MI_SECURE);
+  _mi_stat_increase(&_mi_stats.arenas, (int64_t)size);
+  if (id != NULL) *id = added;
+  return 0;
 }
 
-/* The reservations the options ask for, at process start. */
+/* The reservations the options ask for, at process start. Huge pages that
+   cannot be had are reserved as large, then normal pages: the program asked
+   for memory up front; the shortfall is a warning. */
 void _mi_arenas_reserve_from_options(void) {
   long huge = mi_option_get(mi_option_reserve_huge_os_pages);
-  if (huge > 0) {
-    long at = mi_option_get(mi_option_reserve_huge_os_pages_at);
-    (void)at; /* one NUMA node here: no placement */
-    _mi_arena_reserve_huge((size_t)huge);
+  if (huge > 0 && _mi_arena_reserve_huge((size_t)huge, false, NULL) == ENOMEM) {
+    /* one NUMA node here: reserve_huge_os_pages_at has no placement to make */
+    _mi_warning_message("reserving %ld GiB of large or normal pages instead of huge ones\n", huge);
+    _mi_arena_reserve_os((size_t)huge * MI_HUGE_OS_PAGE_SIZE, true, !MI_SECURE, false, NULL);
   }
   size_t os_memory = mi_option_get_size(mi_option_reserve_os_memory);
   if (os_memory > 0) {
-    _mi_arena_reserve_os(os_memory, mi_option_get(mi_option_arena_eager_commit) == 1,
-                         mi_option_is_enabled(mi_option_allow_large_os_pages));
+    _mi_arena_reserve_os(os_memory, _mi_arena_eager_commit(), mi_option_is_enabled(mi_option_allow_large_os_pages),
+                         false, NULL);
   }
 }

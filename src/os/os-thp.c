@@ -46,6 +46,12 @@
 static _Atomic(int) mi_thp_density = -1;
 static _Atomic(size_t) mi_thp_handouts;
 
+/* allow_thp=0: none for the process, not even where the system's setting
+   is "always", as mimalloc does. */
+void _mi_os_thp_init(void) {
+  if (!mi_option_is_enabled(mi_option_allow_thp)) mi_prim_thp_disable();
+}
+
 static bool mi_thp_enabled(void) {
   return (_mi_option_get_fast(mi_option_allow_thp) != 0 && _mi_os_large_page_size() != 0);
 }

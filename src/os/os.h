@@ -23,6 +23,7 @@ size_t _mi_os_thp_resident(const void* start, size_t size, size_t* measured) mi_
 void _mi_os_thp_note(size_t before, size_t after, size_t measured) mi_decl_hidden;           /* a probe freed */
 int _mi_os_thp_density(void) mi_decl_hidden; /* the running mean, in 256ths; -1: none yet */
 void _mi_os_hint_huge_pages(void* p, size_t size, bool on) mi_decl_hidden;
+void _mi_os_thp_init(void) mi_decl_hidden; /* process start: allow_thp */
 bool _mi_os_commit(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_decommit(void* p, size_t size) mi_decl_hidden;
 int _mi_os_protect(void* p, size_t size, bool protect) mi_decl_hidden;
@@ -34,9 +35,17 @@ void _mi_arenas_reserve_from_options(void) mi_decl_hidden;
 #define MI_ARENA_CHUNK MI_SEGMENT_SIZE /* an arena's unit: one segment */
 #define MI_HUGE_OS_PAGE_SIZE ((size_t)1 << 30)
 /* reservations, without the process set-up the public entries do first (api/reserve.c) */
-int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large) mi_decl_hidden;
-int _mi_arena_reserve_huge(size_t pages) mi_decl_hidden;
-void* _mi_arena_alloc(size_t size, bool* is_pinned) mi_decl_hidden;
+int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* id) mi_decl_hidden;
+int _mi_arena_reserve_huge(size_t pages, bool exclusive, mi_arena_id_t* id) mi_decl_hidden; /* ENOMEM: none */
+int _mi_arena_manage(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, bool exclusive,
+                     mi_arena_id_t* id) mi_decl_hidden;
+bool _mi_arena_eager_commit(void) mi_decl_hidden;
+void* _mi_arena_area(mi_arena_id_t id, size_t* size) mi_decl_hidden;
+bool _mi_arena_id_valid(mi_arena_id_t id) mi_decl_hidden;
+void _mi_arenas_print(void) mi_decl_hidden;
+/* `req`: the asking heap's arena (0: none); NULL: ask the OS (if `req` is 0) */
+void* _mi_arena_alloc(size_t size, mi_arena_id_t req, bool* is_pinned) mi_decl_hidden;
+bool _mi_arena_suits(const void* p, mi_arena_id_t req) mi_decl_hidden;
 bool _mi_arena_free(void* p, size_t size) mi_decl_hidden;
 bool _mi_arena_contains(const void* p) mi_decl_hidden;
 void* _mi_os_alloc_meta(size_t size) mi_decl_hidden;

@@ -203,7 +203,7 @@ static mi_page_t* mi_page_fresh(mi_heap_t* heap, size_t bin) {
   mi_tld_t* tld = heap->tld;
   mi_segment_kind_t kind = _mi_segment_kind_of_bin(bin);
   for (int attempt = 0; attempt < 3; attempt++) {
-    mi_page_t* page = _mi_segment_page_claim(tld, kind);
+    mi_page_t* page = _mi_segment_page_claim(tld, kind, heap->arena_id);
     if (page != NULL) {
       uint8_t* start;
       size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
@@ -213,8 +213,12 @@ static mi_page_t* mi_page_fresh(mi_heap_t* heap, size_t bin) {
       mi_hook_page_setup_end(page);
       return page;
     }
-    if (attempt == 0 && _mi_segments_reclaim_kind(tld->heap_backing, 2, kind)) continue;
-    if (!_mi_segment_new(tld, kind)) return NULL;
+    /* max_segment_reclaim=0: never here, as in mimalloc; any other value: up to 2 a try */
+    if (attempt == 0 && _mi_option_get_fast(mi_option_max_segment_reclaim) > 0 &&
+        _mi_segments_reclaim_kind(tld->heap_backing, 2, kind)) {
+      continue;
+    }
+    if (!_mi_segment_new(tld, kind, heap->arena_id)) return NULL;
   }
   return NULL;
 }

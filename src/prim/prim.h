@@ -58,6 +58,9 @@ int mi_prim_protect(void* addr, size_t size, bool protect);
    pages it has and nothing else changes, so it has no failure to report or
    inject. */
 void mi_prim_hint_huge_pages(void* addr, size_t size, bool on);
+/* No transparent huge pages for the whole process, asked for or not (Linux:
+   PR_SET_THP_DISABLE); nothing where the OS has no such switch. */
+void mi_prim_thp_disable(void);
 /* Count the OS pages of a page-aligned range that are resident (touched and
    not given back); ENOTSUP where the OS cannot tell. */
 int mi_prim_resident(const void* addr, size_t size, size_t* resident);

@@ -36,6 +36,7 @@ void _mi_purge_note_taken(void) {
 
 void _mi_purge_note_reused(int64_t purged_at, int64_t now, long base) {
   if (purged_at <= 0 || base <= 0) return; /* never purged (fresh from the OS), or no delay to grow */
+  if (_mi_option_get_fast(mi_option_purge_extend_delay) <= 0) return; /* the delay kept as set */
   int shift = atomic_load_explicit(&mi_purge_shift, memory_order_relaxed);
   if (now - purged_at >= ((int64_t)base << shift)) return; /* a longer wait than the delay: not its fault */
   atomic_store_explicit(&mi_purge_calm_since, now, memory_order_relaxed);

@@ -100,7 +100,7 @@ static bool mi_cache_fits_better(const mi_cache_slot_t* slot, const mi_cache_slo
    otherwise serve a guarded sample of 16 bytes while a 1 MiB block faults in
    another); else the smallest dirty larger one that fits, else a clean one
    of that size. The caller lays out a clean one anew. */
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want) {
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want, mi_arena_id_t arena) {
   if (atomic_load_explicit(&mi_cache_count, memory_order_relaxed) == 0) return NULL;
   _mi_lock_acquire(&mi_cache_lock);
   mi_cache_slot_t* same = NULL;
@@ -108,7 +108,7 @@ mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t 
   mi_cache_slot_t* clean = NULL;
   for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
     mi_cache_slot_t* slot = &mi_cache[i];
-    if (slot->segment == NULL || slot->purging) continue;
+    if (slot->segment == NULL || slot->purging || !_mi_arena_suits(slot->segment, arena)) continue;
     if (slot->size != size) {
       if (slot->dirty && slot->segment->kind == (uint8_t)kind && mi_cache_fits_larger(kind, size, slot->size) &&
           (larger == NULL || slot->size < larger->size)) {

@@ -125,9 +125,10 @@ void _mi_segment_unmap(mi_segment_t* segment) {
 /* A segment of `kind`: a cached one of the same kind keeps its page states
    (and their committed memory), otherwise the header is laid out anew. */
 /* `want`: about how many bytes of it the caller will touch (0: unknown) */
-mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, size_t want) {
+/* `arena`: the asking heap's (0: none) */
+mi_segment_t* _mi_segment_alloc_in(mi_segment_kind_t kind, size_t segment_size, size_t want, mi_arena_id_t arena) {
   mi_segment_t* segment = NULL;
-  if (segment_size <= MI_LARGE_SEGMENT_MAX) segment = _mi_segment_cache_pop(kind, segment_size, want);
+  if (segment_size <= MI_LARGE_SEGMENT_MAX) segment = _mi_segment_cache_pop(kind, segment_size, want, arena);
   if (segment != NULL) {
     if (segment->kind == (uint8_t)kind && segment->cookie == ((uintptr_t)segment ^ _mi_process_key)) {
       /* dirty segment of the same kind: header and page states are valid */
@@ -140,9 +141,14 @@ mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, siz
     _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
     return segment;
   }
-  /* an arena first (if any were reserved), else the OS */
+  /* an arena first (if any were reserved), else the OS: not for a heap of
+     an arena, nor when disallow_os_alloc keeps the program to its arenas */
   bool is_pinned = false;
-  segment = (mi_segment_t*)_mi_arena_alloc(segment_size, &is_pinned);
+  segment = (mi_segment_t*)_mi_arena_alloc(segment_size, arena, &is_pinned);
+  if (segment == NULL && (arena != 0 || mi_option_is_enabled(mi_option_disallow_os_alloc))) {
+    errno = ENOMEM;
+    return NULL;
+  }
   if (segment == NULL) {
     bool allow_large = mi_option_is_enabled(mi_option_allow_large_os_pages);
     segment = (mi_segment_t*)_mi_os_alloc_aligned(segment_size, MI_SEGMENT_SIZE, true, allow_large, &is_pinned);
@@ -161,6 +167,10 @@ mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, siz
     return NULL;
   }
   return segment;
+}
+
+mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, size_t want) {
+  return _mi_segment_alloc_in(kind, segment_size, want, 0);
 }
 
 /* Bytes of the segment counted as committed: its header and its pages' areas. */
@@ -279,8 +289,10 @@ static mi_page_t* mi_segment_take_page(mi_segment_t* segment) {
 /* A free page slot of one of the thread's segments of `kind` with room, taken
    for use (NULL: none has one). The page layer sets it up: the secure wing
    first, then _mi_segment_page_setup, then the page itself (page.c). */
-mi_page_t* _mi_segment_page_claim(mi_tld_t* tld, mi_segment_kind_t kind) {
+mi_page_t* _mi_segment_page_claim(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena) {
   mi_segment_t* segment = tld->free_segments[kind];
+  /* only where exclusive arenas or heaps of an arena exist is one passed over */
+  while (segment != NULL && !_mi_arena_suits(segment, arena)) segment = segment->free_next;
   return (segment == NULL ? NULL : mi_segment_take_page(segment));
 }
 
@@ -315,8 +327,8 @@ void _mi_segment_page_setup(mi_page_t* page, size_t area, uint8_t* start) {
 
 /* A new (or cached) segment of `kind` for the thread; false if none could be
    had (fault path). */
-bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind) {
-  mi_segment_t* segment = _mi_segment_alloc(kind, MI_SEGMENT_SIZE, 0);
+bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena) {
+  mi_segment_t* segment = _mi_segment_alloc_in(kind, MI_SEGMENT_SIZE, 0, arena);
   if (segment == NULL) return false; /* fault path */
   _mi_tld_segment_add(tld, segment);
   return true;

@@ -10,16 +10,17 @@
 /* segment-cache.c */
 void _mi_segment_cache_init(void) mi_decl_hidden;
 /* `want`: about how many bytes the caller will touch (0: unknown) */
-mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want) mi_decl_hidden;
+mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want,
+                                    mi_arena_id_t arena) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 
 /* segment.c: the life of a segment */
 void _mi_segments_init(void) mi_decl_hidden;
 size_t _mi_segment_page_area(const mi_segment_t* segment, size_t idx, uint8_t** start) mi_decl_hidden;
 /* a page's set-up, with the page layer's (page.c): claim a slot, then setup */
-mi_page_t* _mi_segment_page_claim(mi_tld_t* tld, mi_segment_kind_t kind) mi_decl_hidden;
+mi_page_t* _mi_segment_page_claim(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena) mi_decl_hidden;
 void _mi_segment_page_setup(mi_page_t* page, size_t area, uint8_t* start) mi_decl_hidden;
-bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind) mi_decl_hidden;
+bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena) mi_decl_hidden;
 void _mi_segment_page_free(mi_page_t* page) mi_decl_hidden;
 void _mi_segment_page_hold(mi_page_t* page) mi_decl_hidden;
 int64_t _mi_segment_committed(const mi_segment_t* segment) mi_decl_hidden;
@@ -46,6 +47,9 @@ size_t _mi_segment_info_size(void) mi_decl_hidden;
 /* the page count, for a walk of the page table (secure builds: checked) */
 size_t _mi_segment_pages(const mi_segment_t* segment) mi_decl_hidden;
 mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, size_t want) mi_decl_hidden;
+/* for a heap of arena `arena` (0: none): from that arena only */
+mi_segment_t* _mi_segment_alloc_in(mi_segment_kind_t kind, size_t segment_size, size_t want,
+                                   mi_arena_id_t arena) mi_decl_hidden;
 void _mi_segment_release(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_unmap(mi_segment_t* segment) mi_decl_hidden;
 void _mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;

@@ -76,7 +76,7 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
      can reuse them; huge ones are mapped to measure */
   size_t segment_size =
       (needed + guard <= MI_LARGE_SEGMENT_MAX ? _mi_align_up(needed + guard, MI_SEGMENT_SIZE) : needed + guard);
-  mi_segment_t* segment = _mi_segment_alloc(MI_SEGMENT_SINGLE, segment_size, info + needed - offset);
+  mi_segment_t* segment = _mi_segment_alloc_in(MI_SEGMENT_SINGLE, segment_size, info + needed - offset, heap->arena_id);
   if (segment == NULL) return NULL;
   mi_page_t* page = &segment->pages[0];
   bool was_clean = false;

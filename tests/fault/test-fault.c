@@ -606,10 +606,15 @@ static void test_arena_table_full_17th_reservation_enomem(void** state) {
 
 static void huge_fallback_body(void) {
   set_policy(mi_fault_huge, 1, -1, mi_fault_error_oom);
-  CHECK(mi_reserve_huge_os_pages_at(1, 0, 0) == 0); /* fell back to normal pages */
+  /* the call reports what it reserved: nothing, as mimalloc does */
+  CHECK(mi_reserve_huge_os_pages_at(1, 0, 0) == ENOMEM);
+  CHECK(atomic_load(&_mi_stats.arenas.current) == 0);
+  /* the option's reservation at start falls back to normal pages */
+  mi_option_set(mi_option_reserve_huge_os_pages, 1);
+  _mi_arenas_reserve_from_options();
   mi_fault_counters_t k = counters();
-  CHECK(k.calls[mi_fault_huge] == (MI_SECURE ? 0 : 1)); /* secure builds never pin */
-  CHECK(k.events[mi_fault_event_huge_fallback] == 1);
+  CHECK(k.calls[mi_fault_huge] == (MI_SECURE ? 0 : 2)); /* secure builds never pin */
+  CHECK(k.events[mi_fault_event_huge_fallback] == 2);
   CHECK(atomic_load(&_mi_stats.arenas.current) == ((int64_t)1 << 30));
   void* p = mi_malloc(LARGE_SIZE);
   CHECK(p != NULL && _mi_arena_contains(p)); /* served from the arena */
@@ -617,7 +622,7 @@ static void huge_fallback_body(void) {
   check_accounting();
 }
 
-static void test_huge_pages_fail_fall_back_to_normal_pages(void** state) {
+static void test_huge_pages_fail_enomem_option_falls_back_to_normal_pages(void** state) {
   (void)state;
   in_child(&huge_fallback_body);
 }
@@ -1065,7 +1070,7 @@ int main(int argc, char** argv) {
     cmocka_unit_test(test_aligned_reserve_fails_trimmed_over_reserve_serves),
     cmocka_unit_test(test_misaligned_trim_release_fails_ranges_kept_counted),
     cmocka_unit_test(test_arena_table_full_17th_reservation_enomem),
-    cmocka_unit_test(test_huge_pages_fail_fall_back_to_normal_pages),
+    cmocka_unit_test(test_huge_pages_fail_enomem_option_falls_back_to_normal_pages),
     cmocka_unit_test(test_arena_full_segment_falls_back_to_os),
     cmocka_unit_test(test_arena_reservation_fails_enomem_os_serves),
     cmocka_unit_test(test_commit_failure_falls_back_to_os_then_enomem),

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
+#include <sys/prctl.h> /* PR_SET_THP_DISABLE */
 #include <sys/random.h>
 #endif
 
@@ -194,6 +195,12 @@ void mi_prim_hint_huge_pages(void* addr, size_t size, bool on) {
   (void)addr;
   (void)size;
   (void)on;
+#endif
+}
+
+void mi_prim_thp_disable(void) {
+#if defined(__linux__) && defined(PR_SET_THP_DISABLE)
+  (void)prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); /* a kernel without it keeps its setting */
 #endif
 }
 

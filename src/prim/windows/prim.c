@@ -265,6 +265,8 @@ void mi_prim_hint_huge_pages(void* addr, size_t size, bool on) {
   (void)on;
 }
 
+void mi_prim_thp_disable(void) {} /* Windows has no transparent huge pages */
+
 int mi_prim_resident(const void* addr, size_t size, size_t* resident) {
   (void)addr;
   (void)size;
