@@ -54,14 +54,14 @@ lib libfuzzer-secure clang "-fsanitize=fuzzer-no-link $ubsan -g" -DMI_SECURE=ON
 lib afl-asan afl-clang-fast "-g" -DMI_TRACK_ASAN=ON
 lib afl-secure afl-clang-fast "-g" -DMI_SECURE=ON
 
-asan_lib=("$out/lib-libfuzzer-asan/libmimalloc.a")
+asan_lib=("$out/lib-libfuzzer-asan/libmimalloc-asan.a")
 for plant in "" "-plant"; do
   pflag=()
   [ -n "$plant" ] && pflag=(-DMI_FUZZ_PLANT_UAF=1)
   harness "libfuzzer-alloc$plant" clang -fsanitize=fuzzer,address $ubsan "${pflag[@]}" fuzz/fuzz-alloc.c \
-    "${common[@]}" "$out/bin/pattern-asan.o" "$out/lib-libfuzzer-asan/libmimalloc.a"
+    "${common[@]}" "$out/bin/pattern-asan.o" "$out/lib-libfuzzer-asan/libmimalloc-asan.a"
   harness "afl-alloc$plant" afl-clang-fast -fsanitize=address "${pflag[@]}" fuzz/afl-main.c fuzz/fuzz-alloc.c \
-    "${common[@]}" "$out/bin/pattern-asan.o" "$out/lib-afl-asan/libmimalloc.a"
+    "${common[@]}" "$out/bin/pattern-asan.o" "$out/lib-afl-asan/libmimalloc-asan.a"
   sflag=(-DFZ_SECURE=1)
   [ -n "$plant" ] && sflag+=(-DMI_FUZZ_PLANT_UNDETECTED=1)
   harness "libfuzzer-secure$plant" clang -fsanitize=fuzzer $ubsan "${sflag[@]}" fuzz/fuzz-secure.c fuzz/corrupt.c \
@@ -73,7 +73,7 @@ for leak in "" "-leak"; do
   lflag=()
   [ -n "$leak" ] && lflag=(-DMI_FUZZ_PLANT_LEAK=1)
   harness "replay-alloc$leak" clang -fsanitize=address $ubsan "${lflag[@]}" fuzz/replay.c fuzz/fuzz-alloc.c \
-    "${common[@]}" "$out/bin/pattern-asan.o" "$out/lib-libfuzzer-asan/libmimalloc.a"
+    "${common[@]}" "$out/bin/pattern-asan.o" "$out/lib-libfuzzer-asan/libmimalloc-asan.a"
   harness "replay-secure$leak" clang $ubsan -DFZ_SECURE=1 "${lflag[@]}" fuzz/replay.c fuzz/fuzz-secure.c fuzz/corrupt.c \
     "${common[@]}" "$out/bin/pattern.o" "$out/lib-libfuzzer-secure/libmimalloc-secure.a"
 done
