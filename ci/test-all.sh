@@ -58,6 +58,11 @@ fault_positive_control() {
   ci_build "$out/fault-plant" gcc Debug -DMI_FAULT=ON -DMI_FAULT_PLANT_UNCHECKED=ON && run_ctest "$out/fault-plant" -L fault
 }
 
+install_and_downstream() {
+  bash tests/downstream/run.sh "$out/downstream" "$out/gcc-release" "$out/gcc-secure-release" &&
+    bash tests/downstream/options.sh "$root" "$out/downstream-options"
+}
+
 bench_smoke() {
   env BENCH_OUT="$out/bench" OURS_LIB="$out/gcc-release/libmimalloc.so" \
     OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
@@ -114,7 +119,11 @@ job windows-mingw-wine "" bash ci/windows.sh "$out/windows"
 # finding each
 job fuzz-smoke "" bash ci/fuzz.sh "$out/fuzz" 60
 job lint "" bash ci/lint.sh "$out/lint"
-job install-and-downstream "gcc-release" bash tests/downstream/run.sh "$out/gcc-release" "$out/downstream"
+# the install (docs/build.md): the default and the secure build installed side
+# by side into one prefix, a downstream project built against each with
+# find_package and pkg-config, mimalloc.o and the static override; then
+# mimalloc's MI_ CMake options, rejected or reaching the build
+job install-and-downstream "gcc-release gcc-secure-release" install_and_downstream
 job bench-smoke "gcc-release gcc-secure-release" bench_smoke
 
 # ---- Running it -----------------------------------------------------------------
