@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install the Debian packages the build, the tests and the bench smoke need.
 # Safe to run again: it installs only what is missing.
+#   ci/install-deps.sh            everything CI needs
+#   ci/install-deps.sh --minimal  only what building the library and README's
+#                                 first command need (cmake, make, gcc, sqlite3)
 set -euo pipefail
 pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
       gnuplot-nox libc6-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libclang-rt-14-dev gcovr
@@ -10,14 +13,21 @@ pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
       gcc-mingw-w64-x86-64 mingw-w64-tools wine64 # the Windows build and its tests under Wine (ci/windows.sh)
       afl++ # the fuzz smoke (ci/fuzz.sh); libFuzzer comes with clang (libclang-rt-14-dev)
       clang-format clang-tidy cppcheck) # the lint job (ci/lint.sh)
+minimal=0
+if [ "${1:-}" = --minimal ]; then
+  minimal=1
+  pkgs=(cmake make gcc libc6-dev sqlite3)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 # node and npm for the viewer test: Debian's packages unless a node (which
 # may bring its own npm) is installed already
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ "$minimal" = 0 ]; then
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ci: installing ${missing[*]}"
   SUDO=""
