@@ -40,7 +40,7 @@ check_headers() { # every header of the source's include/ is installed
 
 check_pc() { # check_pc MODULE LIBNAME VARIANT
   local mod=$1 lib=$2 variant=$3 flags f path
-  flags=$(PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig pkg-config --cflags --libs "$mod") || fail "pkg-config $mod"
+  flags=$(env -u PKG_CONFIG_PATH PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig" pkg-config --cflags --libs "$mod") || fail "pkg-config $mod"
   echo "downstream: pkg-config --cflags --libs $mod: $flags"
   for f in $flags; do
     case $f in
