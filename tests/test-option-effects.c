@@ -265,6 +265,36 @@ static void child_messages(void) {
   }
 }
 
+/* Pages of 1 KiB blocks the main heap holds with none of them in use. */
+static bool count_empty_kib_pages(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size,
+                                  void* arg) {
+  (void)heap;
+  (void)block;
+  (void)size;
+  if (area->block_size >= 1024 && area->block_size < 1280 && area->used == 0) (*(size_t*)arg)++;
+  return true;
+}
+
+#define REMOTE_BLOCKS 1024
+static void* remote_blocks[REMOTE_BLOCKS];
+static void* free_remote(void* arg) {
+  (void)arg;
+  for (size_t i = 0; i < REMOTE_BLOCKS; i++) mi_free(remote_blocks[i]);
+  return NULL;
+}
+
+/* The main thread's pages emptied by another thread's frees, then slow-path
+   calls only (large blocks): generic_collect decides whether they go back. */
+static void child_generic_collect(void) {
+  for (size_t i = 0; i < REMOTE_BLOCKS; i++) remote_blocks[i] = mi_malloc(1024);
+  pthread_t t;
+  if (pthread_create(&t, NULL, &free_remote, NULL) != 0 || pthread_join(t, NULL) != 0) return;
+  for (size_t i = 0; i < 256; i++) mi_free(mi_malloc(256 * KiB));
+  size_t empty = 0;
+  mi_heap_visit_blocks(mi_heap_get_default(), false, &count_empty_kib_pages, &empty);
+  say("empty_pages=%zu\n", empty);
+}
+
 static int child_main(const char* mode) {
   if (strcmp(mode, "print") == 0) child_print();
   else if (strcmp(mode, "start") == 0) mi_free(mi_malloc(10));
@@ -280,6 +310,7 @@ static int child_main(const char* mode) {
   else if (strcmp(mode, "reclaim") == 0) child_reclaim();
   else if (strcmp(mode, "arena-chunk") == 0) child_arena_chunk();
   else if (strcmp(mode, "messages") == 0) child_messages();
+  else if (strcmp(mode, "generic-collect") == 0) child_generic_collect();
   else return 2;
   return 0;
 }
@@ -564,6 +595,19 @@ static void test_option_max_errors_one_prints_one_error(void** state) {
   assert_int_equal(count_text(child("messages", control), "mimalloc: error: "), 3);
 }
 
+static void test_option_generic_collect_one_remotely_emptied_pages_freed(void** state) {
+  (void)state;
+  const char* env[] = {"MIMALLOC_GENERIC_COLLECT=1", NULL};
+  expect_text(child("generic-collect", env), "empty_pages=0\n");
+  /* the control: with a collection only every million calls the pages stay */
+  const char* control[] = {"MIMALLOC_GENERIC_COLLECT=1000000", NULL};
+  const char* text = child("generic-collect", control);
+  const char* at = strstr(text, "empty_pages=");
+  assert_non_null(at);
+  if (strtol(at + strlen("empty_pages="), NULL, 10) < 2)
+    fail_msg("the control's emptied pages were collected:\n%s", text);
+}
+
 int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
   const struct CMUnitTest tests[] = {
@@ -589,6 +633,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_option_show_stats_exit_prints_statistics),
       cmocka_unit_test(test_option_max_warnings_one_prints_one_warning),
       cmocka_unit_test(test_option_max_errors_one_prints_one_error),
+      cmocka_unit_test(test_option_generic_collect_one_remotely_emptied_pages_freed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -328,6 +328,10 @@ static void mi_heap_heartbeat(mi_heap_t* heap) {
   if ((heap->heartbeat & 63) == 0) {
     if (mi_unlikely(heap->has_kept)) mi_heap_free_kept(heap);
     mi_heap_scan_full(heap, MI_FULL_SCAN_BATCH);
+    /* generic_collect: every N slow-path calls (at most every 64th) the whole
+       heap is collected, so pages emptied by other threads' frees go back */
+    long every = _mi_option_get_fast(mi_option_generic_collect);
+    if (every > 0 && heap->heartbeat % (uint64_t)every < 64) _mi_heap_collect_pages(heap);
     _mi_background_maybe();
   }
 }
