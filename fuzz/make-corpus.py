@@ -107,7 +107,7 @@ def write_dict(path):
     for n in [0, 15, 16, 17, 127, 128, 129, 1024, 8184, 8192, 8193, 16384, 131072, 131088, 1 << 20, (4 << 20) - 256]:
         v = size(n)
         lines.append(f'size_{n}="\\x{v[0]:02x}\\x{v[1]:02x}"')
-    lines += ["", "# alignments (1-byte operands): 64, 4 KiB, 64 KiB, 2 MiB, 3 (not a power of", "# two), 4 MiB (too large)"]
+    lines += ["", "# alignments (1-byte operands): 64, 4 KiB, 64 KiB, 2 MiB, 3 (not a power of", "# two), 4 MiB (a sparse segment of its own)"]
     for name, v in [("64", 6), ("4k", 12), ("64k", 16), ("2m", 21), ("3", 22), ("4m", 23)]:
         lines.append(f'align_{name}="\\x{v:02x}"')
     with open(path, "w") as f:

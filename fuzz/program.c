@@ -60,7 +60,7 @@ static size_t fz_count(fz_input_t* in) {
 }
 
 static bool fz_align_valid(size_t align) {
-  return (align & (align - 1)) == 0 && align <= MI_ALIGNMENT_MAX;
+  return (align & (align - 1)) == 0 && align <= ((size_t)1 << 30);
 }
 
 /* ---- Allocation helpers ----------------------------------------------------- */
@@ -92,7 +92,9 @@ static void fz_take_aligned(fz_model_t* m, int slot, void* p, size_t size, size_
 
 /* Room for `size` bytes plus what an alignment costs the allocator. */
 static bool fz_room(fz_model_t* m, size_t size, size_t align) {
-  return fz_budget_allows(m, size + (fz_align_valid(align) ? 2 * align : 0));
+  /* past 2 MiB the alignment costs address space, not memory (a sparse segment) */
+  size_t over = (!fz_align_valid(align) ? 0 : align <= ((size_t)2 << 20) ? 2 * align : 4096);
+  return fz_budget_allows(m, size + over);
 }
 
 /* ---- Operations --------------------------------------------------------------- */

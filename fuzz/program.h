@@ -11,7 +11,7 @@
              the low 14 bits the value in it (fz_size)
      count   1 byte, low 4 bits + 1: an element count
      align   1 byte, modulo 24: 0..21 give 1 << n, 22 gives 3 (not a power
-             of two), 23 gives 4 MiB (above MI_ALIGNMENT_MAX) (fz_align)
+             of two), 23 gives 4 MiB (a sparse segment of its own) (fz_align)
      offset  1 byte: 0..255
      kind    1 byte: a variant of the operation
    An allocation into a slot that holds a block frees that block first; an

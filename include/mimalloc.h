@@ -157,8 +157,9 @@ mi_decl_export void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, s
                                     size_t* page_faults) mi_attr_noexcept;
 
 /* ---- Aligned allocation ------------------------------------------------- */
-/* Alignments are powers of two up to MI_ALIGNMENT_MAX; larger ones fail with ENOMEM. */
-#define MI_ALIGNMENT_MAX (2UL * 1024 * 1024)
+/* Alignments are any power of two the address space allows (tested up to
+   1 GiB); an alignment above half a segment (2 MiB) costs address space
+   only: the block's memory is committed from its aligned start on. */
 mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc
     mi_attr_alloc_size(1) mi_attr_alloc_align(2);
 mi_decl_nodiscard mi_decl_export void* mi_malloc_aligned_at(size_t size, size_t alignment,

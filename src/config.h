@@ -130,6 +130,10 @@
 #define MI_LARGE_SEGMENT_MAX ((size_t)32 * 1024 * 1024)
 
 #define MI_MAX_ALIGN_SIZE 16 /* every block is at least this aligned */
+/* Larger alignments than this are not over-allocated inside a segment's
+   first chunk: the block gets a sparse segment of its own placed at the
+   alignment (segment/single.c), which serves any the address space allows. */
+#define MI_ALIGNMENT_IN_SEGMENT_MAX (MI_SEGMENT_SIZE / 2)
 #define MI_MAX_ALLOC_SIZE ((size_t)PTRDIFF_MAX)
 
 /* Size classes: 16-byte steps up to 128 bytes, then 8 classes per doubling, so

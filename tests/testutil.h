@@ -22,6 +22,7 @@
 
 #define KiB ((size_t)1024)
 #define MiB (1024 * KiB)
+#define GiB (1024 * MiB)
 
 /* Hide a pointer from the optimizer so that writes up to the usable size
    (beyond the requested alloc_size) are not diagnosed or folded. */

@@ -1,27 +1,35 @@
 /* Aligned allocation. Blocks are 16-byte aligned by construction; larger
    alignments come from a size class whose blocks happen to be aligned, or
    from over-allocating and handing out an aligned pointer inside the block
-   (the page is then marked so that free finds the block's start). */
+   (the page is then marked so that free finds the block's start). Past
+   half a segment, over-allocating inside a segment's first chunk no longer
+   fits: the block gets a sparse segment of its own, placed by the OS layer
+   at the alignment (segment/single.c). */
 #include "api.h"
 
 static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, size_t alignment, size_t offset,
                                                bool zero) {
   /* secure builds keep a 16-byte tag before an interior pointer */
   size_t n = size + alignment - 1 + (MI_SECURE ? 16 + alignment : 0);
+  bool sparse = (alignment > MI_ALIGNMENT_IN_SEGMENT_MAX);
   void* p;
-  if (n > MI_MEDIUM_BLOCK_MAX) {
+  if (sparse || n > MI_MEDIUM_BLOCK_MAX) {
     if (!mi_heap_is_initialized(heap)) {
       heap = _mi_heap_init_thread();
       if (heap == NULL) return NULL;
     }
-    /* secure builds: tell how far inside the block the pointer will lie */
-    mi_page_t* page =
-        _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0), MI_SECURE ? alignment : 0, zero);
+    /* secure builds: tell how far inside the block the pointer will lie;
+       a sparse segment places it itself, and hands out memory that is zero */
+    mi_page_t* page = (sparse ? _mi_segment_single_alloc_aligned(heap, size, alignment, offset)
+                              : _mi_segment_single_alloc(heap, n + (MI_SECURE ? MI_SECURE_TRAILER : 0),
+                                                         MI_SECURE ? alignment : 0, zero));
     p = (page != NULL ? page->start : NULL);
     if (p != NULL) {
-      /* handed out as every block is, so mi_track_aligned finds it registered */
-      mi_track_malloc(p, n, page->block_size, zero);
-      if (MI_SECURE) _mi_secure_block_prepare(page, (mi_block_t*)p, n);
+      /* handed out as every block is, so mi_track_aligned finds it
+         registered (a sparse segment's block is placed, not asked for:
+         all of it but the trailer) */
+      mi_track_malloc(p, sparse ? page->block_size : n, page->block_size, zero);
+      if (MI_SECURE) _mi_secure_block_prepare(page, (mi_block_t*)p, sparse ? page->block_size - MI_SECURE_TRAILER : n);
     }
   } else {
     p = _mi_heap_malloc_zero(heap, n, zero);
@@ -31,7 +39,7 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
     return NULL;
   }
   uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & (alignment - 1))) & (alignment - 1);
-  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_segment_t* segment = _mi_block_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (MI_SECURE) {
     while (adjust != 0 && adjust < 16) adjust += alignment;
@@ -48,7 +56,7 @@ static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, s
     errno = EINVAL;
     return NULL;
   }
-  if (alignment > MI_ALIGNMENT_MAX || size > MI_MAX_ALLOC_SIZE - MI_ALIGNMENT_MAX) {
+  if (size > MI_MAX_ALLOC_SIZE - MI_ALIGNMENT_IN_SEGMENT_MAX || alignment > MI_MAX_ALLOC_SIZE) {
     errno = ENOMEM;
     return NULL;
   }

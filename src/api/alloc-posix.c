@@ -17,7 +17,6 @@ int mi_posix_memalign(void** p, size_t alignment, size_t size) {
   /* POSIX: a power of two that is a multiple of sizeof(void*); *p untouched on error */
   if (p == NULL) return EINVAL;
   if (alignment % sizeof(void*) != 0 || !_mi_is_power_of_two(alignment)) return EINVAL;
-  if (alignment > MI_ALIGNMENT_MAX) return ENOMEM;
   void* q = mi_malloc_aligned(size, alignment);
   if (q == NULL) return ENOMEM;
   *p = q;

@@ -121,7 +121,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
     mi_track_resize(p, size, newsize);
     return p;
   }
-  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_segment_t* segment = _mi_block_segment(p);
   if (segment->kind == MI_SEGMENT_SINGLE && newsize > MI_MEDIUM_BLOCK_MAX &&
       _mi_page_block_start(&segment->pages[0], p) == p && _mi_segment_single_resize(segment, newsize)) {
     /* grown or shrunk in place inside its own segment */
@@ -299,7 +299,7 @@ size_t _mi_usable_size(const void* p) {
     _mi_secure_validate(p, MI_OP_USABLE_SIZE, NULL, &size);
     return size;
   }
-  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_segment_t* segment = _mi_block_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED)) {
     const mi_block_t* block = _mi_page_block_start(page, p);

@@ -16,8 +16,8 @@ static inline void mi_free_inline(void* p) {
     _mi_secure_free(p);
     return;
   }
-  mi_segment_t* segment = _mi_ptr_segment(p);
-  if (mi_unlikely(segment == NULL)) return; /* NULL (and the first 4 MiB of address space) */
+  mi_segment_t* segment = _mi_block_segment(p);
+  if (mi_unlikely((intptr_t)segment <= 0)) return; /* NULL (and the first 4 MiB of address space) */
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_likely(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id() &&
                 mi_page_flags(page) == 0)) {

@@ -111,6 +111,16 @@ static inline mi_segment_t* _mi_ptr_segment(const void* p) {
   return (mi_segment_t*)((uintptr_t)p & ~(uintptr_t)MI_SEGMENT_MASK);
 }
 
+/* The segment of a pointer the allocator handed out. A block pointer lies in
+   its segment's first chunk, or exactly at its end: a block aligned to a
+   segment size or more starts there, its header in the chunk below
+   (segment/single.c). NULL (and the first chunk) give 0, other addresses
+   below it wrap to negative: callers that take any pointer test
+   (intptr_t)segment <= 0. */
+static inline mi_segment_t* _mi_block_segment(const void* p) {
+  return (mi_segment_t*)(((uintptr_t)p - 1) & ~(uintptr_t)MI_SEGMENT_MASK);
+}
+
 static inline mi_page_t* _mi_segment_page_of(mi_segment_t* segment, const void* p) {
   size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> segment->page_shift;
   return &segment->pages[idx];

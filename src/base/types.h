@@ -116,6 +116,7 @@ typedef struct mi_segment_s {
   uint8_t is_pinned;     /* large or huge OS pages: never purged, never cached */
   uint8_t thp_hinted;    /* asked for transparent huge pages (os-thp.c); 0 again once purged */
   uint8_t thp_probe;     /* its block measures how densely large blocks are used (os-thp.c) */
+  uint8_t is_sparse;     /* only the header and the block committed, the hole between them reserved: never cached */
   uint32_t page_count;
   uint32_t used_pages;       /* pages in use (owner only) */
   size_t thp_resident;       /* a probe's pages resident when it was handed out */

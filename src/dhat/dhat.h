@@ -102,7 +102,7 @@ mi_dhat_rec_t* _mi_dhat_rec_make(uintptr_t key) mi_decl_hidden;
    in: the block's start, or for a block with a segment of its own (whose
    pointer may lie anywhere in the segment's first 4 MiB) the segment. */
 static inline uintptr_t _mi_dhat_key_of(const void* p) {
-  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_segment_t* segment = _mi_block_segment(p);
   if (segment->kind == MI_SEGMENT_SINGLE) return (uintptr_t)segment;
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED)) return (uintptr_t)_mi_page_block_start(page, p);

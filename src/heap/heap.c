@@ -169,7 +169,7 @@ static bool mi_heap_destroy_unregister(const mi_heap_t* heap, const mi_heap_area
   (void)size;
   (void)arg;
   if (block == NULL) return true;
-  mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
+  mi_page_t* page = _mi_segment_page_of(_mi_block_segment(block), block);
   if ((mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED) == 0) mi_track_unregister(block);
   return true;
 }

@@ -172,7 +172,7 @@ static void* mi_os_try_large(size_t size, size_t alignment) {
    between, hence a few tries. */
 #define MI_OS_PLACE_TRIES 4
 
-static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool commit) {
+static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, size_t offset, bool commit) {
   size_t over = size + alignment;
   for (int i = 0; i < MI_OS_PLACE_TRIES; i++) {
     void* p = NULL;
@@ -181,7 +181,7 @@ static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool comm
       _mi_verbose_message("unable to reserve aligned OS memory (error %d)\n", err); /* fault path: Windows */
       return NULL;
     }
-    void* aligned = (void*)_mi_align_up((uintptr_t)p, alignment);
+    void* aligned = (void*)(_mi_align_up((uintptr_t)p + offset, alignment) - offset);
     if (!mi_os_release(p, over)) {
       /* the OS kept it: it stays ours, unused */
       _mi_stat_increase(&_mi_stats.reserved, (int64_t)over); /* fault path: Windows */
@@ -195,6 +195,34 @@ static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, bool comm
   }
   _mi_verbose_message("unable to place aligned OS memory (size %zu)\n", size); /* fault path: Windows */
   return NULL;
+}
+
+/* Over-reserve by the alignment and give back both ends, so that p + offset
+   is aligned; where the OS cannot give back a part, place it instead. */
+static void* mi_os_alloc_trimmed(size_t size, size_t alignment, size_t offset, bool commit, bool allow_large) {
+  if (size > SIZE_MAX - alignment) return NULL;
+  if (!_mi_os_config.has_partial_free) return mi_os_alloc_aligned_placed(size, alignment, offset, commit);
+  size_t over = size + alignment;
+  void* p = NULL;
+  int err = mi_os_alloc_retry(over, alignment, commit, allow_large, &p);
+  if (err != 0) {
+    _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over); /* fault path */
+    return NULL;
+  }
+  uintptr_t start = (uintptr_t)p;
+  uintptr_t aligned = _mi_align_up(start + offset, alignment) - offset;
+  size_t pre = aligned - start;
+  size_t post = over - pre - size;
+  size_t kept = size;
+  /* an end the OS will not take back stays mapped and counted */
+  if (pre > 0 && !mi_os_release(p, pre)) {
+    kept += pre; /* fault path */
+  }
+  if (post > 0 && !mi_os_release((void*)(aligned + size), post)) {
+    kept += post; /* fault path */
+  }
+  _mi_stat_increase(&_mi_stats.reserved, (int64_t)kept);
+  return (void*)aligned;
 }
 
 /* `size` bytes of zeroed memory aligned to `alignment`, read/write if
@@ -215,7 +243,6 @@ static void* mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, boo
       return p;
     }
   }
-  void* p = NULL;
   int err;
   /* the aligned attempt: one call, no retry; whatever goes wrong with it,
      the over-reserve below is the robust way (and retries) */
@@ -231,33 +258,24 @@ static void* mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, boo
     /* the OS kept it: it stays ours, unused */
     _mi_stat_increase(&_mi_stats.reserved, (int64_t)size); /* fault path */
   }
-  if (size > SIZE_MAX - alignment) return NULL;
-  if (!_mi_os_config.has_partial_free) return mi_os_alloc_aligned_placed(size, alignment, commit);
-  size_t over = size + alignment;
-  err = mi_os_alloc_retry(over, alignment, commit, allow_large, &p);
-  if (err != 0) {
-    _mi_verbose_message("unable to allocate aligned OS memory (error %d, size %zu)\n", err, over); /* fault path */
-    return NULL;
-  }
-  uintptr_t start = (uintptr_t)p;
-  uintptr_t aligned = _mi_align_up(start, alignment);
-  size_t pre = aligned - start;
-  size_t post = over - pre - size;
-  size_t kept = size;
-  /* an end the OS will not take back stays mapped and counted */
-  if (pre > 0 && !mi_os_release(p, pre)) {
-    kept += pre; /* fault path */
-  }
-  if (post > 0 && !mi_os_release((void*)(aligned + size), post)) {
-    kept += post; /* fault path */
-  }
-  _mi_stat_increase(&_mi_stats.reserved, (int64_t)kept);
-  return (void*)aligned;
+  return mi_os_alloc_trimmed(size, alignment, 0, commit, allow_large);
 }
 
 void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allow_large, bool* is_pinned) {
   int saved_errno = errno; /* failures on the way to a success leave no trace */
   void* p = mi_os_alloc_aligned(size, alignment, commit, allow_large, is_pinned);
+  if (p != NULL) errno = saved_errno;
+  return p;
+}
+
+/* Address space only, placed so that p + offset is aligned: a block
+   aligned to more than a segment, `offset` bytes past its segment's start
+   (segment/single.c). Nothing in it is committed: the caller commits the
+   header and the block, never the hole between them. */
+void* _mi_os_reserve_aligned_at(size_t size, size_t alignment, size_t offset) {
+  int saved_errno = errno;
+  size = _mi_align_up(size, _mi_os_page_size());
+  void* p = mi_os_alloc_trimmed(size, alignment, offset, false, false);
   if (p != NULL) errno = saved_errno;
   return p;
 }

@@ -13,6 +13,7 @@ void _mi_meta_free(void* p) mi_decl_hidden;
 /* os.c */
 void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allow_large,
                            bool* is_pinned) mi_decl_hidden;
+void* _mi_os_reserve_aligned_at(size_t size, size_t alignment, size_t offset) mi_decl_hidden;
 void _mi_os_free(void* p, size_t size) mi_decl_hidden;
 bool _mi_os_purge(void* p, size_t size) mi_decl_hidden;
 

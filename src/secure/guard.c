@@ -25,9 +25,12 @@ static void mi_guard_say(const char* what, const void* addr, const void* block, 
 
 /* Called from the fault handler: say what a fault on one of our pages hit. */
 void _mi_guard_fault_report(void* addr) {
-  if (!_mi_segment_map_contains(addr)) return;
-  mi_segment_t* segment = _mi_ptr_segment(addr);
+  /* the guard page after a block longer than a chunk (huge, or aligned
+     past half a segment) lies in a continuation chunk: the map walks down */
+  mi_segment_t* segment = _mi_segment_containing(addr);
+  if (segment == NULL) return;
   if (segment->cookie != ((uintptr_t)segment ^ _mi_process_key)) return;
+  if ((size_t)((uint8_t*)addr - (uint8_t*)segment) >= segment->segment_size) return;
   if (segment->kind == MI_SEGMENT_ZERO) {
     /* nothing of it but its header is ever accessible: the address is a
        zero-size allocation's slot, or next to one (secure-zero.c) */

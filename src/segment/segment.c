@@ -96,6 +96,7 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
   segment->in_purge_list = 0;
   segment->thp_hinted = 0;
   segment->thp_probe = 0;
+  segment->is_sparse = 0;
   atomic_store_explicit(&segment->owner, _mi_owner_word(MI_OWNER_RELEASED), memory_order_relaxed);
   segment->next = segment->prev = NULL;
   segment->free_next = segment->free_prev = NULL;
@@ -173,6 +174,32 @@ mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, siz
   return _mi_segment_alloc_in(kind, segment_size, want, 0);
 }
 
+/* A single-block segment whose block is aligned to more than a segment
+   size: the header in the first chunk, the point `aligned_at` bytes in at an
+   `alignment` boundary (the block's pointer: _mi_block_segment finds the
+   header from it). Only the header and [commit_at, segment_size) are
+   committed; the hole between, up to alignment + a chunk of address space,
+   stays reserved and untouched, so it is never cached for another use. */
+mi_segment_t* _mi_segment_alloc_sparse(size_t segment_size, size_t aligned_at, size_t alignment, size_t commit_at) {
+  mi_segment_t* segment = (mi_segment_t*)_mi_os_reserve_aligned_at(segment_size, alignment, aligned_at);
+  if (segment == NULL) return NULL;
+  size_t info = _mi_segment_info_size();
+  if (!_mi_os_commit(segment, info) || !_mi_os_commit((uint8_t*)segment + commit_at, segment_size - commit_at) ||
+      !_mi_segment_map_set(segment, segment_size, true)) {
+    _mi_os_free(segment, segment_size); /* fault path */
+    return NULL;
+  }
+  _mi_stat_increase(&_mi_stats.segments, 1);
+  mi_segment_init_header(segment, MI_SEGMENT_SINGLE, segment_size);
+  segment->is_sparse = 1;
+  _mi_stat_increase(&_mi_stats.committed, (int64_t)segment->info_size);
+  if (MI_SECURE && !_mi_secure_segment_guards_protect(segment)) {
+    _mi_segment_unmap(segment); /* fault path */
+    return NULL;
+  }
+  return segment;
+}
+
 /* Bytes of the segment counted as committed: its header and its pages' areas. */
 int64_t _mi_segment_committed(const mi_segment_t* segment) {
   int64_t committed = (int64_t)segment->info_size;
@@ -191,7 +218,10 @@ void _mi_segment_release(mi_segment_t* segment) {
   segment->tld = NULL;
   /* pinned segments skip the cache: its purge would fail on them, and their
      memory is better back in its arena */
-  if (!segment->is_pinned && segment->segment_size <= MI_LARGE_SEGMENT_MAX && _mi_segment_cache_push(segment)) return;
+  if (!segment->is_pinned && !segment->is_sparse && segment->segment_size <= MI_LARGE_SEGMENT_MAX &&
+      _mi_segment_cache_push(segment)) {
+    return;
+  }
   _mi_segment_unmap(segment);
 }
 

@@ -31,6 +31,8 @@ static inline mi_segment_kind_t _mi_segment_kind_of_bin(size_t bin) {
 
 /* single.c: segments of one large or huge block */
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) mi_decl_hidden;
+mi_page_t* _mi_segment_single_alloc_aligned(mi_heap_t* heap, size_t size, size_t alignment,
+                                            size_t offset) mi_decl_hidden;
 void _mi_segment_single_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_thp_measure(mi_segment_t* segment) mi_decl_hidden; /* a large block freed (os-thp.c) */
 void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
@@ -50,6 +52,8 @@ mi_segment_t* _mi_segment_alloc(mi_segment_kind_t kind, size_t segment_size, siz
 /* for a heap of arena `arena` (0: none): from that arena only */
 mi_segment_t* _mi_segment_alloc_in(mi_segment_kind_t kind, size_t segment_size, size_t want,
                                    mi_arena_id_t arena) mi_decl_hidden;
+mi_segment_t* _mi_segment_alloc_sparse(size_t segment_size, size_t aligned_at, size_t alignment,
+                                       size_t commit_at) mi_decl_hidden;
 void _mi_segment_release(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_unmap(mi_segment_t* segment) mi_decl_hidden;
 void _mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;

@@ -61,6 +61,28 @@ void _mi_segment_thp_measure(mi_segment_t* segment) {
   _mi_os_thp_note(segment->thp_resident, after, measured);
 }
 
+/* The page of a single-block segment handed out, its one block placed:
+   zeroed if asked, on its heap's list. */
+static void mi_single_ready(mi_heap_t* heap, mi_segment_t* segment, mi_page_t* page, bool zero) {
+  page->reserved = 1;
+  page->capacity = 1;
+  page->used = 1;
+  page->bin = MI_BIN_FULL;
+  mi_page_flags_store(page, 0);
+  page->free = NULL;
+  atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
+  segment->used_pages = 1;
+  atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
+  if (zero) {
+    mi_track_mem_undefined(page->start, page->block_size);
+    memset(page->start, 0, page->block_size);
+  }
+  _mi_stat_increase(&_mi_stats.large, 1);
+  _mi_lock_acquire(&mi_single_lock);
+  mi_single_link(heap, page);
+  _mi_lock_release(&mi_single_lock);
+}
+
 mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignment, bool zero) {
   size_t info = _mi_segment_info_size();
   size_t psize = _mi_os_page_size();
@@ -108,23 +130,45 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
   page->start = (uint8_t*)segment + block_at;
   page->block_size = block_end - block_at;
   mi_segment_thp_advise(segment, page, is_zero);
-  page->reserved = 1;
-  page->capacity = 1;
-  page->used = 1;
-  page->bin = MI_BIN_FULL;
-  mi_page_flags_store(page, 0);
-  page->free = NULL;
-  atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
-  segment->used_pages = 1;
-  atomic_store_explicit(&segment->thread_id, 0, memory_order_release);
-  if (zero && !is_zero) {
-    mi_track_mem_undefined(page->start, page->block_size);
-    memset(page->start, 0, page->block_size);
+  mi_single_ready(heap, segment, page, zero && !is_zero);
+  return page;
+}
+
+/* A block whose pointer, `offset` bytes into it, lies on an `alignment`
+   boundary, the alignment being more than the block could have inside a
+   segment's first chunk: a sparse segment of its own (segment.c) with the
+   pointer at most at the end of that chunk, where _mi_block_segment still
+   finds the header. The block starts on the page of the pointer (secure
+   builds: of its tag), so the alignment costs address space, never memory.
+   NULL (ENOMEM) also when the offset would put the pointer inside the
+   header. */
+mi_page_t* _mi_segment_single_alloc_aligned(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
+  size_t psize = _mi_os_page_size();
+  size_t skew = offset & (alignment - 1);
+  size_t at = MI_SEGMENT_SIZE - (skew & MI_SEGMENT_MASK); /* the pointer's place in the segment */
+  size_t tag = (MI_SECURE ? MI_MAX_ALIGN_SIZE : 0);       /* secure builds: a tag before it */
+  if (at < _mi_segment_info_size() + tag) return NULL;
+  size_t block_at = (at - tag) & ~(psize - 1);
+  size_t guard = (MI_SECURE ? psize : 0);
+  if (size > MI_MAX_ALLOC_SIZE - MI_SEGMENT_SIZE - 2 * psize - MI_SECURE_TRAILER) return NULL;
+  size_t block_end = _mi_align_up(at + (size == 0 ? 1 : size) + (MI_SECURE ? MI_SECURE_TRAILER : 0), psize);
+  size_t segment_size = block_end + guard;
+  mi_segment_t* segment = _mi_segment_alloc_sparse(segment_size, at + skew, alignment, block_at);
+  if (segment == NULL) return NULL;
+  mi_page_t* page = &segment->pages[0];
+  bool was_clean = false;
+  _mi_page_claim_slot(page, &was_clean);
+  page->committed = block_end - block_at;
+  _mi_stat_increase(&_mi_stats.committed, (int64_t)page->committed);
+  if (MI_SECURE && !_mi_secure_single_guard(segment, segment_size, page, block_at)) {
+    atomic_store_explicit(&page->state, MI_PAGE_FREE_DIRTY, memory_order_relaxed); /* fault path */
+    _mi_segment_unmap(segment);
+    return NULL;
   }
-  _mi_stat_increase(&_mi_stats.large, 1);
-  _mi_lock_acquire(&mi_single_lock);
-  mi_single_link(heap, page);
-  _mi_lock_release(&mi_single_lock);
+  page->start = (uint8_t*)segment + block_at;
+  page->block_size = block_end - block_at;
+  segment->thp_probe = 0;
+  mi_single_ready(heap, segment, page, false); /* fresh from the OS: zero */
   return page;
 }
 

@@ -141,7 +141,8 @@ static void workload(unsigned seed) {
         }
       }
     } else {
-      size_t align = (size_t)64 << (next_rand(&rng) % 15); /* 64 B .. 1 MiB */
+      /* 64 B .. 4 MiB: the largest past half a segment, a sparse segment */
+      size_t align = (size_t)64 << (next_rand(&rng) % 17);
       p = (unsigned char*)mi_malloc_aligned(size, align);
       if (p != NULL && ((uintptr_t)p & (align - 1)) != 0) fail("misaligned", align);
     }

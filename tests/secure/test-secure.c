@@ -55,6 +55,11 @@ static void case_double_free_huge(bool misuse) {
   touch_free(p);
   if (misuse) mi_free(p);
 }
+static void case_double_free_aligned_past_segment(bool misuse) {
+  void* p = mi_malloc_aligned(1000, 64 << 20);
+  touch_free(p);
+  if (misuse) mi_free(p);
+}
 /* the block's segment goes back to the OS at the first free (the segment
    cache is full), so the second free finds no segment of ours there (found
    by the fuzz harness: was reported as an invalid free) */
@@ -313,6 +318,26 @@ static void case_overflow_after_shrink(bool misuse) {
 }
 static void case_overflow_aligned(bool misuse) {
   overflow_and_free((char*)mi_malloc_aligned(100, 64), 100, 1, misuse);
+}
+/* aligned past half a segment: a sparse segment of its own, the block
+   from the pointer's page to the guard page */
+static void case_overflow_aligned_past_segment(bool misuse) {
+  overflow_and_free((char*)mi_malloc_aligned(100, 8 << 20), 100, 1, misuse);
+}
+/* a huge block's guard page lies past its segment's first chunk */
+static void case_overflow_huge_to_guard(bool misuse) {
+  size_t size = 40 << 20;
+  char* p = (char*)mi_malloc(size);
+  p[size - 1] = 'a';
+  char* guard = (char*)(((uintptr_t)p + size + 8 + 4095) & ~(uintptr_t)4095); /* past the trailer's page */
+  if (misuse) *guard = 'x';
+  mi_free(p);
+}
+static void case_overflow_aligned_past_segment_to_guard(bool misuse) {
+  char* p = (char*)mi_malloc_aligned(4096 - 8 - 64, 16 << 20);
+  memset(p, 'a', 4096 - 8 - 64);
+  if (misuse) p[4096] = 'x'; /* past the canary and the trailer, on the guard page */
+  mi_free(p);
 }
 /* A zero-filling overrun (memset, a struct copied one too far) leaves the
    trailer zero, as a block freed by another thread has it: with data in the
@@ -634,6 +659,8 @@ static void case_error_callback(bool misuse) {
 MI_CHILD_TEST(test_double_free_small_reported, double_free_small, SIGABRT, "double free detected of block")
 MI_CHILD_TEST(test_double_free_large_reported, double_free_large, SIGABRT, "double free detected of block")
 MI_CHILD_TEST(test_double_free_huge_reported, double_free_huge, SIGABRT, "double free detected of block")
+MI_CHILD_TEST(test_double_free_aligned_past_segment_reported, double_free_aligned_past_segment, SIGABRT,
+              "double free detected of block")
 MI_CHILD_TEST(test_double_free_segment_released_reported, double_free_segment_released, SIGABRT,
               "double free detected of block")
 MI_CHILD_TEST(test_double_free_large_purged_reported, double_free_large_purged, SIGABRT,
@@ -682,6 +709,12 @@ MI_CHILD_TEST(test_overflow_after_realloc_reported, overflow_after_realloc, SIGA
 MI_CHILD_TEST(test_overflow_after_shrink_reported, overflow_after_shrink, SIGABRT,
               "heap buffer overflow detected in block")
 MI_CHILD_TEST(test_overflow_aligned_reported, overflow_aligned, SIGABRT, "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_aligned_past_segment_reported, overflow_aligned_past_segment, SIGABRT,
+              "heap buffer overflow detected in block")
+MI_CHILD_TEST(test_overflow_huge_to_guard_faults, overflow_huge_to_guard, SIGSEGV,
+              "heap buffer overflow into a guard page detected at")
+MI_CHILD_TEST(test_overflow_aligned_past_segment_to_guard_faults, overflow_aligned_past_segment_to_guard, SIGSEGV,
+              "heap buffer overflow into a guard page detected at")
 MI_CHILD_TEST(test_overflow_reported_by_realloc, overflow_checked_by_realloc, SIGABRT,
               "heap buffer overflow detected in block")
 MI_CHILD_TEST(test_overflow_seen_by_visit, overflow_seen_by_visit, SIGABRT, "heap buffer overflow detected in block")
@@ -1023,6 +1056,7 @@ int main(void) {
       cmocka_unit_test(test_double_free_small_reported),
       cmocka_unit_test(test_double_free_large_reported),
       cmocka_unit_test(test_double_free_huge_reported),
+      cmocka_unit_test(test_double_free_aligned_past_segment_reported),
       cmocka_unit_test(test_double_free_segment_released_reported),
       cmocka_unit_test(test_double_free_large_purged_reported),
       cmocka_unit_test(test_double_free_other_thread_reported),
@@ -1051,6 +1085,9 @@ int main(void) {
       cmocka_unit_test(test_overflow_after_realloc_reported),
       cmocka_unit_test(test_overflow_after_shrink_reported),
       cmocka_unit_test(test_overflow_aligned_reported),
+      cmocka_unit_test(test_overflow_aligned_past_segment_reported),
+      cmocka_unit_test(test_overflow_aligned_past_segment_to_guard_faults),
+      cmocka_unit_test(test_overflow_huge_to_guard_faults),
       cmocka_unit_test(test_overflow_reported_by_realloc),
       cmocka_unit_test(test_overflow_seen_by_visit),
       cmocka_unit_test(test_visit_racing_remote_frees_no_report),
