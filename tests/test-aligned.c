@@ -448,6 +448,28 @@ static void test_realloc_aligned_past_segment_keeps_contents_and_alignment(void*
     assert_true(tu_check(p, 100, 11));
     assert_true(zeroed(p + 100, 3 * MiB - 100));
     mi_free(p);
+    /* the re*alloc_aligned family, default and first-class heap */
+    mi_heap_t* heap = mi_heap_new();
+    assert_non_null(heap);
+    p = (uint8_t*)mi_heap_rezalloc_aligned(heap, NULL, 100, align);
+    check_block(p, 100, align, 0, "mi_heap_rezalloc_aligned");
+    assert_true(zeroed(p, 100));
+    assert_true(mi_heap_contains_block(heap, p));
+    tu_fill(p, 100, 12);
+    p = (uint8_t*)mi_heap_recalloc_aligned(heap, p, 2, MiB, align);
+    check_block(p, 2 * MiB, align, 0, "mi_heap_recalloc_aligned");
+    assert_true(tu_check(p, 100, 12));
+    assert_true(zeroed(p + 100, 2 * MiB - 100));
+    mi_free(p);
+    mi_heap_delete(heap);
+    p = (uint8_t*)mi_rezalloc_aligned_at(NULL, 200, align, 16);
+    check_block(p, 200, align, 16, "mi_rezalloc_aligned_at");
+    tu_fill(p, 200, 13);
+    p = (uint8_t*)mi_recalloc_aligned_at(p, 3, MiB, align, 16);
+    check_block(p, 3 * MiB, align, 16, "mi_recalloc_aligned_at");
+    assert_true(tu_check(p, 200, 13));
+    assert_true(zeroed(p + 200, 3 * MiB - 200));
+    mi_free(p);
   }
 }
 

@@ -224,14 +224,17 @@ void* mi_realloc_aligned(void* p, size_t newsize, size_t alignment) {
   return mi_heap_realloc_aligned(mi_get_default_heap(), p, newsize, alignment);
 }
 
-void* mi_aligned_recalloc(void* p, size_t newcount, size_t size, size_t alignment) {
+void* _mi_heap_recalloc_aligned_at(mi_heap_t* heap, void* p, size_t newcount, size_t size, size_t alignment,
+                                   size_t offset) {
   size_t total;
   if (!_mi_realloc_total(p, newcount, size, &total)) return NULL;
-  return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, 0, true);
+  return mi_heap_realloc_aligned_at_zero(heap, p, total, alignment, offset, true);
+}
+
+void* mi_aligned_recalloc(void* p, size_t newcount, size_t size, size_t alignment) {
+  return _mi_heap_recalloc_aligned_at(mi_get_default_heap(), p, newcount, size, alignment, 0);
 }
 
 void* mi_aligned_offset_recalloc(void* p, size_t newcount, size_t size, size_t alignment, size_t offset) {
-  size_t total;
-  if (!_mi_realloc_total(p, newcount, size, &total)) return NULL;
-  return mi_heap_realloc_aligned_at_zero(mi_get_default_heap(), p, total, alignment, offset, true);
+  return _mi_heap_recalloc_aligned_at(mi_get_default_heap(), p, newcount, size, alignment, offset);
 }

@@ -12,6 +12,9 @@ void _mi_free_unobserved(void* p) mi_decl_hidden;
 /* alloc.c */
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
+/* alloc-aligned.c: the zeroing aligned reallocation of the recalloc family */
+void* _mi_heap_recalloc_aligned_at(mi_heap_t* heap, void* p, size_t newcount, size_t size, size_t alignment,
+                                   size_t offset) mi_decl_hidden;
 size_t _mi_usable_size(const void* p) mi_decl_hidden;
 void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) mi_decl_hidden;
 

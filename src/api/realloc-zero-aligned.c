@@ -3,11 +3,9 @@
    zero, and the result has the alignment asked for. Meant, as mimalloc
    says, for blocks that were allocated zeroed.
 
-   The work is alloc-aligned.c's zeroing aligned reallocation, which its
-   public calls (mi_aligned_recalloc, mi_aligned_offset_recalloc) run on the
-   thread's default heap. The mi_heap_ forms make `heap` that default for
-   the call: a heap belongs to the calling thread, so no other thread sees
-   the switch, and the old default is back before returning. */
+   The work is alloc-aligned.c's zeroing aligned reallocation, the one
+   mi_aligned_recalloc and mi_aligned_offset_recalloc run on the thread's
+   default heap, here on the heap given. */
 #include "api.h"
 
 void* mi_rezalloc_aligned_at(void* p, size_t newsize, size_t alignment, size_t offset) {
@@ -28,10 +26,7 @@ void* mi_recalloc_aligned(void* p, size_t newcount, size_t size, size_t alignmen
 
 void* mi_heap_recalloc_aligned_at(mi_heap_t* heap, void* p, size_t newcount, size_t size, size_t alignment,
                                   size_t offset) {
-  mi_heap_t* old = mi_heap_set_default(heap);
-  void* newp = mi_aligned_offset_recalloc(p, newcount, size, alignment, offset);
-  (void)mi_heap_set_default(old);
-  return newp;
+  return _mi_heap_recalloc_aligned_at(heap, p, newcount, size, alignment, offset);
 }
 
 void* mi_heap_recalloc_aligned(mi_heap_t* heap, void* p, size_t newcount, size_t size, size_t alignment) {
