@@ -370,6 +370,14 @@ static void test_option_legacy_env_limit_os_alloc_sets_disallow_os_alloc(void** 
   expect_text(child("print", env), "disallow_os_alloc=1\n");
 }
 
+static void test_option_legacy_env_name_warned_deprecated(void** state) {
+  (void)state;
+  const char* env[] = {"MIMALLOC_RESET_DELAY=7", "MIMALLOC_SHOW_ERRORS=1", NULL};
+  expect_text(child("print", env), "environment option MIMALLOC_RESET_DELAY is deprecated: use MIMALLOC_PURGE_DELAY\n");
+  const char* control[] = {"MIMALLOC_PURGE_DELAY=7", "MIMALLOC_SHOW_ERRORS=1", NULL};
+  expect_no_text(child("print", control), "deprecated");
+}
+
 static void test_option_legacy_env_current_name_wins(void** state) {
   (void)state;
   const char* env[] = {"MIMALLOC_RESET_DELAY=7", "MIMALLOC_PURGE_DELAY=3", NULL};
@@ -617,6 +625,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_option_legacy_env_reset_decommits_sets_purge_decommits),
       cmocka_unit_test(test_option_legacy_env_abandoned_page_reset_sets_abandoned_page_purge),
       cmocka_unit_test(test_option_legacy_env_limit_os_alloc_sets_disallow_os_alloc),
+      cmocka_unit_test(test_option_legacy_env_name_warned_deprecated),
       cmocka_unit_test(test_option_legacy_env_current_name_wins),
       cmocka_unit_test(test_option_legacy_enum_aliases_same_option),
       cmocka_unit_test(test_option_verbose_start_prints_version_and_every_option),

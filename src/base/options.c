@@ -158,9 +158,11 @@ static void mi_option_init(mi_option_t option) {
   bool found = mi_prim_getenv(name, value, sizeof(value));
   const char* legacy = mi_option_legacy_name(option);
   if (!found && legacy != NULL) {
+    char current[80];
+    memcpy(current, name, sizeof(current));
     mi_option_env_name(legacy, name, sizeof(name));
     found = mi_prim_getenv(name, value, sizeof(value));
-    if (found) _mi_warning_message("environment option %s is deprecated: use MIMALLOC_%s\n", name, desc->name);
+    if (found) _mi_warning_message("environment option %s is deprecated: use %s\n", name, current);
   }
   if (found) {
     long v;
