@@ -100,11 +100,11 @@ static mi_arena_id_t mi_arena_add(void* start, size_t size, mi_arena_kind_t kind
   return (mi_arena_id_t)(i + 1);
 }
 
-/* Whether arena `a` (an index) may serve a request for arena `req`. */
-static bool mi_arena_serves(const mi_arena_t* arena, size_t a, mi_arena_id_t req) {
+/* Whether arena `a` (an index) may serve a request for arena `req`;
+   `shared`: the shared arenas may serve one for none (disallow_arena_alloc). */
+static bool mi_arena_serves(const mi_arena_t* arena, size_t a, mi_arena_id_t req, bool shared) {
   if (req != 0) return ((size_t)req == a + 1);
-  if (arena->is_exclusive) return false;
-  return !mi_option_is_enabled(mi_option_disallow_arena_alloc);
+  return (shared && !arena->is_exclusive);
 }
 
 static bool mi_arena_reserve_more(size_t size);
@@ -118,11 +118,12 @@ static void* mi_arena_alloc_from(size_t size, mi_arena_id_t req, bool* is_pinned
   size_t n = size / MI_ARENA_CHUNK;
   mi_arena_t* arena = NULL;
   size_t first = 0;
+  bool shared = !mi_option_is_enabled(mi_option_disallow_arena_alloc); /* read before the lock is taken */
   _mi_lock_acquire(&mi_arena_lock);
   for (size_t a = 0; a < count && arena == NULL; a++) {
     mi_arena_t* candidate = &mi_arenas[a];
     if (MI_SECURE && candidate->is_pinned) continue; /* no guard pages in pinned memory */
-    if (!mi_arena_serves(candidate, a, req)) continue;
+    if (!mi_arena_serves(candidate, a, req, shared)) continue;
     size_t run = 0;
     for (size_t i = 0; i < candidate->chunk_count; i++) {
       run = (mi_bit(candidate->in_use, i) ? 0 : run + 1);
