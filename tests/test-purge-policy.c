@@ -363,6 +363,51 @@ static void test_cache_dirty_over_budget_purged(void** state) {
   mi_option_set(mi_option_purge_delay, -1);
 }
 
+/* arena_purge_mult: a cached segment of arena memory waits that many purge
+   delays, one of OS memory the plain delay. A pass of our own, two delays
+   on: only the OS segment is due; with the multiplier 1, the arena's too. */
+static void test_cache_arena_segment_waits_purge_mult_delays(void** state) {
+  (void)state;
+  const long delay = 100000; /* nothing purged by time while the case runs */
+  mi_option_set(mi_option_purge_delay, delay);
+  mi_option_set(mi_option_large_quarantine, 0); /* secure builds: freed large blocks straight to the cache */
+  mi_option_set(mi_option_arena_purge_mult, 10);
+  long cache_slots = mi_option_get(mi_option_segment_cache);
+  mi_option_set(mi_option_segment_cache, 64); /* room beside the clean segments earlier cases left */
+  long sample_rate = mi_option_get(mi_option_guarded_sample_rate);
+  mi_option_set(mi_option_guarded_sample_rate, 0);
+  mi_collect(true);
+  assert_int_equal(_mi_segment_cache_dirty(), 0);
+  mi_arena_id_t id = 0;
+  assert_int_equal(mi_reserve_os_memory_ex(16 * MiB, true, false, true, &id), 0); /* exclusive: no other case's */
+  mi_heap_t* heap = mi_heap_new_in_arena(id);
+  assert_non_null(heap);
+  uint8_t* in_arena = (uint8_t*)mi_heap_malloc(heap, MiB);
+  uint8_t* from_os = (uint8_t*)mi_malloc(MiB);
+  assert_non_null(in_arena);
+  assert_non_null(from_os);
+  memset(in_arena, 1, MiB);
+  memset(from_os, 1, MiB);
+  mi_free(in_arena);
+  mi_free(from_os);
+  int64_t both = _mi_segment_cache_dirty();
+  assert_true(both >= (int64_t)(2 * MiB));
+  mi_purge_pass_t pass = {.now = mi_prim_clock_now() + 2 * delay, .base = delay, .extra = 0, .idle = false};
+  (void)_mi_segment_cache_purge(false, &pass);
+  int64_t arena_left = _mi_segment_cache_dirty();
+  assert_true(arena_left >= (int64_t)MiB && arena_left < both); /* the arena's still dirty */
+  mi_option_set(mi_option_arena_purge_mult, 1);
+  (void)_mi_segment_cache_purge(false, &pass);
+  assert_int_equal(_mi_segment_cache_dirty(), 0);
+  mi_option_set(mi_option_arena_purge_mult, 10);
+  mi_heap_delete(heap);
+  mi_collect(true);
+  mi_option_set(mi_option_segment_cache, cache_slots);
+  mi_option_set(mi_option_guarded_sample_rate, sample_rate);
+  mi_option_set(mi_option_large_quarantine, MI_SECURE ? 64 : 0);
+  mi_option_set(mi_option_purge_delay, -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_delay_reuse_soon_after_purge_doubles),
@@ -379,6 +424,7 @@ int main(void) {
       cmocka_unit_test(test_cache_larger_dirty_segment_serves_smaller_block),
       cmocka_unit_test(test_cache_segment_closest_in_committed_serves_block),
       cmocka_unit_test(test_cache_dirty_over_budget_purged),
+      cmocka_unit_test(test_cache_arena_segment_waits_purge_mult_delays),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -16,6 +16,7 @@ typedef struct mi_cache_slot_s {
   int64_t purged_at; /* clean: when its memory went back (0: never committed by us) */
   int64_t committed; /* dirty: bytes of it still committed */
   uint8_t kind;      /* secure builds: guard pages sit where this kind wants them */
+  bool in_arena;     /* arena memory: it waits arena_purge_mult times the delay */
   bool dirty;
   bool purging;
 } mi_cache_slot_t;
@@ -144,6 +145,7 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
   if (max <= 0) return false;
   bool ok = false;
   int64_t committed = _mi_segment_committed(segment);
+  bool in_arena = _mi_arena_contains(segment);
   _mi_lock_acquire(&mi_cache_lock);
   if (atomic_load_explicit(&mi_cache_count, memory_order_relaxed) < (size_t)max) {
     for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
@@ -155,6 +157,7 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
       slot->cached_at = mi_prim_clock_now();
       slot->purged_at = 0;
       slot->committed = committed;
+      slot->in_arena = in_arena;
       slot->dirty = true;
       slot->purging = false;
       atomic_fetch_add_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
@@ -223,12 +226,18 @@ int64_t _mi_segment_cache_purge(bool force, const mi_purge_pass_t* pass) {
   long delay = _mi_option_get_fast(mi_option_purge_delay);
   if (delay < 0 && !force) return next_due;
   int64_t again = pass->now + (delay > 0 ? delay : 1);
+  /* arena memory waits longer, as mimalloc's arenas purge later (arena_purge_mult) */
+  long mult = _mi_option_get_fast(mi_option_arena_purge_mult);
+  int64_t arena_delay = delay;
+  if (delay > 0 && mult > 1)
+    arena_delay = ((int64_t)delay > INT64_MAX / 4 / mult ? INT64_MAX / 4 : (int64_t)delay * mult);
   bool refused = false;
   for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
     mi_cache_slot_t* slot = &mi_cache[i];
     _mi_lock_acquire(&mi_cache_lock);
-    bool due = (slot->segment != NULL && slot->dirty && !slot->purging &&
-                (force || _mi_purge_pass_due(pass, slot->cached_at + delay, &next_due)));
+    bool due =
+        (slot->segment != NULL && slot->dirty && !slot->purging &&
+         (force || _mi_purge_pass_due(pass, slot->cached_at + (slot->in_arena ? arena_delay : delay), &next_due)));
     if (due) slot->purging = true;
     _mi_lock_release(&mi_cache_lock);
     if (due && !mi_cache_purge_slot(slot, pass->now)) refused = true;
