@@ -89,6 +89,24 @@ static void test_heap_in_arena_full_fails_enomem(void** state) {
   mi_heap_destroy(heap);
 }
 
+/* An alignment past what a segment's first chunk can give takes a sparse
+   segment of OS memory: never for a heap of an arena */
+static void test_heap_in_arena_huge_alignment_enomem(void** state) {
+  (void)state;
+  region_t r = managed_exclusive();
+  mi_heap_t* heap = mi_heap_new_in_arena(r.id);
+  assert_non_null(heap);
+  errno = 0;
+  assert_null(mi_heap_malloc_aligned(heap, 100, 8 * MiB));
+  assert_int_equal(errno, ENOMEM);
+  /* the control: the default heap gets it from the OS */
+  void* p = mi_malloc_aligned(100, 8 * MiB);
+  assert_non_null(p);
+  assert_true(tu_is_aligned(p, 8 * MiB));
+  mi_free(p);
+  mi_heap_delete(heap);
+}
+
 static void test_heap_new_in_arena_invalid_id_einval(void** state) {
   (void)state;
   errno = 0;
@@ -211,6 +229,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_manage_os_memory_heap_in_arena_blocks_inside_region),
       cmocka_unit_test(test_heap_in_arena_full_fails_enomem),
+      cmocka_unit_test(test_heap_in_arena_huge_alignment_enomem),
       cmocka_unit_test(test_heap_new_in_arena_invalid_id_einval),
       cmocka_unit_test(test_manage_os_memory_less_than_a_chunk_einval),
       cmocka_unit_test(test_arena_area_unknown_id_null),

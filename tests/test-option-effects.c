@@ -74,6 +74,10 @@ static void try_blocks(const char* label, mi_arena_id_t id) {
 static void child_os_alloc(bool disallow) {
   if (disallow) mi_option_set(mi_option_disallow_os_alloc, 1);
   try_blocks("no arena", 0);
+  errno = 0;
+  void* aligned = mi_malloc_aligned(100, 8 * MiB); /* a sparse segment of its own */
+  say("huge_aligned=%d huge_aligned_errno=%d\n", (int)(aligned != NULL), errno);
+  mi_free(aligned);
   mi_arena_id_t id = 0;
   int err = mi_reserve_os_memory_ex(64 * MiB, false, false, false, &id);
   say("reserve=%d\n", err);
@@ -472,8 +476,12 @@ static void test_option_disallow_os_alloc_without_arena_fails_enomem(void** stat
   expect_no_text(text, "no arena: small=8192 "); /* the small blocks ran out */
   snprintf(want, sizeof(want), "small_errno=%d small_in=0 large=0 large_errno=%d", ENOMEM, ENOMEM);
   expect_text(text, want);
+  snprintf(want, sizeof(want), "huge_aligned=0 huge_aligned_errno=%d\n", ENOMEM);
+  expect_text(text, want);
   /* the control: the same child without the option */
-  expect_text(child("os-alloc-allowed", env), "no arena: small=8192 small_errno=0 small_in=0 large=1 ");
+  const char* control = child("os-alloc-allowed", env);
+  expect_text(control, "no arena: small=8192 small_errno=0 small_in=0 large=1 ");
+  expect_text(control, "huge_aligned=1 ");
 }
 
 static void test_option_disallow_os_alloc_with_arena_served_from_it(void** state) {

@@ -143,6 +143,12 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
    NULL (ENOMEM) also when the offset would put the pointer inside the
    header. */
 mi_page_t* _mi_segment_single_alloc_aligned(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
+  /* a sparse segment is OS memory: not for a heap of an arena, nor under
+     disallow_os_alloc (mimalloc fails these too) */
+  if (heap->arena_id != 0 || mi_option_is_enabled(mi_option_disallow_os_alloc)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   size_t psize = _mi_os_page_size();
   size_t skew = offset & (alignment - 1);
   size_t at = MI_SEGMENT_SIZE - (skew & MI_SEGMENT_MASK); /* the pointer's place in the segment */
