@@ -9,7 +9,7 @@
 #   mi_install_incdir, mi_install_objdir, mi_install_cmakedir
 # The shared library always goes to the library directory; the headers, the
 # static library, mimalloc.o and the CMake package go to versioned
-# directories (include/mimalloc-2.1, lib/mimalloc-2.1, lib/cmake/mimalloc-2.1)
+# directories (include/mimalloc-2.4, lib/mimalloc-2.4, lib/cmake/mimalloc-2.4)
 # unless MI_INSTALL_TOPLEVEL is on.
 
 if(MI_TRACK_VALGRIND)

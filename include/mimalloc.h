@@ -5,7 +5,7 @@
 #ifndef MIMALLOC_H
 #define MIMALLOC_H
 
-#define MI_MALLOC_VERSION 212 /* API level we follow: major*100 + minor */
+#define MI_MALLOC_VERSION 20401 /* the mimalloc API this follows (2.4.1): major*10000 + minor*100 + patch */
 
 #include <stdbool.h>
 #include <stddef.h>

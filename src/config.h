@@ -32,6 +32,10 @@
    | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/base/track.h);  |
    |                 |        | not with SECURE                                     |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
+   | MI_DEFAULT_SHOW_ERRORS | 0/1 | default of option show_errors (mimalloc's    |
+   |                 |        | CMake MI_SHOW_ERRORS); else on in debug builds      |
+   | MI_DEFAULT_ALLOW_THP | 0/1 | default of option allow_thp (mimalloc's CMake  |
+   |                 |        | MI_NO_THP sets 0); else 1                           |
    | MI_WIN_EXIT_FLS | 0/1    | Windows: thread exit seen by a fiber-local-storage  |
    |                 |        | destructor instead of the TLS callback; default on  |
    |                 |        | only for compilers with neither GCC's section       |
@@ -51,6 +55,12 @@
 #endif
 #ifndef MI_STAT
 #define MI_STAT 0
+#endif
+#ifndef MI_DEFAULT_SHOW_ERRORS
+#define MI_DEFAULT_SHOW_ERRORS (MI_DEBUG > 0 ? 1 : 0)
+#endif
+#ifndef MI_DEFAULT_ALLOW_THP
+#define MI_DEFAULT_ALLOW_THP 1
 #endif
 #ifndef MI_GUARDED
 #define MI_GUARDED 0

@@ -22,7 +22,7 @@ static inline uintptr_t _mi_random_next(uintptr_t* state) {
 
 /* options.c */
 void _mi_options_init(void) mi_decl_hidden;
-void _mi_version_string(char* buf, size_t size) mi_decl_hidden; /* "2.1.2" */
+void _mi_version_string(char* buf, size_t size) mi_decl_hidden; /* "2.4.1" */
 typedef enum mi_option_init_e { MI_OPTION_UNINIT, MI_OPTION_DEFAULTED, MI_OPTION_INITIALIZED } mi_option_init_t;
 typedef struct mi_option_desc_s {
   long value;

@@ -13,7 +13,8 @@
   [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = true}
 
 mi_option_desc_t _mi_options[_mi_option_last] = {
-    MI_OPTION(show_errors, MI_DEBUG > 0 ? 1 : 0), /* a failed request is not misuse: secure builds say nothing either */
+    MI_OPTION(show_errors,
+              MI_DEFAULT_SHOW_ERRORS), /* a failed request is not misuse: secure builds say nothing either */
     MI_OPTION(show_stats, 0),
     MI_OPTION(verbose, 0),
     MI_OPTION(eager_commit, 1),
@@ -51,7 +52,7 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(guarded_sample_seed, 0),
     MI_OPTION(target_segments_per_thread, 0),
     MI_OPTION(generic_collect, 10000),
-    MI_OPTION(allow_thp, 1), /* where the program's large blocks are used densely (os-thp.c) */
+    MI_OPTION(allow_thp, MI_DEFAULT_ALLOW_THP), /* where the program's large blocks are used densely (os-thp.c) */
     MI_OPTION(purge_thread, 1),
     MI_OPTION(zero_on_free, MI_SECURE),
     MI_OPTION(segment_cache, MI_SEGMENT_CACHE_MAX),

@@ -93,17 +93,13 @@ fi
 echo "options: MI_INSTALL_TOPLEVEL=ON: installed at the top level, found by find_package"
 
 # MI_SHOW_ERRORS and MI_NO_THP set the defaults of show_errors and allow_thp
-# (MI_DEFAULT_SHOW_ERRORS, MI_DEFAULT_ALLOW_THP, read by src/base/options.c)
-if grep -q MI_DEFAULT_SHOW_ERRORS "$src/src/base/options.c" && grep -q MI_DEFAULT_ALLOW_THP "$src/src/base/options.c"; then
-  configure defaults -DCMAKE_BUILD_TYPE=Release -DMI_SHOW_ERRORS=ON -DMI_NO_THP=ON -DMI_DHAT=OFF -DMI_BUILD_SHARED=OFF \
-    -DMI_BUILD_OBJECT=OFF || fail "defaults configure"
-  cmake --build "$work/defaults" -j2 >>"$work/defaults.log" 2>&1 || { tail -30 "$work/defaults.log"; fail "defaults build"; }
-  printf '#include <mimalloc.h>\n#include <stdio.h>\nint main(void) { printf("%%ld %%ld\\n", mi_option_get(mi_option_show_errors), mi_option_get(mi_option_allow_thp)); return 0; }\n' >"$work/defaults.c"
-  cc -I"$src/include" "$work/defaults.c" "$work/defaults/libmimalloc.a" -lpthread -ldl -o "$work/defaults-prog"
-  got=$(env -u MIMALLOC_SHOW_ERRORS -u MIMALLOC_ALLOW_THP "$work/defaults-prog")
-  [ "$got" = "1 0" ] || fail "MI_SHOW_ERRORS=ON MI_NO_THP=ON: show_errors, allow_thp = $got, expected 1 0"
-  echo "options: MI_SHOW_ERRORS=ON MI_NO_THP=ON: show_errors 1, allow_thp 0 by default"
-else
-  echo "options: SKIPPED: src/base/options.c does not read MI_DEFAULT_SHOW_ERRORS and MI_DEFAULT_ALLOW_THP yet"
-fi
+# (MI_DEFAULT_SHOW_ERRORS, MI_DEFAULT_ALLOW_THP: src/config.h, src/base/options.c)
+configure defaults -DCMAKE_BUILD_TYPE=Release -DMI_SHOW_ERRORS=ON -DMI_NO_THP=ON -DMI_DHAT=OFF -DMI_BUILD_SHARED=OFF \
+  -DMI_BUILD_OBJECT=OFF || fail "defaults configure"
+cmake --build "$work/defaults" -j2 >>"$work/defaults.log" 2>&1 || { tail -30 "$work/defaults.log"; fail "defaults build"; }
+printf '#include <mimalloc.h>\n#include <stdio.h>\nint main(void) { printf("%%ld %%ld\\n", mi_option_get(mi_option_show_errors), mi_option_get(mi_option_allow_thp)); return 0; }\n' >"$work/defaults.c"
+cc -I"$src/include" "$work/defaults.c" "$work/defaults/libmimalloc.a" -lpthread -ldl -o "$work/defaults-prog"
+got=$(env -u MIMALLOC_SHOW_ERRORS -u MIMALLOC_ALLOW_THP "$work/defaults-prog")
+[ "$got" = "1 0" ] || fail "MI_SHOW_ERRORS=ON MI_NO_THP=ON: show_errors, allow_thp = $got, expected 1 0"
+echo "options: MI_SHOW_ERRORS=ON MI_NO_THP=ON: show_errors 1, allow_thp 0 by default"
 echo "options: $n configurations checked"

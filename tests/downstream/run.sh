@@ -34,7 +34,7 @@ check_headers() { # every header of the source's include/ is installed
   local src h
   src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$default_build/CMakeCache.txt")
   for h in "$src"/include/*.h; do
-    grep -qx "include/mimalloc-2.1/$(basename "$h")" "$work/files-default" || fail "header $(basename "$h") not installed"
+    grep -qx "include/mimalloc-2.4/$(basename "$h")" "$work/files-default" || fail "header $(basename "$h") not installed"
   done
 }
 
