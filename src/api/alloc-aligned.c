@@ -94,7 +94,7 @@ static void* mi_heap_malloc_aligned_at_zero_core(mi_heap_t* heap, size_t size, s
    program's, the block before and after it stays inaccessible. */
 static void mi_track_aligned(void* p, size_t size, bool zero) {
   if (p == NULL) return;
-  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_segment_t* segment = _mi_block_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
   mi_block_t* block = _mi_page_block_start(page, p);
   mi_track_unregister(block); /* the core registered the whole block at its start */
