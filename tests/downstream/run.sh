@@ -19,6 +19,9 @@ rm -rf "$work" && mkdir -p "$work"
 prefix=$work/prefix
 mkdir -p "$prefix"
 prefix=$(realpath "$prefix")
+# the versioned install directories (mimalloc-<major>.<minor>), as the build names them
+ver=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=\([0-9]*\.[0-9]*\).*/\1/p' "$default_build/CMakeCache.txt")
+[ -n "$ver" ] || ver=$(sed -n 's/^mimalloc-pprof_VERSION:STATIC=\([0-9]*\.[0-9]*\).*/\1/p' "$default_build/CMakeCache.txt")
 fail() {
   echo "downstream: FAIL: $*" >&2
   exit 1
@@ -34,7 +37,7 @@ check_headers() { # every header of the source's include/ is installed
   local src h
   src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$default_build/CMakeCache.txt")
   for h in "$src"/include/*.h; do
-    grep -qx "include/mimalloc-2.4/$(basename "$h")" "$work/files-default" || fail "header $(basename "$h") not installed"
+    grep -qx "include/mimalloc-$ver/$(basename "$h")" "$work/files-default" || fail "header $(basename "$h") not installed"
   done
 }
 
@@ -86,7 +89,7 @@ if [ -n "$secure_build" ]; then
   (cd "$prefix" && xargs -d '\n' sha256sum <"$work/files-default") >"$work/sums-default"
   install_build "$secure_build" secure
   shared=$(comm -12 "$work/files-default" "$work/files-secure" |
-    grep -Ev '^include/mimalloc-2\.1/|^lib/cmake/mimalloc-2\.1/mimalloc-config(-version)?\.cmake$|^lib/pkgconfig/mimalloc\.pc$' || true)
+    grep -Ev '^include/mimalloc-'"$ver"'/|^lib/cmake/mimalloc-'"$ver"'/mimalloc-config(-version)?\.cmake$|^lib/pkgconfig/mimalloc\.pc$' || true)
   [ -z "$shared" ] || fail "the secure install overwrites the default one's $shared"
   grep -v ' lib/pkgconfig/mimalloc\.pc$\| lib/cmake/' "$work/sums-default" | (cd "$prefix" && sha256sum --quiet -c -) ||
     fail "the default install's files changed"
