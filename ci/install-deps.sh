@@ -12,6 +12,8 @@ pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
       spin # the model check of the teardown protocol (ci/teardown-model.sh)
       gcc-mingw-w64-x86-64 mingw-w64-tools wine64 # the Windows build and its tests under Wine (ci/windows.sh)
       afl++ # the fuzz smoke (ci/fuzz.sh); libFuzzer comes with clang (libclang-rt-14-dev)
+      golang-go golang-github-google-pprof-dev golang-github-chzyer-readline-dev # pprof's clients for the sampled heap profiler's checks (tests/pprof/):
+      golang-github-ianlancetaylor-demangle-dev google-perftools protobuf-compiler # Go pprof built offline from Debian's source, google-pprof, protoc
       clang-format clang-tidy cppcheck) # the lint job (ci/lint.sh)
 minimal=0
 if [ "${1:-}" = --minimal ]; then

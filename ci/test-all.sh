@@ -54,6 +54,21 @@ teardown() {
   return $ok
 }
 
+# the sampled heap profiler read by the real clients (docs/pprof.md, tests/pprof):
+# the checker's controls and the accuracy test in the default, secure and Debug
+# builds, and the positive control: the seed's uniform sampler planted back
+# (MI_PROF_PLANT_UNIFORM) must fail the unbiasedness criterion
+pprof_profiler() {
+  local ok=0
+  local -x MI_PPROF_TOOLS=$out/pprof-tools # Go pprof built offline once, shared by the builds
+  run_ctest "$out/gcc-release" -L '^pprof$' || ok=1
+  run_ctest "$out/gcc-secure-release" -L '^pprof$' || ok=1
+  run_ctest "$out/gcc-debug" -L '^pprof$' || ok=1
+  ci_build "$out/pprof-plant" gcc Release -DMI_PROF_PLANT_UNIFORM=ON -- pprof-sites &&
+    run_ctest "$out/pprof-plant" -L '^pprof-plant$' || ok=1
+  return $ok
+}
+
 fault_positive_control() {
   ci_build "$out/fault-plant" gcc Debug -DMI_FAULT=ON -DMI_FAULT_PLANT_UNCHECKED=ON && run_ctest "$out/fault-plant" -L fault
 }
@@ -100,6 +115,7 @@ job teardown "gcc-debug clang-debug clang-secure-debug" teardown
 job override-real-programs "gcc-release" run_ctest "$out/gcc-release" -L override
 job override-real-programs-secure "gcc-secure-release" run_ctest "$out/gcc-secure-release" -L override
 job dhat-profiler "gcc-release" run_ctest "$out/gcc-release" -L dhat
+job pprof-profiler "gcc-release gcc-secure-release gcc-debug" pprof_profiler
 # sanitizers (docs/sanitizers.md): the core and teardown tests under
 # ASan+UBSan with the allocator's poisoning (the fork storm in a clang-19
 # build), the threaded and teardown tests under TSan, a subset and a short

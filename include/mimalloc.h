@@ -378,6 +378,12 @@ typedef enum mi_option_e {
   mi_option_dhat_backtrace, /* profiler stacks: 0 frame pointers, unwinder where they break; 1 unwinder; -1 frame pointers */
   mi_option_lockorder,      /* MI_LOCKORDER builds: 0/off, 1/abort (default), 2/warn on a lock-order violation */
   mi_option_large_quarantine, /* secure builds: freed large blocks held fenced off (at most 64; 0: cached at once) */
+  mi_option_prof,             /* start the pprof sampler at process start (mimalloc/profile.h) */
+  mi_option_prof_sample_rate, /* mean bytes between samples (MIMALLOC_PROF_SAMPLE_INTERVAL wins) */
+  mi_option_prof_bt_max,      /* frames kept per sample (at most 128) */
+  mi_option_prof_accum,       /* keep cumulative counts (alloc_objects, alloc_space) */
+  mi_option_prof_seed,        /* the sampler's seed (0: random) */
+  mi_option_prof_max_bytes,   /* budget of the sampler's own memory (0: none) */
   _mi_option_last,
   /* legacy names (their MIMALLOC_<NAME> is read too, docs/options.md) */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,
@@ -489,4 +495,6 @@ typedef mi_heap_t mi_theap_t;
 }
 #include "mimalloc/stl-allocator.h"
 #endif
+/* the sampled heap profiler's calls (mi_prof_*) */
+#include "mimalloc/profile.h"
 #endif /* MIMALLOC_H */

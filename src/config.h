@@ -32,6 +32,9 @@
    | MI_TRACK_VALGRIND | 0/1  | memcheck client requests for blocks (src/base/track.h);  |
    |                 |        | not with SECURE                                     |
    | MI_DHAT         | 0/1    | exact DHAT-format heap profiler                     |
+   | MI_PPROF        | 0/1    | sampled heap profiler in pprof's formats (src/prof) |
+   | MI_PROF_PLANT_UNIFORM | 0/1 | test only: the sampler's gaps drawn uniformly |
+   |                 |        | (positive control of tests/pprof's unbiasedness)    |
    | MI_DEFAULT_SHOW_ERRORS | 0/1 | default of option show_errors (mimalloc's    |
    |                 |        | CMake MI_SHOW_ERRORS); else on in debug builds      |
    | MI_DEFAULT_ALLOW_THP | 0/1 | default of option allow_thp (mimalloc's CMake  |
@@ -67,6 +70,12 @@
 #endif
 #ifndef MI_DHAT
 #define MI_DHAT 0
+#endif
+#ifndef MI_PPROF
+#define MI_PPROF 0
+#endif
+#ifndef MI_PROF_PLANT_UNIFORM
+#define MI_PROF_PLANT_UNIFORM 0
 #endif
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0

@@ -11,20 +11,22 @@
    | mi_hook_process_start       | init.c, after prim init   | fault injection: read its env  |
    | mi_hook_process_init        | init.c, before the locks  | lock-order checker; secure     |
    |                             |                           | keys and zero-size segments    |
-   | mi_hook_process_ready       | init.c, set-up done       | fault report at exit; DHAT     |
-   |                             |                           | start; secure fault handler    |
-   | mi_hook_process_done        | init.c, at exit           | DHAT: the profile written      |
-   | mi_hook_thread_done         | init.c, thread data going | DHAT: the thread's table       |
+   | mi_hook_process_ready       | init.c, set-up done       | fault report at exit; DHAT and |
+   |                             |                           | pprof start; secure fault      |
+   |                             |                           | handler                        |
+   | mi_hook_process_done        | init.c, at exit           | DHAT, pprof: profiles written  |
+   | mi_hook_thread_done         | init.c, thread data going | profilers: the stack cache     |
    | mi_hook_fork_prepare/parent | init.c, fork handlers     | (none yet)                     |
-   | mi_hook_fork_child          | init.c, child's locks out | lock-order checker; DHAT       |
+   | mi_hook_fork_child          | init.c, child's locks out | lock-order checker; DHAT;      |
+   |                             |                           | pprof                          |
    | mi_hook_option_changed      | options.c, mi_option_set  | guard sampler; secure zeroing  |
    | mi_hook_segment_unmapped    | segment.c                 | secure (stale frees); DHAT     |
    | mi_hook_page_setup_begin/end| page.c, fresh page        | secure: page bitmap, seal      |
    | mi_hook_page_freed          | segment.c                 | secure: page and segment check |
    | mi_hook_block_collected     | page.c, other threads'    | secure: the block's used bit   |
    |                             | frees taken in            |                                |
-   | mi_hook_heap_page_gone      | heap.c, heap destroyed    | DHAT: its live blocks freed    |
-   | mi_observe_*                | api/, entry points        | DHAT (later: pprof, events)    |
+   | mi_hook_heap_page_gone      | heap.c, heap destroyed    | DHAT, pprof: live blocks freed |
+   | mi_observe_*                | api/, entry points        | DHAT, pprof (later: events)    |
 
    The secure wing's own entry points (the secure malloc and free, and the
    policy it puts in place of the core's) are not events: the core chooses
@@ -37,6 +39,7 @@
 #include "base/base.h"
 #include "secure/secure.h"
 #include "dhat/hooks.h"
+#include "prof/hooks.h"
 #include "lockorder/lockorder.h"
 #include "prim/fault.h"
 
@@ -75,6 +78,9 @@ static inline void mi_hook_process_ready(void) {
 #if MI_DHAT
   _mi_dhat_process_init(); /* MIMALLOC_DHAT=1: the profiler starts now */
 #endif
+#if MI_PPROF
+  _mi_prof_process_init(); /* MIMALLOC_PROF=1: the sampler starts now */
+#endif
 #if MI_SECURE
   /* a fault on one of our guard pages says what it hit before the process dies */
   mi_prim_fault_handler_install(&_mi_guard_fault_report);
@@ -82,6 +88,9 @@ static inline void mi_hook_process_ready(void) {
 }
 
 static inline void mi_hook_process_done(void) {
+#if MI_PPROF
+  _mi_prof_process_done();
+#endif
 #if MI_DHAT
   _mi_dhat_process_done();
 #endif
@@ -89,8 +98,8 @@ static inline void mi_hook_process_done(void) {
 
 /* A thread's heaps are gone; its thread data is about to go. */
 static inline void mi_hook_thread_done(void) {
-#if MI_DHAT
-  _mi_dhat_thread_done();
+#if MI_DHAT || MI_PPROF
+  _mi_dhat_stack_thread_done(); /* the stack cache both profilers' capture keeps */
 #endif
 }
 
@@ -110,6 +119,9 @@ static inline void mi_hook_fork_child(void) {
 #endif
 #if MI_DHAT
   _mi_dhat_after_fork_child();
+#endif
+#if MI_PPROF
+  _mi_prof_after_fork_child();
 #endif
 }
 
@@ -190,71 +202,133 @@ static inline void mi_hook_heap_page_gone(const mi_page_t* page) {
 #if MI_DHAT
   if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its live blocks are freed */
 #endif
+#if MI_PPROF
+  if (mi_unlikely(mi_prof_is_on())) _mi_prof_record_page_gone(page); /* its samples are freed */
+#endif
   (void)page;
 }
 
 /* ---- Observers of the program's allocations ------------------------------ */
 
 /* The entry points the program calls report each allocation, free and
-   resize to whatever observes them (the DHAT profiler). Idle, this is one
-   relaxed load and a predictable branch; compiled out, a constant. The
-   entry points test mi_observing() themselves, so that their common exit
-   stays a tail call. */
-static inline bool mi_observing(void) {
-#if MI_DHAT
-  return mi_dhat_is_on();
+   resize to whatever observes them (the DHAT profiler, the pprof sampler).
+   Idle, this is one relaxed load of the word both set and a predictable
+   branch; compiled out, a constant. The entry points test mi_observing()
+   themselves, so that their common exit stays a tail call. */
+/* The allocator itself allocates through the C library (a thread of its
+   own started, whose stack and TLS the C library allocates with malloc):
+   no observer counts that as the program's. Per thread, nesting. */
+extern mi_decl_thread int _mi_observers_muted mi_decl_hidden;
+static inline void mi_hook_internal_begin(void) {
+  _mi_observers_muted++;
+}
+static inline void mi_hook_internal_end(void) {
+  _mi_observers_muted--;
+}
+
+/* Which observers run (MI_OBSERVER_*); set and cleared by their start and stop. */
+extern _Atomic(uint8_t) _mi_observers mi_decl_hidden;
+#define MI_OBSERVER_DHAT 0x01
+#define MI_OBSERVER_PROF 0x02
+
+/* Whether frees must be reported one by one. The pprof sampler needs only
+   the frees of its sampled blocks: their pages are flagged, which sends
+   their frees to the generic path (mi_hook_sampled_page_free), so it
+   leaves the free fast path alone (the secure build's free has no such
+   path: there it observes every free). */
+static inline bool mi_observing_frees(void) {
+#if MI_DHAT || MI_PPROF
+  const uint8_t mask = (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF : MI_OBSERVER_DHAT);
+  return ((atomic_load_explicit(&_mi_observers, memory_order_relaxed) & mask) != 0);
 #else
   return false;
 #endif
 }
 
-static inline void* mi_observe_alloc(void* p, size_t size) {
-#if MI_DHAT
-  if (p != NULL) return _mi_dhat_record_alloc(p, size);
+/* A free on the generic path of a block whose page holds a sampled one. */
+static inline void mi_hook_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
+#if MI_PPROF
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED)) _mi_prof_sampled_page_free(segment, page, p);
 #endif
+  (void)segment, (void)page, (void)p;
+}
+
+static inline bool mi_observing(void) {
+#if MI_DHAT || MI_PPROF
+  return (atomic_load_explicit(&_mi_observers, memory_order_relaxed) != 0);
+#else
+  return false;
+#endif
+}
+
+/* One call out of line each (observers.c), so that the entry points' exits
+   stay tail calls and their fast paths need no frame. */
+void* _mi_observe_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
+void _mi_observe_free(void* p) mi_decl_hidden;
+
+static inline void* mi_observe_alloc(void* p, size_t size) {
+#if MI_PPROF
+  /* the sampler alone, and this allocation short of its sample point: the
+     common case while it runs, a subtraction without a call */
+  if (atomic_load_explicit(&_mi_observers, memory_order_relaxed) == MI_OBSERVER_PROF && !mi_prof_countdown(size)) {
+    return p;
+  }
+#endif
+#if MI_DHAT || MI_PPROF
+  return _mi_observe_alloc(p, size);
+#else
   (void)size;
   return p;
+#endif
 }
 
 /* Before the block is freed: once free, another thread may get it. */
 static inline void mi_observe_free(void* p) {
-#if MI_DHAT
-  if (p != NULL) _mi_dhat_record_free(p);
-#endif
+#if MI_DHAT || MI_PPROF
+  _mi_observe_free(p);
+#else
   (void)p;
-}
-
-/* A reallocation in place (mi_expand). */
-static inline void mi_observe_resize(void* p, size_t newsize) {
-#if MI_DHAT
-  _mi_dhat_record_resize(p, newsize);
 #endif
-  (void)p, (void)newsize;
 }
 
 /* A reallocation: the old block's record is taken out before realloc runs
    (once it frees the block, another thread may get the same address), then
    moved to the new block, or put back if realloc failed. */
 typedef struct mi_observe_held_s {
+  void* p;
 #if MI_DHAT
   mi_dhat_held_t dhat;
-#else
-  int none;
+#endif
+#if MI_PPROF
+  mi_prof_held_t prof;
 #endif
 } mi_observe_held_t;
 
 static inline void mi_observe_realloc_take(void* p, mi_observe_held_t* held) {
+  held->p = p;
 #if MI_DHAT
   _mi_dhat_realloc_take(p, &held->dhat);
 #endif
-  (void)p, (void)held;
+#if MI_PPROF
+  _mi_prof_realloc_take(p, &held->prof);
+#endif
 }
 
 static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, size_t newsize) {
 #if MI_DHAT
   _mi_dhat_realloc_done(&held->dhat, newp, newsize);
 #endif
+#if MI_PPROF
+  _mi_prof_realloc_done(&held->prof, held->p, newp, newsize);
+#endif
   (void)held, (void)newp, (void)newsize;
+}
+
+/* A reallocation in place (mi_expand). */
+static inline void mi_observe_resize(void* p, size_t newsize) {
+  mi_observe_held_t held;
+  mi_observe_realloc_take(p, &held);
+  mi_observe_realloc_done(&held, p, newsize);
 }
 
 #endif

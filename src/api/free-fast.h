@@ -35,7 +35,7 @@ static inline void mi_free_inline(void* p) {
 /* A free the program called: the observers' test first, so that both exits
    are tail calls and the fast path needs no frame. */
 static inline void mi_free_fast(void* p) {
-  if (mi_unlikely(mi_observing())) {
+  if (mi_unlikely(mi_observing_frees())) {
     _mi_free_observed(p);
     return;
   }

@@ -14,7 +14,8 @@ static mi_noinline void mi_free_claim_or_push(mi_segment_t* segment, mi_page_t* 
 }
 
 mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {
-  mi_track_unregister(p); /* the program's pointer, before the block goes anywhere */
+  mi_hook_sampled_page_free(segment, page, p); /* before the block goes anywhere */
+  mi_track_unregister(p);                      /* the program's pointer, before the block goes anywhere */
   if (segment->kind == MI_SEGMENT_SINGLE) {
     mi_track_free(page->start, page->block_size);
     _mi_segment_single_free(segment);

@@ -60,6 +60,12 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(dhat_backtrace, 0),
     MI_OPTION(lockorder, 1),
     MI_OPTION(large_quarantine, MI_SECURE ? 64 : 0),
+    MI_OPTION(prof, 0),
+    MI_OPTION(prof_sample_rate, 524288),
+    MI_OPTION(prof_bt_max, 32),
+    MI_OPTION(prof_accum, 0),
+    MI_OPTION(prof_seed, 0),
+    MI_OPTION(prof_max_bytes, 0),
 };
 
 /* Options that take words as well as numbers (upper case here). */

@@ -38,6 +38,8 @@ typedef enum mi_page_state_e {
 #define MI_PAGE_FLAG_IN_FULL 0x01     /* in the heap's full queue */
 #define MI_PAGE_FLAG_HAS_ALIGNED 0x02 /* holds aligned blocks: pointers may be interior */
 #define MI_PAGE_FLAG_KEPT 0x04        /* kept empty when its heap took it over (_mi_segments_take_over) */
+/* holds a block the pprof sampler took: its frees go the generic way, which tells the sampler */
+#define MI_PAGE_FLAG_SAMPLED 0x08
 
 typedef struct mi_heap_s mi_heap_t;
 typedef struct mi_tld_s mi_tld_t;
@@ -48,7 +50,9 @@ typedef struct mi_page_s {
   uint32_t used;          /* blocks handed out and not yet freed back to the owner */
   _Atomic(uint8_t) flags; /* MI_PAGE_FLAG_*: written by the owner, read by any thread (mi_page_flags) */
   uint8_t bin;
-  uint8_t index;     /* slot in the segment */
+  uint8_t index; /* slot in the segment */
+  /* pprof-sampled blocks live in it (255: that many or more, and stays), under the profiler's lock */
+  _Atomic(uint8_t) prof_samples;
   uint32_t capacity; /* blocks carved out so far */
   uint32_t reserved; /* blocks that fit the page */
   size_t block_size;

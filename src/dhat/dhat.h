@@ -11,6 +11,8 @@
    (--num-callers=12) counts the allocation function itself; ours start at
    its caller. */
 #define MI_DHAT_MAX_FRAMES 16
+/* The most frames one capture returns (the pprof sampler's deepest stacks). */
+#define MI_CAPTURE_MAX_FRAMES 128
 
 /* ---- stack.c ---------------------------------------------------------------- */
 /* Set up before recording first starts (the unwinder is loaded, the code
@@ -34,8 +36,6 @@ int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hin
 /* Whether `addr` lies in the code of the shared object holding the allocator
    (false when the allocator is linked into the program). */
 bool _mi_dhat_addr_in_allocator(uintptr_t addr) mi_decl_hidden;
-/* The calling thread's stack cache goes back to the OS. */
-void _mi_dhat_stack_thread_done(void) mi_decl_hidden;
 /* True when the allocator is part of the program (static library): its
    frames are then told by name. */
 bool _mi_dhat_allocator_linked_in(void) mi_decl_hidden;
@@ -52,6 +52,20 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
 bool _mi_dhat_find_main(uintptr_t* lo, uintptr_t* hi) mi_decl_hidden;
 /* Release the mapped object files of the last dump. */
 void _mi_dhat_symbolize_done(void) mi_decl_hidden;
+/* The function holding the return address `addr` (looked up at addr - 1)
+   and, where the line table tells, its source file (without directories)
+   and line (else file "" and line 0), each into a buffer of its own; false
+   if no function is known. Never asks libdw (it mallocs): its memory is
+   the OS's, but for the C library's own when lines.c first loads zlib for a
+   compressed line table. Call between _mi_dhat_symbolizer_enter and _leave,
+   then _mi_dhat_symbolize_done. */
+bool _mi_dhat_symbol_parts(uintptr_t addr, char* name, size_t nsize, char* file, size_t fsize,
+                           int* line) mi_decl_hidden;
+/* One user of the symboliser's caches at a time (the DHAT dump, the pprof
+   writer): enter waits until the other has left. */
+void _mi_dhat_symbolizer_enter(void) mi_decl_hidden;
+void _mi_dhat_symbolizer_leave(void) mi_decl_hidden;
+void _mi_dhat_symbolizer_after_fork_child(void) mi_decl_hidden;
 
 /* ---- lines.c ----------------------------------------------------------------- */
 /* The line table of one object, read from its own .debug_line or from its

@@ -23,18 +23,20 @@ typedef struct mi_dhat_held_s {
 } mi_dhat_held_t;
 void _mi_dhat_process_init(void) mi_decl_hidden;
 void _mi_dhat_process_done(void) mi_decl_hidden;
-void _mi_dhat_thread_done(void) mi_decl_hidden;
 void _mi_dhat_after_fork_child(void) mi_decl_hidden;
 void* _mi_dhat_record_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
 void _mi_dhat_record_free(void* p) mi_decl_hidden;
 void _mi_dhat_realloc_take(void* p, mi_dhat_held_t* held) mi_decl_hidden;
 void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) mi_decl_hidden;
-/* mi_expand: a reallocation that stays in place */
-void _mi_dhat_record_resize(void* p, size_t newsize) mi_decl_hidden;
 /* a page (or a large block's segment) of a destroyed heap: its live blocks are freed */
 void _mi_dhat_record_page_gone(const mi_page_t* page) mi_decl_hidden;
 /* a segment's memory goes back to the OS: the records kept beside it go too */
 void _mi_dhat_segment_unmapped(const void* segment) mi_decl_hidden;
+#endif
+
+#if MI_DHAT || MI_PPROF
+/* The calling thread's stack cache (stack.c, shared by both profilers) goes back to the OS. */
+void _mi_dhat_stack_thread_done(void) mi_decl_hidden;
 #endif
 
 #endif

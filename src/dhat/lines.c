@@ -15,7 +15,7 @@
    set (libdw asks the server). All memory is from the OS. */
 #include "dhat.h"
 
-#if MI_DHAT
+#if MI_DHAT || MI_PPROF
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -72,32 +72,6 @@ static _Atomic(bool) mi_dhat_dumping;
 static bool mi_dhat_from_env; /* started by MIMALLOC_DHAT: dump at exit */
 static long mi_dhat_env_pid;
 
-/* ---- OS memory ---------------------------------------------------------------- */
-
-void* _mi_dhat_os_alloc(size_t size) {
-  return _mi_os_alloc_meta(size);
-}
-
-void _mi_dhat_os_free(void* p, size_t size) {
-  if (p != NULL) _mi_os_free_meta(p, size);
-}
-
-/* Grow an array to at least `want` elements, keeping its contents. */
-bool _mi_dhat_grow(void** arr, size_t* cap, size_t elem, size_t want) {
-  if (*cap >= want) return true;
-  size_t newcap = (*cap == 0 ? 1024 : *cap);
-  while (newcap < want) newcap *= 2;
-  void* p = _mi_dhat_os_alloc(newcap * elem);
-  if (p == NULL) return false;
-  if (*arr != NULL) {
-    memcpy(p, *arr, *cap * elem);
-    _mi_dhat_os_free(*arr, *cap * elem);
-  }
-  *arr = p;
-  *cap = newcap;
-  return true;
-}
-
 static inline size_t mi_dhat_addr_home(uintptr_t p, size_t mask) {
   uint64_t h = (uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL;
   return (size_t)(h ^ (h >> 29)) & mask;
@@ -280,7 +254,7 @@ static void mi_dhat_alloc_locked(mi_dhat_rec_t* rec, size_t size, const uintptr_
 /* ---- Hooks ------------------------------------------------------------------------------- */
 
 void* _mi_dhat_record_alloc(void* p, size_t size) {
-  if (mi_dhat_busy || p == NULL) return p;
+  if (mi_dhat_busy || _mi_observers_muted != 0 || p == NULL) return p;
   mi_dhat_busy = true;
   mi_dhat_rec_t* rec = _mi_dhat_rec_of(p, true); /* may map memory: before the lock */
   if (rec != NULL) {
@@ -357,12 +331,6 @@ void _mi_dhat_realloc_done(mi_dhat_held_t* held, void* newp, size_t newsize) {
   _mi_lock_release(&mi_dhat_lock);
 }
 
-void _mi_dhat_record_resize(void* p, size_t newsize) {
-  mi_dhat_held_t held;
-  _mi_dhat_realloc_take(p, &held);
-  if (held.found) _mi_dhat_realloc_done(&held, p, newsize);
-}
-
 /* A destroyed heap's blocks go without a call to free: each one still
    recorded is counted freed now, when its memory goes. (Valgrind never sees
    such an event: a heap destroy is the business of a custom allocator. The
@@ -407,6 +375,7 @@ bool mi_dhat_start(void) {
   if (ok) {
     mi_dhat_reset_locked();
     atomic_store_explicit(&_mi_dhat_on, true, memory_order_release);
+    atomic_fetch_or_explicit(&_mi_observers, MI_OBSERVER_DHAT, memory_order_release);
   }
   _mi_lock_release(&mi_dhat_lock);
   mi_dhat_busy = false;
@@ -414,6 +383,7 @@ bool mi_dhat_start(void) {
 }
 
 void mi_dhat_stop(void) {
+  atomic_fetch_and_explicit(&_mi_observers, (uint8_t)~MI_OBSERVER_DHAT, memory_order_release);
   atomic_store_explicit(&_mi_dhat_on, false, memory_order_release);
 }
 
@@ -437,18 +407,16 @@ void _mi_dhat_process_done(void) {
   mi_dhat_stop();
 }
 
-void _mi_dhat_thread_done(void) {
-  _mi_dhat_stack_thread_done();
-}
-
 /* fork(): the child's profiler is off and writes nothing at exit; it may
    start a profile of its own with mi_dhat_start. (Counting on would charge
    the child with the parent's live blocks, and both would write one file.) */
 void _mi_dhat_after_fork_child(void) {
+  atomic_fetch_and_explicit(&_mi_observers, (uint8_t)~MI_OBSERVER_DHAT, memory_order_relaxed);
   atomic_store_explicit(&_mi_dhat_on, false, memory_order_relaxed);
   mi_dhat_from_env = false;
   mi_dhat_busy = false;
   atomic_store_explicit(&mi_dhat_dumping, false, memory_order_relaxed); /* the dumping thread is not in the child */
+  _mi_dhat_symbolizer_after_fork_child();
 }
 
 /* ---- Dump --------------------------------------------------------------------------------- */
@@ -676,6 +644,7 @@ bool mi_dhat_dump(const char* path) {
   }
   mi_dhat_busy = true;
   mi_sched_point(MI_SCHED_DHAT_DUMPING); /* a test holds a dump here to see a second one refused */
+  _mi_dhat_symbolizer_enter();           /* the pprof writer may be symbolising */
   char fname[1024];
   mi_dhat_file_name(path, fname, sizeof(fname));
   mi_dhat_dump_t d;
@@ -746,6 +715,7 @@ bool mi_dhat_dump(const char* path) {
     }
   }
   mi_dhat_dump_free(&d);
+  _mi_dhat_symbolizer_leave();
   mi_dhat_busy = false;
   atomic_store_explicit(&mi_dhat_dumping, false, memory_order_release);
   if (!ok) errno = err;

@@ -9,7 +9,7 @@
    dladdr): the profiler is ELF-only. */
 #include "dhat.h"
 
-#if MI_DHAT
+#if MI_DHAT || MI_PPROF
 
 #include <link.h>
 
@@ -104,8 +104,8 @@ bool _mi_dhat_allocator_linked_in(void) {
 }
 
 static int mi_dhat_capture_backtrace(uintptr_t* frames, int max) {
-  void* raw[MI_DHAT_MAX_FRAMES + 16];
-  int n = mi_prim_backtrace(raw, MI_DHAT_MAX_FRAMES + 16);
+  void* raw[MI_CAPTURE_MAX_FRAMES + 16];
+  int n = mi_prim_backtrace(raw, MI_CAPTURE_MAX_FRAMES + 16);
   int k = 0;
   int i = 0;
   while (i < n && _mi_dhat_addr_in_allocator((uintptr_t)raw[i])) i++;
@@ -221,9 +221,9 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
       e = mi_dhat_ucache_victim_of(set);
     }
   }
-  uintptr_t ips[MI_DHAT_MAX_FRAMES + 24];
-  uintptr_t cfas[MI_DHAT_MAX_FRAMES + 24];
-  int m = mi_prim_unwind(ips, cfas, MI_DHAT_MAX_FRAMES + 24);
+  uintptr_t ips[MI_CAPTURE_MAX_FRAMES + 24];
+  uintptr_t cfas[MI_CAPTURE_MAX_FRAMES + 24];
+  int m = mi_prim_unwind(ips, cfas, MI_CAPTURE_MAX_FRAMES + 24);
   if (m < 0) {
     if (e != NULL) e->n = 0;
     return mi_dhat_capture_backtrace(frames, max);

@@ -13,7 +13,7 @@
    held; the loader's lookups do not allocate. */
 #include "dhat.h"
 
-#if MI_DHAT
+#if MI_DHAT || MI_PPROF
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -161,8 +161,9 @@ static void mi_dhat_dwfl_open(void) {
 
 /* "file.c:42" for `pc`, or false where there is no line information: from
    our reader of the object's line table (lines.c), or from libdw for an
-   object whose table that does not read. */
-static bool mi_dhat_source_line(mi_dhat_object_t* obj, uintptr_t pc, const char** file, int* line) {
+   object whose table that does not read (unless `!use_libdw`: libdw
+   allocates with malloc, which the pprof writer must not). */
+static bool mi_dhat_source_line(mi_dhat_object_t* obj, uintptr_t pc, const char** file, int* line, bool use_libdw) {
   if (obj != NULL) {
     if (obj->lines_state == 0) {
       bool unread = false;
@@ -171,6 +172,7 @@ static bool mi_dhat_source_line(mi_dhat_object_t* obj, uintptr_t pc, const char*
     }
     if (obj->lines_state == 1) return _mi_dhat_lines_find(obj->lines, pc - obj->bias, file, line);
   }
+  if (!use_libdw) return false;
   if (!mi_dwfl.tried) mi_dhat_dwfl_open();
   if (mi_dwfl.dwfl == NULL) return false;
   void* mod = mi_dwfl.addrmodule(mi_dwfl.dwfl, (uint64_t)pc);
@@ -224,26 +226,37 @@ static void mi_dhat_append_hex(char* buf, size_t size, size_t* len, uintptr_t v)
   }
 }
 
+/* The function holding `pc` (a return address minus one) and its object:
+   the loader names the object, the object's symbol table the function,
+   dladdr's nearest exported symbol where that has none. */
+static const char* mi_dhat_lookup(uintptr_t pc, mi_dhat_object_t** pobj, const char** objname) {
+  Dl_info info;
+  struct link_map* lm = NULL;
+  const char* name = NULL;
+  *pobj = NULL;
+  *objname = NULL;
+  if (dladdr1((void*)pc, &info, (void**)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
+    mi_dhat_object_t* obj = mi_dhat_object_of(lm);
+    if (obj != NULL) {
+      *pobj = obj;
+      *objname = (obj->path[0] != 0 ? obj->path : NULL);
+      if (obj->syms != NULL) name = mi_dhat_object_lookup(obj, pc - obj->bias);
+    }
+    if (name == NULL) name = info.dli_sname;
+    if (*objname == NULL) *objname = info.dli_fname;
+  }
+  return name;
+}
+
 void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* sym) {
   sym->internal = false;
   sym->is_main = false;
   /* a return address may lie just past the end of a function that ends in a
      call (to a noreturn function): look up the call instruction's byte */
   uintptr_t pc = addr - 1;
-  Dl_info info;
-  struct link_map* lm = NULL;
-  const char* name = NULL;
-  const char* objname = NULL;
   mi_dhat_object_t* obj = NULL;
-  if (dladdr1((void*)pc, &info, (void**)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
-    obj = mi_dhat_object_of(lm);
-    if (obj != NULL) {
-      objname = (obj->path[0] != 0 ? obj->path : NULL);
-      if (obj->syms != NULL) name = mi_dhat_object_lookup(obj, pc - obj->bias);
-    }
-    if (name == NULL) name = info.dli_sname;
-    if (objname == NULL) objname = info.dli_fname;
-  }
+  const char* objname = NULL;
+  const char* name = mi_dhat_lookup(pc, &obj, &objname);
   sym->internal = _mi_dhat_addr_in_allocator(pc) ||
                   (name != NULL && _mi_dhat_allocator_linked_in() && mi_dhat_is_allocator_name(name));
   sym->is_main = (name != NULL && strcmp(name, "main") == 0);
@@ -254,7 +267,7 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
   mi_dhat_append(buf, size, &len, name != NULL ? name : "???");
   const char* file = NULL;
   int line = 0;
-  if (name != NULL && mi_dhat_source_line(obj, pc, &file, &line)) {
+  if (name != NULL && mi_dhat_source_line(obj, pc, &file, &line, true)) {
     char digits[16];
     int n = 0;
     do {
@@ -274,6 +287,56 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
     mi_dhat_append(buf, size, &len, objname);
     mi_dhat_append(buf, size, &len, ")");
   }
+}
+
+static void mi_dhat_copy(char* dst, size_t size, const char* src) {
+  size_t n = strlen(src);
+  if (n >= size) n = size - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+bool _mi_dhat_symbol_parts(uintptr_t addr, char* name, size_t nsize, char* file, size_t fsize, int* line) {
+  name[0] = 0;
+  file[0] = 0;
+  *line = 0;
+  uintptr_t pc = addr - 1; /* the call instruction, as in _mi_dhat_symbolize */
+  mi_dhat_object_t* obj = NULL;
+  const char* objname = NULL;
+  const char* fn = mi_dhat_lookup(pc, &obj, &objname);
+  if (fn == NULL || fn[0] == 0) return false;
+  mi_dhat_copy(name, nsize, fn);
+  const char* f = NULL;
+  int ln = 0;
+  if (mi_dhat_source_line(obj, pc, &f, &ln, false)) {
+    mi_dhat_copy(file, fsize, f);
+    *line = ln;
+  }
+  return true;
+}
+
+/* The caches above are shared by the DHAT dump and the pprof writer, and
+   neither holds a lock while it symbolises (the loader takes its own): a
+   flag lets one of them in at a time; the other waits (a dump takes well
+   under a second). */
+static _Atomic(bool) mi_dhat_symbolizer_busy;
+
+void _mi_dhat_symbolizer_enter(void) {
+  bool idle = false;
+  while (!atomic_compare_exchange_weak_explicit(&mi_dhat_symbolizer_busy, &idle, true, memory_order_acquire,
+                                                memory_order_relaxed)) {
+    idle = false;
+    mi_prim_yield();
+  }
+}
+
+void _mi_dhat_symbolizer_leave(void) {
+  atomic_store_explicit(&mi_dhat_symbolizer_busy, false, memory_order_release);
+}
+
+/* fork: the thread that held it is not in the child */
+void _mi_dhat_symbolizer_after_fork_child(void) {
+  atomic_store_explicit(&mi_dhat_symbolizer_busy, false, memory_order_relaxed);
 }
 
 static int mi_dhat_main_bias(struct dl_phdr_info* info, size_t size, void* arg) {

@@ -30,8 +30,9 @@
   X(PURGE, "purge", 6, "segments with memory waiting to be purged") \
   X(META, "meta", 7, "slots for thread data and heaps") \
   X(ARENA, "arena", 8, "chunk maps of the reserved arenas") \
-  X(DHAT, "dhat", 9, "the heap profiler's sites and counts") \
-  X(ZERO, "zero", 10, "zero-size allocations' slots and segments (secure builds)")
+  X(PROF, "prof", 9, "the pprof sampler's records and stack table") \
+  X(DHAT, "dhat", 10, "the heap profiler's sites and counts") \
+  X(ZERO, "zero", 11, "zero-size allocations' slots and segments (secure builds)")
 
 /* Classes that only the lock-order tests use (tests/lockorder); never part
    of the documented order nor taken by the fork handlers. */

@@ -74,6 +74,8 @@ int mi_prim_alloc_large_os_pages(size_t size, size_t try_alignment, void** addr)
 
 /* Monotonic clock in milliseconds. */
 int64_t mi_prim_clock_now(void);
+/* Wall clock, nanoseconds since 1970 (profiles carry their time). */
+int64_t mi_prim_clock_realtime_ns(void);
 /* Fill `buf` with random bytes from the OS; false if none are available. */
 bool mi_prim_random_buf(void* buf, size_t size);
 /* Process-wide figures for mi_process_info. */
@@ -125,6 +127,10 @@ int mi_prim_file_create(const char* path, int* fd);
 /* Write all of `size` bytes (retrying short writes). */
 int mi_prim_file_write(int fd, const void* buf, size_t size);
 int mi_prim_file_close(int fd);
+/* Open an existing file for reading (a /proc file too, whose size reads 0). */
+int mi_prim_file_open_read(const char* path, int* fd);
+/* Read up to `size` bytes; `*got` receives the count (0: end of file). */
+int mi_prim_file_read(int fd, void* buf, size_t size, size_t* got);
 /* Map a whole file read-only; `*size` receives its length. */
 int mi_prim_file_map(const char* path, void** addr, size_t* size);
 void mi_prim_file_unmap(void* addr, size_t size);

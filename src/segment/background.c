@@ -91,7 +91,10 @@ static void mi_background_start(void) {
                                                memory_order_relaxed)) {
     return;
   }
-  if (!mi_prim_thread_start(&mi_background_main, &mi_background_handle)) {
+  mi_hook_internal_begin(); /* the thread's stack and TLS are not the program's allocations */
+  bool started = mi_prim_thread_start(&mi_background_main, &mi_background_handle);
+  mi_hook_internal_end();
+  if (!started) {
     /* without a thread, allocating threads do its work on their slow path */
     atomic_store_explicit(&mi_background_state, 3, memory_order_release);
     _mi_verbose_message("unable to start the purge thread; purging on the allocation path only\n");

@@ -272,6 +272,12 @@ int64_t mi_prim_clock_now(void) {
   return ((int64_t)t.tv_sec * 1000) + ((int64_t)t.tv_nsec / 1000000);
 }
 
+int64_t mi_prim_clock_realtime_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return ((int64_t)t.tv_sec * 1000000000) + (int64_t)t.tv_nsec;
+}
+
 bool mi_prim_random_buf(void* buf, size_t size) {
 #if defined(__linux__)
   size_t got = 0;
@@ -513,6 +519,23 @@ int mi_prim_file_write(int fd, const void* buf, size_t size) {
 
 int mi_prim_file_close(int fd) {
   return (close(fd) == 0 ? 0 : mi_prim_errno());
+}
+
+int mi_prim_file_open_read(const char* path, int* fd) {
+  int f = open(path, O_RDONLY | O_CLOEXEC);
+  if (f < 0) return mi_prim_errno();
+  *fd = f;
+  return 0;
+}
+
+int mi_prim_file_read(int fd, void* buf, size_t size, size_t* got) {
+  for (;;) {
+    ssize_t n = read(fd, buf, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return mi_prim_errno();
+    *got = (size_t)n;
+    return 0;
+  }
 }
 
 int mi_prim_file_map(const char* path, void** addr, size_t* size) {

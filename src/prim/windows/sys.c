@@ -20,6 +20,13 @@ void _mi_win_sys_init(void) {
   prim_start_ms = mi_prim_clock_now();
 }
 
+int64_t mi_prim_clock_realtime_ns(void) {
+  FILETIME ft;
+  GetSystemTimeAsFileTime(&ft);
+  uint64_t t = ((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime; /* 100 ns since 1601 */
+  return (int64_t)(t - 116444736000000000ULL) * 100;
+}
+
 int64_t mi_prim_clock_now(void) {
   LARGE_INTEGER t;
   QueryPerformanceCounter(&t);
@@ -160,6 +167,22 @@ int mi_prim_file_write(int fd, const void* buf, size_t size) {
 
 int mi_prim_file_close(int fd) {
   return (CloseHandle(LongToHandle(fd)) ? 0 : _mi_win_errno());
+}
+
+int mi_prim_file_open_read(const char* path, int* fd) {
+  HANDLE h = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING,
+                         FILE_ATTRIBUTE_NORMAL, NULL);
+  if (h == INVALID_HANDLE_VALUE) return _mi_win_errno();
+  *fd = (int)HandleToLong(h);
+  return 0;
+}
+
+int mi_prim_file_read(int fd, void* buf, size_t size, size_t* got) {
+  DWORD chunk = (size > 0x40000000 ? 0x40000000 : (DWORD)size);
+  DWORD n = 0;
+  if (!ReadFile(LongToHandle(fd), buf, chunk, &n, NULL)) return _mi_win_errno();
+  *got = n;
+  return 0;
 }
 
 int mi_prim_file_map(const char* path, void** addr, size_t* size) {

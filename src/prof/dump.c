@@ -1,0 +1,257 @@
+/* The pprof sampler's calls and environment: starting with settings
+   resolved from the call and MIMALLOC_PROF_*, the dumps to a file or a
+   writer, and the dump at exit (MIMALLOC_PROF_DUMP_AT_EXIT, "%p" the process
+   id so a forked child never overwrites its parent's file).
+
+   A dump is built whole in OS memory first and written after the
+   profiler's lock is released: a writer may allocate, and what it allocates
+   is sampled like any other allocation. Files are written through the
+   primitives (open and write: nothing allocated). */
+#include "prof.h"
+
+#if MI_PPROF
+
+/* ---- The environment ------------------------------------------------------------------ */
+
+static bool mi_prof_env(const char* name, char* buf, size_t size) {
+  return (mi_prim_getenv(name, buf, size) && buf[0] != 0);
+}
+
+/* A plain decimal number (no K or M suffix, as the seed reads them). */
+static bool mi_prof_env_u64(const char* name, uint64_t* value) {
+  char buf[64];
+  if (!mi_prof_env(name, buf, sizeof(buf))) return false;
+  uint64_t v = 0;
+  const char* s = buf;
+  if (*s < '0' || *s > '9') return false;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + (uint64_t)(*s - '0');
+  }
+  if (*s != 0) return false;
+  *value = v;
+  return true;
+}
+
+static bool mi_prof_env_bool(const char* name, bool* value) {
+  char buf[16];
+  if (!mi_prof_env(name, buf, sizeof(buf))) return false;
+  *value = (buf[0] == '1' || buf[0] == 'y' || buf[0] == 'Y' || buf[0] == 't' || buf[0] == 'T' ||
+            ((buf[0] == 'o' || buf[0] == 'O') && (buf[1] == 'n' || buf[1] == 'N')));
+  return true;
+}
+
+/* "proto" or "1", in any case, means the proto format; anything else text. */
+static bool mi_prof_env_format(int* format) {
+  char buf[16];
+  if (!mi_prof_env("MIMALLOC_PROF_DUMP_FORMAT", buf, sizeof(buf))) return false;
+  bool proto = (strcmp(buf, "1") == 0);
+  if (strlen(buf) == 5) {
+    char low[6];
+    for (int i = 0; i < 6; i++) low[i] = (char)((buf[i] >= 'A' && buf[i] <= 'Z') ? buf[i] - 'A' + 'a' : buf[i]);
+    proto = (strcmp(low, "proto") == 0);
+  }
+  *format = (proto ? MI_PROF_FORMAT_PROTO : MI_PROF_FORMAT_TEXT);
+  return true;
+}
+
+static bool mi_prof_env_interval(uint64_t* value) {
+  return (mi_prof_env_u64("MIMALLOC_PROF_SAMPLE_INTERVAL", value) ||
+          mi_prof_env_u64("MIMALLOC_PROF_SAMPLE_RATE", value));
+}
+
+size_t _mi_prof_configured_period(void) {
+  uint64_t v;
+  if (mi_prof_env_interval(&v) && v != 0) return (size_t)v;
+  return MI_PROF_DEFAULT_INTERVAL;
+}
+
+/* ---- The exit dump ---------------------------------------------------------------------- */
+
+static char mi_prof_exit_path[1024];
+static int mi_prof_exit_format;
+static _Atomic(bool) mi_prof_exit_pending;
+
+static void mi_prof_exit_set(const char* path, int format) {
+  if (path == NULL || path[0] == 0 || strlen(path) >= sizeof(mi_prof_exit_path)) return;
+  memcpy(mi_prof_exit_path, path, strlen(path) + 1);
+  mi_prof_exit_format = format;
+  atomic_store_explicit(&mi_prof_exit_pending, true, memory_order_release);
+}
+
+/* ---- Starting --------------------------------------------------------------------------- */
+
+/* A field of the call wins when it is set and the mode overrides, or when
+   the environment does not set it. */
+static uint64_t mi_prof_pick(int mode, uint64_t field, bool env_set, uint64_t env, uint64_t fallback) {
+  if (field != 0 && (mode == MI_PROF_CONFIG_OVERRIDE || !env_set)) return field;
+  if (env_set) return env;
+  return fallback;
+}
+
+bool mi_prof_start_ex(const mi_prof_config_t* config) {
+  mi_prof_config_t none;
+  memset(&none, 0, sizeof(none));
+  none.size = sizeof(none);
+  none.version = MI_PROF_CONFIG_VERSION;
+  if (config == NULL) config = &none;
+  if (config->size != sizeof(mi_prof_config_t) || config->version != MI_PROF_CONFIG_VERSION) return false;
+  int mode = config->mode;
+  uint64_t v;
+  bool set = mi_prof_env_interval(&v);
+  uint64_t period = mi_prof_pick(mode, config->sample_interval, set && v != 0, v, MI_PROF_DEFAULT_INTERVAL);
+  set = mi_prof_env_u64("MIMALLOC_PROF_MAX_BYTES", &v);
+  uint64_t max_bytes = mi_prof_pick(mode, config->max_profiler_bytes, set, v, 0);
+  set = mi_prof_env_u64("MIMALLOC_PROF_SEED", &v);
+  uint64_t seed = mi_prof_pick(mode, config->seed, set, v, 0);
+  set = mi_prof_env_u64("MIMALLOC_PROF_BT_MAX", &v);
+  uint64_t depth = mi_prof_pick(mode, config->max_stack_depth, set && v != 0, v, MI_PROF_DEFAULT_DEPTH);
+  bool accum = false;
+  set = mi_prof_env_bool("MIMALLOC_PROF_ACCUM", &accum);
+  accum = (mi_prof_pick(mode, config->accum ? 1 : 0, set, accum ? 1 : 0, 0) != 0);
+  int format = MI_PROF_FORMAT_TEXT;
+  set = mi_prof_env_format(&format);
+  format = (int)mi_prof_pick(mode, (uint64_t)config->dump_format, set, (uint64_t)format, MI_PROF_FORMAT_TEXT);
+  char env_path[1024];
+  set = mi_prof_env("MIMALLOC_PROF_DUMP_AT_EXIT", env_path, sizeof(env_path));
+  const char* exit_path =
+      (config->dump_at_exit != NULL && (mode == MI_PROF_CONFIG_OVERRIDE || !set) ? config->dump_at_exit
+                                                                                 : (set ? env_path : NULL));
+  if (!_mi_prof_start_with((size_t)period, seed, accum, (size_t)depth, (size_t)max_bytes)) return false;
+  if (exit_path != NULL) mi_prof_exit_set(exit_path, format);
+  return true;
+}
+
+bool mi_prof_start_seeded(size_t sample_rate, uint64_t seed) {
+  mi_prof_config_t_decl(config);
+  config.mode = MI_PROF_CONFIG_OVERRIDE;
+  config.sample_interval = sample_rate;
+  config.seed = seed;
+  return mi_prof_start_ex(&config);
+}
+
+bool mi_prof_start(size_t sample_rate) {
+  return mi_prof_start_seeded(sample_rate, 0);
+}
+
+/* ---- Dumping ------------------------------------------------------------------------------- */
+
+static bool mi_prof_build(bool proto, bool gzip, mi_prof_buf_t* out) {
+  memset(out, 0, sizeof(*out));
+  _mi_prof_thread_enter(); /* what the writers call is not sampled */
+  mi_prof_snapshot_t* snap = _mi_prof_snapshot_take();
+  _mi_prof_snapshot_trim(snap);
+  bool ok = (snap != NULL);
+  if (ok) ok = (proto ? _mi_prof_proto_build(snap, gzip, out) : _mi_prof_text_build(snap, out));
+  _mi_prof_snapshot_release(snap);
+  _mi_prof_thread_leave();
+  if (!ok || out->failed) {
+    _mi_prof_buf_free(out);
+    return false;
+  }
+  return true;
+}
+
+static bool mi_prof_dump_to(bool proto, mi_prof_write_fun* write, void* arg) {
+  if (write == NULL || _mi_prof_thread_busy()) return false;
+  mi_prof_buf_t out;
+  if (!mi_prof_build(proto, false, &out)) return false;
+  write(arg, out.data, out.len);
+  _mi_prof_buf_free(&out);
+  return true;
+}
+
+bool mi_prof_dump_writer(mi_prof_write_fun* write, void* arg) {
+  return mi_prof_dump_to(false, write, arg);
+}
+
+bool mi_prof_dump_proto_writer(mi_prof_write_fun* write, void* arg) {
+  return mi_prof_dump_to(true, write, arg);
+}
+
+/* `path` with "%p" replaced by the process id. */
+static bool mi_prof_file_name(const char* path, char* buf, size_t size) {
+  size_t n = 0;
+  for (const char* s = path; *s != 0; s++) {
+    if (s[0] == '%' && s[1] == 'p') {
+      char pid[24];
+      long v = mi_prim_getpid();
+      size_t k = 0;
+      do {
+        pid[k++] = (char)('0' + v % 10);
+        v /= 10;
+      } while (v > 0 && k < sizeof(pid));
+      while (k > 0) {
+        if (n + 1 >= size) return false;
+        buf[n++] = pid[--k];
+      }
+      s++;
+      continue;
+    }
+    if (n + 1 >= size) return false;
+    buf[n++] = *s;
+  }
+  buf[n] = 0;
+  return true;
+}
+
+static bool mi_prof_write_file(const char* path, const mi_prof_buf_t* out) {
+  char name[1024];
+  if (path == NULL || !mi_prof_file_name(path, name, sizeof(name))) {
+    errno = EINVAL;
+    return false;
+  }
+  int fd = -1;
+  int err = mi_prim_file_create(name, &fd);
+  if (err == 0) {
+    err = mi_prim_file_write(fd, out->data, out->len);
+    int cerr = mi_prim_file_close(fd);
+    if (err == 0) err = cerr;
+  }
+  if (err != 0) errno = err;
+  return (err == 0);
+}
+
+static bool mi_prof_dump_file(const char* path, bool proto) {
+  if (_mi_prof_thread_busy()) return false;
+  size_t len = (path == NULL ? 0 : strlen(path));
+  bool gzip = (proto && len >= 3 && strcmp(path + len - 3, ".gz") == 0);
+  mi_prof_buf_t out;
+  if (!mi_prof_build(proto, gzip, &out)) {
+    errno = ENOMEM;
+    return false;
+  }
+  bool ok = mi_prof_write_file(path, &out);
+  _mi_prof_buf_free(&out);
+  return ok;
+}
+
+bool mi_prof_dump(const char* path) {
+  return mi_prof_dump_file(path, false);
+}
+
+bool mi_prof_dump_proto(const char* path) {
+  return mi_prof_dump_file(path, true);
+}
+
+/* ---- Process ------------------------------------------------------------------------------ */
+
+void _mi_prof_process_init(void) {
+  _mi_prof_lock_init();
+  char path[1024];
+  int format = MI_PROF_FORMAT_TEXT;
+  (void)mi_prof_env_format(&format);
+  if (mi_prof_env("MIMALLOC_PROF_DUMP_AT_EXIT", path, sizeof(path))) mi_prof_exit_set(path, format);
+  if (mi_option_is_enabled(mi_option_prof) && !mi_prof_start(0)) {
+    _mi_warning_message("the pprof sampler could not start (MIMALLOC_PROF)\n");
+  }
+}
+
+void _mi_prof_process_done(void) {
+  if (!atomic_exchange_explicit(&mi_prof_exit_pending, false, memory_order_acq_rel)) return;
+  if (!mi_prof_dump_file(mi_prof_exit_path, mi_prof_exit_format == MI_PROF_FORMAT_PROTO)) {
+    _mi_warning_message("the heap profile could not be written to %s (error %d)\n", mi_prof_exit_path, errno);
+  }
+}
+
+#endif

@@ -1,0 +1,345 @@
+/* The pprof sampler's calls and the life of a sample: start and stop, the
+   statistics' versions, exact counts at interval 1 (every allocation
+   sampled), frees from other threads, realloc in place and moved, aligned
+   blocks, heap destroy, visitors, the text dump's header and records, fork,
+   and the environment's exit dump (its format switch really switching). */
+#define _GNU_SOURCE
+#include "testutil.h"
+#include "child-env.h"
+
+#include <pthread.h>
+#include <sys/wait.h>
+
+static mi_prof_stats_t stats_now(void) {
+  mi_prof_stats_t_decl(st);
+  assert_true(mi_prof_stats_get(&st));
+  return st;
+}
+
+static void start_exact(void) {
+  mi_prof_stop();
+  assert_true(mi_prof_start_seeded(1, 7)); /* interval 1: every allocation */
+}
+
+static void test_prof_start_twice_second_false_stop_clears(void** state) {
+  (void)state;
+  start_exact();
+  assert_true(mi_prof_is_enabled());
+  assert_false(mi_prof_start(4096));
+  void* p = mi_malloc(100);
+  assert_int_equal(stats_now().live_samples, 1);
+  mi_prof_stop();
+  assert_false(mi_prof_is_enabled());
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, 0);
+  assert_int_equal(st.live_bytes, 0);
+  assert_int_equal(st.unique_stacks, 0);
+  mi_free(p);
+}
+
+static void test_prof_stats_three_versions_accepted_others_rejected(void** state) {
+  (void)state;
+  start_exact();
+  void* p = mi_malloc(40);
+  mi_prof_stats_t st;
+  memset(&st, 0xAB, sizeof(st));
+  st.size = offsetof(mi_prof_stats_t, dropped_samples);
+  st.version = 1;
+  assert_true(mi_prof_stats_get(&st));
+  assert_int_equal(st.live_samples, 1);
+  assert_int_equal(st.live_bytes, 40);
+  /* a v1 caller's struct ends before dropped_samples: nothing written past it */
+  assert_int_equal(((unsigned char*)&st.dropped_samples)[0], 0xAB);
+  st.size = offsetof(mi_prof_stats_t, heap_committed);
+  st.version = 2;
+  assert_true(mi_prof_stats_get(&st));
+  st.size = sizeof(st);
+  st.version = 3;
+  assert_true(mi_prof_stats_get(&st));
+  assert_true(st.heap_committed > 0);
+  st.version = 2; /* the size of v3 with version 2 */
+  assert_false(mi_prof_stats_get(&st));
+  st.size = 12;
+  st.version = 1;
+  assert_false(mi_prof_stats_get(&st));
+  assert_false(mi_prof_stats_get(NULL));
+  mi_free(p);
+  mi_prof_stop();
+}
+
+static void test_prof_exact_interval_counts_equal_truth(void** state) {
+  (void)state;
+  start_exact();
+  enum { N = 1000 };
+  void* blocks[N];
+  size_t total = 0;
+  for (int i = 0; i < N; i++) {
+    size_t size = (size_t)(i % 50) * 24; /* 0 counts as 1 byte */
+    blocks[i] = mi_malloc(size);
+    total += (size == 0 ? 1 : size);
+  }
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, N);
+  assert_int_equal(st.live_bytes, total);
+  for (int i = 0; i < N; i += 2) mi_free(blocks[i]);
+  st = stats_now();
+  assert_int_equal(st.live_samples, N / 2);
+  for (int i = 1; i < N; i += 2) mi_free(blocks[i]);
+  st = stats_now();
+  assert_int_equal(st.live_samples, 0);
+  assert_int_equal(st.live_bytes, 0);
+  mi_prof_stop();
+}
+
+static void* free_them(void* arg) {
+  void** blocks = (void**)arg;
+  for (int i = 0; i < 300; i++) mi_free(blocks[i]);
+  return NULL;
+}
+
+static void test_prof_cross_thread_free_live_back_to_zero(void** state) {
+  (void)state;
+  start_exact();
+  void* blocks[300];
+  for (int i = 0; i < 300; i++) blocks[i] = mi_malloc(64 + (size_t)i);
+  assert_int_equal(stats_now().live_samples, 300);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, &free_them, blocks), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  mi_collect(true);
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, 0);
+  assert_int_equal(st.live_bytes, 0);
+  mi_prof_stop();
+}
+
+static void test_prof_realloc_in_place_size_follows_moved_old_freed(void** state) {
+  (void)state;
+  start_exact();
+  char* p = (char*)mi_malloc(128);
+  char* q = (char*)mi_realloc(p, 96); /* shrinks in place */
+  assert_ptr_equal(p, q);
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, 1);
+  assert_int_equal(st.live_bytes, 96);
+  char* r = (char*)mi_realloc(q, 100000); /* moves */
+  assert_ptr_not_equal(q, r);
+  st = stats_now();
+  assert_int_equal(st.live_samples, 1);
+  assert_int_equal(st.live_bytes, 100000);
+  mi_free(r);
+  assert_int_equal(stats_now().live_samples, 0);
+  mi_prof_stop();
+}
+
+static void test_prof_aligned_blocks_tracked_and_freed(void** state) {
+  (void)state;
+  start_exact();
+  void* a = mi_malloc_aligned(100, 256);
+  void* b = mi_malloc_aligned_at(300, 4096, 8);
+  void* c = mi_malloc_aligned(1000, 8 * MiB);
+  assert_int_equal(stats_now().live_samples, 3);
+  assert_int_equal(stats_now().live_bytes, 1400);
+  mi_free(a);
+  mi_free(b);
+  mi_free(c);
+  assert_int_equal(stats_now().live_samples, 0);
+  mi_prof_stop();
+}
+
+static void test_prof_heap_destroy_samples_retired(void** state) {
+  (void)state;
+  start_exact();
+  mi_heap_t* heap = mi_heap_new();
+  assert_non_null(heap);
+  for (int i = 0; i < 100; i++) assert_non_null(mi_heap_malloc(heap, 48));
+  assert_non_null(mi_heap_malloc(heap, 300000));
+  assert_int_equal(stats_now().live_samples, 101);
+  mi_heap_destroy(heap);
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, 0);
+  assert_int_equal(st.live_bytes, 0);
+  mi_prof_stop();
+}
+
+static bool visit_count(const mi_prof_sample_info_t* info, void* arg) {
+  size_t* n = (size_t*)arg;
+  n[0] += info->live_objects;
+  n[1] += info->live_bytes;
+  n[2] += (info->depth > 0 && info->stack[0] != NULL);
+  n[3] += mi_prof_start(4096); /* a profiler call from a visitor fails */
+  return true;
+}
+
+static void test_prof_visit_sums_match_stats_and_reentry_fails(void** state) {
+  (void)state;
+  start_exact();
+  void* p = mi_malloc(10);
+  void* q = mi_malloc(20);
+  size_t n[4] = {0, 0, 0, 0};
+  assert_true(mi_prof_visit(&visit_count, n));
+  assert_int_equal(n[0], 2);
+  assert_int_equal(n[1], 30);
+  assert_true(n[2] >= 1);
+  assert_int_equal(n[3], 0);
+  mi_prof_snapshot_t* snap = mi_prof_snapshot_new();
+  assert_non_null(snap);
+  mi_free(p); /* the snapshot is a copy */
+  size_t m[4] = {0, 0, 0, 0};
+  assert_true(mi_prof_snapshot_visit(snap, &visit_count, m));
+  assert_int_equal(m[0], 2);
+  mi_prof_snapshot_free(snap);
+  mi_free(q);
+  mi_prof_stop();
+}
+
+typedef struct text_s {
+  char buf[1 << 16];
+  size_t len;
+} text_t;
+
+static void collect(void* arg, const char* buf, size_t len) {
+  text_t* t = (text_t*)arg;
+  size_t n = (len < sizeof(t->buf) - 1 - t->len ? len : sizeof(t->buf) - 1 - t->len);
+  memcpy(t->buf + t->len, buf, n);
+  t->len += n;
+  t->buf[t->len] = 0;
+}
+
+static text_t text;
+
+static void test_prof_dump_text_header_equals_record_sums(void** state) {
+  (void)state;
+  start_exact();
+  void* blocks[50];
+  for (int i = 0; i < 50; i++) blocks[i] = mi_malloc(16 * (size_t)(i + 1));
+  text.len = 0;
+  assert_true(mi_prof_dump_writer(&collect, &text));
+  unsigned long long io, ib, ao, ab;
+  assert_int_equal(sscanf(text.buf, "heap profile: %llu: %llu [ %llu: %llu] @ heap_v2/1", &io, &ib, &ao, &ab), 4);
+  assert_int_equal(io, 50);
+  assert_int_equal(ib, 16 * 50 * 51 / 2);
+  assert_int_equal(ao, 0); /* no cumulative counts without accum */
+  unsigned long long so = 0, sb = 0;
+  for (char* line = strchr(text.buf, '\n') + 1; line != NULL && *line != '#'; line = strchr(line, '\n')) {
+    unsigned long long o, b;
+    if (sscanf(line, " %llu: %llu [", &o, &b) == 2) {
+      so += o;
+      sb += b;
+      for (const char* c = strchr(line, '@'); *c != '\n'; c++) assert_false(*c >= 'A' && *c <= 'F');
+    }
+    line++;
+  }
+  assert_int_equal(so, io);
+  assert_int_equal(sb, ib);
+  assert_non_null(strstr(text.buf, "\nMAPPED_LIBRARIES:\n"));
+  for (int i = 0; i < 50; i++) mi_free(blocks[i]);
+  mi_prof_stop();
+}
+
+static void test_prof_fork_child_allocates_and_dumps(void** state) {
+  (void)state;
+  start_exact();
+  void* p = mi_malloc(77);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    void* q = mi_malloc(33);
+    mi_prof_stats_t_decl(st);
+    bool ok = mi_prof_stats_get(&st) && st.live_samples == 2 && st.live_bytes == 110;
+    text.len = 0;
+    ok = ok && mi_prof_dump_writer(&collect, &text) && strncmp(text.buf, "heap profile:", 13) == 0;
+    mi_free(q);
+    _exit(ok ? 0 : 3);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  mi_free(p);
+  mi_prof_stop();
+}
+
+/* ---- The environment (a fresh process each) ----------------------------------- */
+
+static int child_main(const char* mode) {
+  if (strcmp(mode, "alloc") == 0) {
+    for (int i = 0; i < 1000; i++) tu_launder(mi_malloc(100)); /* live at exit, in the exit dump */
+    printf("enabled=%d\n", mi_prof_is_enabled());
+    return 0;
+  }
+  return 2;
+}
+
+static char out[1 << 14];
+
+static size_t read_file(const char* path, unsigned char* buf, size_t size) {
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, size, f);
+  fclose(f);
+  return n;
+}
+
+static void test_prof_env_exit_dump_format_proto_written_as_proto(void** state) {
+  (void)state;
+  char path[128], env_path[160];
+  snprintf(path, sizeof(path), "/tmp/mi-prof-env-%d.pb", (int)getpid());
+  snprintf(env_path, sizeof(env_path), "MIMALLOC_PROF_DUMP_AT_EXIT=%s", path);
+  unlink(path);
+  const char* env[] = {"MIMALLOC_PROF=1", "MIMALLOC_PROF_SAMPLE_INTERVAL=1", env_path,
+                       "MIMALLOC_PROF_DUMP_FORMAT=proto", NULL};
+  assert_int_equal(run_self_env("alloc", env, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "enabled=1"));
+  unsigned char buf[64];
+  size_t n = read_file(path, buf, sizeof(buf));
+  assert_true(n > 8);
+  assert_false(memcmp(buf, "heap profile:", 13) == 0);
+  assert_int_equal(buf[0], 0x0a); /* field 1 (sample_type), length-delimited: a proto */
+  unlink(path);
+  /* control: without the format variable the same dump is text */
+  const char* control[] = {"MIMALLOC_PROF=1", "MIMALLOC_PROF_SAMPLE_INTERVAL=1", env_path, NULL};
+  assert_int_equal(run_self_env("alloc", control, out, sizeof(out)), 0);
+  n = read_file(path, buf, sizeof(buf));
+  assert_true(n > 13);
+  assert_true(memcmp(buf, "heap profile:", 13) == 0);
+  unlink(path);
+}
+
+static void test_prof_env_exit_path_pid_expanded(void** state) {
+  (void)state;
+  const char* env[] = {"MIMALLOC_PROF=1", "MIMALLOC_PROF_DUMP_AT_EXIT=/tmp/mi-prof-pid-%p.heap", NULL};
+  assert_int_equal(run_self_env("alloc", env, out, sizeof(out)), 0);
+  /* the child's pid is not known here: find a file of that pattern that is new */
+  FILE* ls = popen("ls /tmp/mi-prof-pid-*.heap 2>/dev/null | head -1", "r");
+  assert_non_null(ls);
+  char name[256] = {0};
+  char* got = fgets(name, sizeof(name), ls);
+  pclose(ls);
+  assert_non_null(got);
+  name[strcspn(name, "\n")] = 0;
+  assert_null(strstr(name, "%p"));
+  unsigned char buf[32];
+  assert_true(read_file(name, buf, sizeof(buf)) > 13);
+  assert_true(memcmp(buf, "heap profile:", 13) == 0);
+  unlink(name);
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_prof_start_twice_second_false_stop_clears),
+      cmocka_unit_test(test_prof_stats_three_versions_accepted_others_rejected),
+      cmocka_unit_test(test_prof_exact_interval_counts_equal_truth),
+      cmocka_unit_test(test_prof_cross_thread_free_live_back_to_zero),
+      cmocka_unit_test(test_prof_realloc_in_place_size_follows_moved_old_freed),
+      cmocka_unit_test(test_prof_aligned_blocks_tracked_and_freed),
+      cmocka_unit_test(test_prof_heap_destroy_samples_retired),
+      cmocka_unit_test(test_prof_visit_sums_match_stats_and_reentry_fails),
+      cmocka_unit_test(test_prof_dump_text_header_equals_record_sums),
+      cmocka_unit_test(test_prof_fork_child_allocates_and_dumps),
+      cmocka_unit_test(test_prof_env_exit_dump_format_proto_written_as_proto),
+      cmocka_unit_test(test_prof_env_exit_path_pid_expanded),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
