@@ -103,6 +103,27 @@ static inline void mi_hook_thread_done(void) {
 #endif
 }
 
+/* ---- The background thread ------------------------------------------------- */
+
+/* The longest the background thread may sleep (-1: until woken). A signal
+   handler may not wake a thread, so the profiler's dump on a signal is
+   noticed by the thread polling while one is armed. */
+static inline int64_t mi_hook_background_poll_ms(void) {
+#if MI_PPROF
+  return _mi_prof_background_poll_ms();
+#else
+  return -1;
+#endif
+}
+
+/* The background thread woke (or is about to sleep): the profiler writes
+   the dumps asked of it, by a signal or by the bytes allocated. */
+static inline void mi_hook_background_tick(void) {
+#if MI_PPROF
+  _mi_prof_background_tick();
+#endif
+}
+
 /* ---- Fork ---------------------------------------------------------------- */
 
 /* Every global lock is about to be taken (prepare) or was just released

@@ -120,6 +120,10 @@ void mi_prim_yield(void);
    first; whatever it returns, the fault then takes its course as if the
    handler were not there (the previous handler, or death by the signal). */
 void mi_prim_fault_handler_install(void (*report)(void* addr));
+/* The signal named `name` ("SIGUSR2", "USR2" or its number) calls
+   `handler` (which may only do what a signal handler may); false if there
+   is no such signal, or none on this platform. */
+bool mi_prim_signal_handler_install(const char* name, void (*handler)(int));
 
 /* ---- Files and process identity (the profiler's dump) -------------------- */
 /* Create (truncate) a file for writing; `*fd` receives the descriptor. */

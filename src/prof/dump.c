@@ -79,6 +79,92 @@ static void mi_prof_exit_set(const char* path, int format) {
   atomic_store_explicit(&mi_prof_exit_pending, true, memory_order_release);
 }
 
+/* ---- Dumps of a running process: on a signal, every N bytes --------------------------------- */
+
+/* MIMALLOC_PROF_SIGNAL=<signal> arms a handler that only sets a flag; the
+   background thread, polling while it is armed, writes the dump.
+   MIMALLOC_PROF_DUMP_INTERVAL=<bytes> asks one each time that many more
+   bytes were allocated (counted at the sample points: exact to a gap). The
+   files are <MIMALLOC_PROF_DUMP_PREFIX>.<n>.heap (or .pb.gz with the proto
+   format), n = 1, 2, ...; the prefix defaults to mimalloc-prof.%p. */
+static char mi_prof_prefix[1024];
+static int mi_prof_live_format;
+static bool mi_prof_signal_armed;
+static _Atomic(bool) mi_prof_signal_pending;
+static _Atomic(bool) mi_prof_interval_pending;
+static _Atomic(uint32_t) mi_prof_dump_seq;
+static uint64_t mi_prof_dump_interval;
+static _Atomic(uint64_t) mi_prof_allocated;
+static _Atomic(uint64_t) mi_prof_next_dump_at;
+
+static void mi_prof_on_signal(int sig) {
+  (void)sig;
+  atomic_store_explicit(&mi_prof_signal_pending, true, memory_order_release);
+}
+
+void _mi_prof_note_allocated(uint64_t bytes) {
+  if (mi_prof_dump_interval == 0) return;
+  uint64_t total = atomic_fetch_add_explicit(&mi_prof_allocated, bytes, memory_order_relaxed) + bytes;
+  uint64_t next = atomic_load_explicit(&mi_prof_next_dump_at, memory_order_relaxed);
+  if (total < next) return;
+  uint64_t after = total - total % mi_prof_dump_interval + mi_prof_dump_interval;
+  if (atomic_compare_exchange_strong_explicit(&mi_prof_next_dump_at, &next, after, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+    atomic_store_explicit(&mi_prof_interval_pending, true, memory_order_release);
+    _mi_background_wake();
+  }
+}
+
+int64_t _mi_prof_background_poll_ms(void) {
+  return (mi_prof_signal_armed && mi_prof_is_on() ? 100 : -1);
+}
+
+static bool mi_prof_dump_file(const char* path, bool proto);
+
+void _mi_prof_background_tick(void) {
+  bool asked = atomic_exchange_explicit(&mi_prof_signal_pending, false, memory_order_acq_rel);
+  asked = atomic_exchange_explicit(&mi_prof_interval_pending, false, memory_order_acq_rel) || asked;
+  if (!asked || !mi_prof_is_on()) return;
+  bool proto = (mi_prof_live_format == MI_PROF_FORMAT_PROTO);
+  uint32_t n = atomic_fetch_add_explicit(&mi_prof_dump_seq, 1, memory_order_relaxed) + 1;
+  char path[1100];
+  size_t len = strlen(mi_prof_prefix);
+  memcpy(path, mi_prof_prefix, len);
+  path[len++] = '.';
+  char digits[12];
+  size_t k = 0;
+  do {
+    digits[k++] = (char)('0' + n % 10);
+    n /= 10;
+  } while (n > 0);
+  while (k > 0) path[len++] = digits[--k];
+  const char* ext = (proto ? ".pb.gz" : ".heap");
+  memcpy(path + len, ext, strlen(ext) + 1);
+  if (!mi_prof_dump_file(path, proto)) {
+    _mi_warning_message("the heap profile could not be written to %s (error %d)\n", path, errno);
+  }
+}
+
+/* The live dumps' settings, read at each start. */
+static void mi_prof_live_dumps_setup(int format) {
+  mi_prof_live_format = format;
+  if (!mi_prof_env("MIMALLOC_PROF_DUMP_PREFIX", mi_prof_prefix, sizeof(mi_prof_prefix))) {
+    memcpy(mi_prof_prefix, "mimalloc-prof.%p", sizeof("mimalloc-prof.%p"));
+  }
+  uint64_t interval = 0;
+  (void)mi_prof_env_u64("MIMALLOC_PROF_DUMP_INTERVAL", &interval);
+  atomic_store_explicit(&mi_prof_allocated, 0, memory_order_relaxed);
+  atomic_store_explicit(&mi_prof_next_dump_at, interval, memory_order_relaxed);
+  mi_prof_dump_interval = interval;
+  char sig[32];
+  if (!mi_prof_signal_armed && mi_prof_env("MIMALLOC_PROF_SIGNAL", sig, sizeof(sig))) {
+    mi_prof_signal_armed = mi_prim_signal_handler_install(sig, &mi_prof_on_signal);
+    if (!mi_prof_signal_armed) _mi_warning_message("MIMALLOC_PROF_SIGNAL: no signal %s to take\n", sig);
+  }
+  /* the background thread polls for the signal's flag: have it running */
+  if (mi_prof_signal_armed || interval != 0) _mi_background_wake();
+}
+
 /* ---- Starting --------------------------------------------------------------------------- */
 
 /* A field of the call wins when it is set and the mode overrides, or when
@@ -119,6 +205,7 @@ bool mi_prof_start_ex(const mi_prof_config_t* config) {
                                                                                  : (set ? env_path : NULL));
   if (!_mi_prof_start_with((size_t)period, seed, accum, (size_t)depth, (size_t)max_bytes)) return false;
   if (exit_path != NULL) mi_prof_exit_set(exit_path, format);
+  mi_prof_live_dumps_setup(format);
   return true;
 }
 

@@ -20,6 +20,7 @@ typedef struct mi_prof_sampler_s {
   uint64_t generation; /* the start this state was drawn for (0: none) */
   uint64_t rng;        /* the thread's stream (xorshift64*) */
   uint64_t ordinal;    /* 1 + the thread's ordinal under this start */
+  uint64_t gap;        /* the gap `until` started from */
 } mi_prof_sampler_t;
 extern mi_decl_thread mi_prof_sampler_t _mi_prof_sampler mi_decl_hidden;
 extern _Atomic(uint64_t) _mi_prof_generation mi_decl_hidden;
@@ -50,6 +51,10 @@ void _mi_prof_record_free(void* p) mi_decl_hidden;
 void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) mi_decl_hidden;
 void _mi_prof_realloc_done(mi_prof_held_t* held, void* p, void* newp, size_t newsize) mi_decl_hidden;
 void _mi_prof_record_page_gone(const mi_page_t* page) mi_decl_hidden;
+/* The background thread's part (dump.c): the dumps asked by a signal or by
+   the bytes allocated are written from it, never from a handler. */
+int64_t _mi_prof_background_poll_ms(void) mi_decl_hidden;
+void _mi_prof_background_tick(void) mi_decl_hidden;
 /* A free on the generic path in a page flagged MI_PAGE_FLAG_SAMPLED. */
 void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
 #endif

@@ -18,6 +18,9 @@
 /* ---- sampler.c: the per-thread decision -------------------------------------------- */
 /* Whether the allocation of `size` bytes the calling thread just made is a sample. */
 bool _mi_prof_sample_decide(size_t size) mi_decl_hidden;
+/* dump.c: `bytes` more were allocated (counted at each sample point): the
+   interval dumps (MIMALLOC_PROF_DUMP_INTERVAL) are asked from here. */
+void _mi_prof_note_allocated(uint64_t bytes) mi_decl_hidden;
 /* A new start with mean interval `period` and `seed` (threads draw anew lazily). */
 void _mi_prof_sampler_restart(size_t period, uint64_t seed) mi_decl_hidden;
 

@@ -63,6 +63,7 @@ static void mi_prof_sampler_reseed(mi_prof_sampler_t* s, uint64_t generation) {
   s->generation = generation;
   s->rng = mi_prof_splitmix(_mi_prof_seed ^ mi_prof_splitmix(s->ordinal)) | 1;
   s->until = (_mi_prof_period <= 1 ? 0 : mi_prof_gap(s, _mi_prof_period));
+  s->gap = (uint64_t)s->until;
 }
 
 /* The allocation mi_prof_countdown could not decide: a thread whose state
@@ -77,7 +78,10 @@ bool _mi_prof_sample_decide(size_t size) {
     if (!mi_prof_countdown(size)) return false;
   }
   size_t period = _mi_prof_period;
+  /* the bytes allocated since the last sample point: the gap drawn then */
+  _mi_prof_note_allocated(period <= 1 ? (uint64_t)(size == 0 ? 1 : size) : s->gap);
   s->until = (period <= 1 ? 0 : mi_prof_gap(s, period)); /* every allocation at interval 1 */
+  s->gap = (uint64_t)s->until;
   return true;
 }
 

@@ -2,7 +2,9 @@
    (purge.c: freed memory back to the OS after the purge delay) and then the
    cleanup of the segments exited threads abandoned (page/abandon.c, which
    registers it here: the page layer's work, started from this layer), whose
-   freed pages are purged in turn at the next due time. Started lazily, with
+   freed pages are purged in turn at the next due time. It also writes the
+   profiler's dumps asked by a signal or by the bytes allocated
+   (mi_hook_background_tick). Started lazily, with
    option purge_thread; without it (or when it cannot start) allocating
    threads do the same work on their slow path when it is due. */
 #include "segment.h"
@@ -73,6 +75,7 @@ void _mi_background_maybe(void) {
 
 static void mi_background_main(void) {
   while (atomic_load_explicit(&mi_background_state, memory_order_acquire) == 1) {
+    mi_hook_background_tick();
     int64_t due = atomic_load_explicit(&mi_background_next_due, memory_order_relaxed);
     int64_t now = mi_prim_clock_now();
     if (due <= now) {
@@ -81,6 +84,8 @@ static void mi_background_main(void) {
     }
     /* sleep until the next page is due, or until woken for a new one */
     int64_t wait = (due == INT64_MAX ? -1 : due - now);
+    int64_t poll = mi_hook_background_poll_ms();
+    if (poll >= 0 && (wait < 0 || wait > poll)) wait = poll;
     mi_prim_event_wait(&mi_background_event, wait);
   }
 }

@@ -8,6 +8,7 @@
 #include "child-env.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 static mi_prof_stats_t stats_now(void) {
@@ -268,6 +269,29 @@ static int child_main(const char* mode) {
     printf("enabled=%d\n", mi_prof_is_enabled());
     return 0;
   }
+  if (strcmp(mode, "signal") == 0 || strcmp(mode, "interval") == 0) {
+    /* the dumps of a running process: one on SIGUSR2, or one per 1 MB
+       allocated; each waited for (the background thread writes them) */
+    const char* prefix = getenv("TEST_PREFIX");
+    for (int round = 1; round <= 2; round++) {
+      for (int i = 0; i < 1200; i++) tu_launder(mi_malloc(1000)); /* 1.2 MB more, kept live */
+      if (strcmp(mode, "signal") == 0) raise(SIGUSR2);
+      char path[256];
+      snprintf(path, sizeof(path), "%s.%d.heap", prefix, round);
+      bool found = false;
+      for (int wait = 0; wait < 400 && !found; wait++) { /* up to 20 s: a loaded machine */
+        FILE* f = fopen(path, "r");
+        char text[1 << 12];
+        size_t len = (f != NULL ? fread(text, 1, sizeof(text) - 1, f) : 0);
+        if (f != NULL) fclose(f);
+        text[len] = 0;
+        found = (strncmp(text, "heap profile:", 13) == 0);
+        if (!found) usleep(50000);
+      }
+      printf("%s %d %s\n", mode, round, found ? "written" : "missing");
+    }
+    return 0;
+  }
   return 2;
 }
 
@@ -325,6 +349,39 @@ static void test_prof_env_exit_path_pid_expanded(void** state) {
   unlink(name);
 }
 
+static void live_dumps(const char* mode, const char* const* extra) {
+  char prefix[128], env_prefix[160];
+  snprintf(prefix, sizeof(prefix), "/tmp/mi-prof-live-%s-%d", mode, (int)getpid());
+  snprintf(env_prefix, sizeof(env_prefix), "MIMALLOC_PROF_DUMP_PREFIX=%s", prefix);
+  char test_prefix[160];
+  snprintf(test_prefix, sizeof(test_prefix), "TEST_PREFIX=%s", prefix);
+  const char* env[8] = {"MIMALLOC_PROF=1", "MIMALLOC_PROF_SAMPLE_INTERVAL=4096", env_prefix, test_prefix, NULL};
+  int k = 4;
+  for (int i = 0; extra[i] != NULL && k < 7; i++) env[k++] = extra[i];
+  env[k] = NULL;
+  assert_int_equal(run_self_env(mode, env, out, sizeof(out)), 0);
+  char want[64];
+  for (int round = 1; round <= 2; round++) {
+    snprintf(want, sizeof(want), "%s %d written\n", mode, round);
+    if (strstr(out, want) == NULL) fail_msg("%s: no dump %d: %s", mode, round, out);
+    char path[256];
+    snprintf(path, sizeof(path), "%s.%d.heap", prefix, round);
+    unlink(path);
+  }
+}
+
+static void test_prof_signal_each_signal_writes_next_numbered_dump(void** state) {
+  (void)state;
+  const char* extra[] = {"MIMALLOC_PROF_SIGNAL=SIGUSR2", NULL};
+  live_dumps("signal", extra);
+}
+
+static void test_prof_dump_interval_each_megabyte_writes_next_numbered_dump(void** state) {
+  (void)state;
+  const char* extra[] = {"MIMALLOC_PROF_DUMP_INTERVAL=1000000", NULL};
+  live_dumps("interval", extra);
+}
+
 int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
   const struct CMUnitTest tests[] = {
@@ -340,6 +397,8 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_prof_fork_child_allocates_and_dumps),
       cmocka_unit_test(test_prof_env_exit_dump_format_proto_written_as_proto),
       cmocka_unit_test(test_prof_env_exit_path_pid_expanded),
+      cmocka_unit_test(test_prof_signal_each_signal_writes_next_numbered_dump),
+      cmocka_unit_test(test_prof_dump_interval_each_megabyte_writes_next_numbered_dump),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -476,6 +476,34 @@ static void mi_prim_fault_handler(int sig, siginfo_t* info, void* context) {
   sigaction(sig, (sig == SIGSEGV ? &prim_prev_segv : &prim_prev_bus), NULL);
 }
 
+bool mi_prim_signal_handler_install(const char* name, void (*handler)(int)) {
+  static const struct {
+    const char* name;
+    int sig;
+  } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},  {"USR2", SIGUSR2},
+               {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}};
+  if (name == NULL || name[0] == 0) return false;
+  if (strncmp(name, "SIG", 3) == 0) name += 3;
+  int sig = 0;
+  if (name[0] >= '0' && name[0] <= '9') {
+    for (const char* s = name; *s != 0; s++) {
+      if (*s < '0' || *s > '9' || sig > 1000) return false;
+      sig = sig * 10 + (*s - '0');
+    }
+  } else {
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && sig == 0; i++) {
+      if (strcmp(name, names[i].name) == 0) sig = names[i].sig;
+    }
+  }
+  if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP) return false;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  return (sigaction(sig, &sa, NULL) == 0);
+}
+
 void mi_prim_fault_handler_install(void (*report)(void* addr)) {
   if (prim_fault_report != NULL) return;
   prim_fault_report = report;

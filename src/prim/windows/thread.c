@@ -180,6 +180,11 @@ static LONG NTAPI mi_win_fault_handler(EXCEPTION_POINTERS* info) {
   return EXCEPTION_CONTINUE_SEARCH; /* the fault takes its course */
 }
 
+bool mi_prim_signal_handler_install(const char* name, void (*handler)(int)) {
+  (void)name, (void)handler;
+  return false; /* no user signals on Windows */
+}
+
 void mi_prim_fault_handler_install(void (*report)(void* addr)) {
   if (prim_fault_report != NULL) return;
   prim_fault_report = report;
