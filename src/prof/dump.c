@@ -9,6 +9,8 @@
    primitives (open and write: nothing allocated). */
 #include "prof.h"
 
+#include <stdio.h> /* snprintf: no allocation */
+
 #if MI_PPROF
 
 /* ---- The environment ------------------------------------------------------------------ */
@@ -128,18 +130,7 @@ void _mi_prof_background_tick(void) {
   bool proto = (mi_prof_live_format == MI_PROF_FORMAT_PROTO);
   uint32_t n = atomic_fetch_add_explicit(&mi_prof_dump_seq, 1, memory_order_relaxed) + 1;
   char path[1100];
-  size_t len = strlen(mi_prof_prefix);
-  memcpy(path, mi_prof_prefix, len);
-  path[len++] = '.';
-  char digits[12];
-  size_t k = 0;
-  do {
-    digits[k++] = (char)('0' + n % 10);
-    n /= 10;
-  } while (n > 0);
-  while (k > 0) path[len++] = digits[--k];
-  const char* ext = (proto ? ".pb.gz" : ".heap");
-  memcpy(path + len, ext, strlen(ext) + 1);
+  (void)snprintf(path, sizeof(path), "%s.%u%s", mi_prof_prefix, (unsigned)n, proto ? ".pb.gz" : ".heap");
   if (!mi_prof_dump_file(path, proto)) {
     _mi_warning_message("the heap profile could not be written to %s (error %d)\n", path, errno);
   }
