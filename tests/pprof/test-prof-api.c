@@ -261,6 +261,81 @@ static void test_prof_fork_child_allocates_and_dumps(void** state) {
   mi_prof_stop();
 }
 
+/* ---- Concurrency: 8 threads allocate and free (across threads, and by
+   realloc) while another starts, resets, dumps, snapshots and stops ---------- */
+
+#define RACE_THREADS 8
+#define RACE_SLOTS 4096
+static _Atomic(void*) race_slots[RACE_SLOTS];
+static _Atomic(bool) race_churn_done;
+static _Atomic(int) race_workers_left;
+
+static void* race_worker(void* arg) {
+  uint64_t rng = (uint64_t)(uintptr_t)arg * 7919 + 1;
+  for (int i = 0; i < 60000 || !atomic_load(&race_churn_done); i++) {
+    size_t slot = (size_t)(tu_rand(&rng) % RACE_SLOTS);
+    void* p = atomic_exchange(&race_slots[slot], NULL); /* often another thread's block */
+    uint64_t op = tu_rand(&rng) % 8;
+    if (p != NULL && op == 0) p = mi_realloc(p, (size_t)(tu_rand(&rng) % 2000));
+    else if (p != NULL) {
+      mi_free(p);
+      p = NULL;
+    }
+    if (p == NULL) p = mi_malloc((size_t)(tu_rand(&rng) % 3000));
+    p = atomic_exchange(&race_slots[slot], p);
+    mi_free(p);
+    if (i > 1000000) break; /* (bounded even if the churn never ends: ctest's timeout says why) */
+  }
+  atomic_fetch_sub(&race_workers_left, 1);
+  return NULL;
+}
+
+static void count_bytes(void* arg, const char* buf, size_t len) {
+  size_t* n = (size_t*)arg;
+  if (*n == 0 && (len < 13 || memcmp(buf, "heap profile:", 13) != 0)) *n = SIZE_MAX; /* not a profile */
+  else if (*n != SIZE_MAX) *n += len;
+}
+
+static void* race_churn(void* arg) {
+  (void)arg;
+  for (int round = 0; round < 200; round++) {
+    bool started = mi_prof_start_seeded((size_t)(round % 3 == 0 ? 1 : 512), (uint64_t)round + 1);
+    assert_true(started || mi_prof_is_enabled()); /* false only when the last round left it running */
+    mi_prof_reset();
+    size_t n = 0;
+    if (mi_prof_dump_writer(&count_bytes, &n)) assert_true(n != SIZE_MAX && n > 0);
+    mi_prof_snapshot_t* snap = mi_prof_snapshot_new();
+    mi_prof_snapshot_free(snap);
+    if (round % 2 == 0) mi_prof_stop();
+  }
+  /* the last stretch runs with every allocation sampled */
+  mi_prof_stop();
+  assert_true(mi_prof_start_seeded(1, 99));
+  atomic_store(&race_churn_done, true);
+  return NULL;
+}
+
+static void test_prof_concurrent_churn_no_deadlock_samples_back_to_zero(void** state) {
+  (void)state;
+  mi_prof_stop();
+  atomic_store(&race_churn_done, false);
+  atomic_store(&race_workers_left, RACE_THREADS);
+  pthread_t workers[RACE_THREADS], churn;
+  for (int i = 0; i < RACE_THREADS; i++) {
+    assert_int_equal(pthread_create(&workers[i], NULL, &race_worker, (void*)(uintptr_t)(i + 1)), 0);
+  }
+  assert_int_equal(pthread_create(&churn, NULL, &race_churn, NULL), 0);
+  assert_int_equal(pthread_join(churn, NULL), 0);
+  for (int i = 0; i < RACE_THREADS; i++) assert_int_equal(pthread_join(workers[i], NULL), 0);
+  for (size_t i = 0; i < RACE_SLOTS; i++) mi_free(atomic_exchange(&race_slots[i], NULL));
+  mi_collect(true);
+  mi_prof_stats_t st = stats_now();
+  assert_true(st.enabled);
+  assert_int_equal(st.live_samples, 0);
+  assert_int_equal(st.live_bytes, 0);
+  mi_prof_stop();
+}
+
 /* ---- The environment (a fresh process each) ----------------------------------- */
 
 static int child_main(const char* mode) {
@@ -395,6 +470,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_prof_visit_sums_match_stats_and_reentry_fails),
       cmocka_unit_test(test_prof_dump_text_header_equals_record_sums),
       cmocka_unit_test(test_prof_fork_child_allocates_and_dumps),
+      cmocka_unit_test(test_prof_concurrent_churn_no_deadlock_samples_back_to_zero),
       cmocka_unit_test(test_prof_env_exit_dump_format_proto_written_as_proto),
       cmocka_unit_test(test_prof_env_exit_path_pid_expanded),
       cmocka_unit_test(test_prof_signal_each_signal_writes_next_numbered_dump),
