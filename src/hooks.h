@@ -255,8 +255,9 @@ extern _Atomic(uint8_t) _mi_observers mi_decl_hidden;
 /* Whether frees must be reported one by one. The pprof sampler needs only
    the frees of its sampled blocks: their pages are flagged, which sends
    their frees to the generic path (mi_hook_sampled_page_free), so it
-   leaves the free fast path alone (the secure build's free has no such
-   path: there it observes every free). */
+   leaves the free fast path alone. The secure build's free has no such
+   path: there the sampler's frees take _mi_secure_free_sampling, which
+   reads the page's flag once the segment is validated. */
 static inline bool mi_observing_frees(void) {
 #if MI_DHAT || MI_PPROF
   const uint8_t mask = (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF : MI_OBSERVER_DHAT);
@@ -274,12 +275,46 @@ static inline void mi_hook_sampled_page_free(mi_segment_t* segment, mi_page_t* p
   (void)segment, (void)page, (void)p;
 }
 
-static inline bool mi_observing(void) {
+/* The secure build's free while the sampler runs, its segment validated,
+   before the block goes anywhere: a block of a flagged page may be a sample
+   (a zero-size slot has no page to flag: always looked up). */
+static inline void mi_hook_secure_sampled_free(mi_segment_t* segment, void* p) {
+#if MI_PPROF
+  if (mi_unlikely(segment->kind == MI_SEGMENT_ZERO)) {
+    if (mi_prof_is_on()) _mi_prof_record_free(p);
+    return;
+  }
+  mi_hook_sampled_page_free(segment, _mi_segment_page_of(segment, p), p);
+#endif
+  (void)segment, (void)p;
+}
+
+/* The observers armed now (MI_OBSERVER_*): one relaxed load, which the
+   entry points take once and pass on. */
+static inline uint8_t mi_observers_armed(void) {
 #if MI_DHAT || MI_PPROF
-  return (atomic_load_explicit(&_mi_observers, memory_order_relaxed) != 0);
+  return atomic_load_explicit(&_mi_observers, memory_order_relaxed);
 #else
+  return 0;
+#endif
+}
+
+/* Whether a reallocation's block may be a sample: its page is flagged (the
+   secure build's pointer is not validated yet: the filter, which reads
+   nothing of it). */
+static inline bool mi_prof_realloc_maybe_sampled(const void* p) {
+#if MI_PPROF
+  if (MI_SECURE) return mi_prof_maybe_sampled(p);
+  mi_segment_t* segment = _mi_block_segment(p);
+  return ((mi_page_flags(_mi_segment_page_of(segment, p)) & MI_PAGE_FLAG_SAMPLED) != 0);
+#else
+  (void)p;
   return false;
 #endif
+}
+
+static inline bool mi_observing(void) {
+  return (mi_observers_armed() != 0);
 }
 
 /* One call out of line each (observers.c), so that the entry points' exits
@@ -287,18 +322,31 @@ static inline bool mi_observing(void) {
 void* _mi_observe_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
 void _mi_observe_free(void* p) mi_decl_hidden;
 
-static inline void* mi_observe_alloc(void* p, size_t size) {
+/* After an allocation, with `armed` as the entry point read it. */
+static inline void* mi_observe_alloc(uint8_t armed, void* p, size_t size) {
 #if MI_PPROF
   /* the sampler alone, and this allocation short of its sample point: the
      common case while it runs, a subtraction without a call */
-  if (atomic_load_explicit(&_mi_observers, memory_order_relaxed) == MI_OBSERVER_PROF && !mi_prof_countdown(size)) {
-    return p;
-  }
+  if (armed == MI_OBSERVER_PROF && p != NULL && !mi_prof_countdown(size)) return p;
 #endif
 #if MI_DHAT || MI_PPROF
   return _mi_observe_alloc(p, size);
 #else
-  (void)size;
+  (void)armed, (void)size;
+  return p;
+#endif
+}
+
+/* The same for a block of the fast path: never NULL, and of a small or
+   medium size (no clamp). */
+static inline void* mi_observe_alloc_fast(uint8_t armed, void* p, size_t size) {
+#if MI_PPROF
+  if (armed == MI_OBSERVER_PROF && !mi_prof_countdown_small(size)) return p;
+#endif
+#if MI_DHAT || MI_PPROF
+  return _mi_observe_alloc(p, size);
+#else
+  (void)armed, (void)size;
   return p;
 #endif
 }
@@ -317,6 +365,7 @@ static inline void mi_observe_free(void* p) {
    moved to the new block, or put back if realloc failed. */
 typedef struct mi_observe_held_s {
   void* p;
+  uint8_t armed; /* the observers armed when the reallocation began */
 #if MI_DHAT
   mi_dhat_held_t dhat;
 #endif
@@ -325,30 +374,45 @@ typedef struct mi_observe_held_s {
 #endif
 } mi_observe_held_t;
 
-static inline void mi_observe_realloc_take(void* p, mi_observe_held_t* held) {
+/* Each observer armed at the start is told of the start and of the end,
+   and only those: a reallocation of an unsampled block while the sampler
+   alone runs costs a filter load, and the countdown if it moved. */
+static inline void mi_observe_realloc_take(uint8_t armed, void* p, mi_observe_held_t* held) {
   held->p = p;
+  held->armed = armed;
 #if MI_DHAT
-  _mi_dhat_realloc_take(p, &held->dhat);
+  if (armed & MI_OBSERVER_DHAT) _mi_dhat_realloc_take(p, &held->dhat);
 #endif
 #if MI_PPROF
-  _mi_prof_realloc_take(p, &held->prof);
+  held->prof.found = false;
+  if ((armed & MI_OBSERVER_PROF) && p != NULL && mi_prof_realloc_maybe_sampled(p)) {
+    _mi_prof_realloc_take(p, &held->prof);
+  }
 #endif
 }
 
 static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, size_t newsize) {
 #if MI_DHAT
-  _mi_dhat_realloc_done(&held->dhat, newp, newsize);
+  if (held->armed & MI_OBSERVER_DHAT) _mi_dhat_realloc_done(&held->dhat, newp, newsize);
 #endif
 #if MI_PPROF
-  _mi_prof_realloc_done(&held->prof, held->p, newp, newsize);
+  if (held->armed & MI_OBSERVER_PROF) {
+    if (held->prof.found) {
+      _mi_prof_realloc_done(&held->prof, held->p, newp, newsize);
+    } else if (newp != NULL && newp != held->p && mi_prof_countdown(newsize) && mi_prof_is_on()) {
+      /* a move (or realloc of NULL): an allocation of its own, decided anew
+         (one that stays in place keeps its decision) */
+      _mi_prof_record_alloc(newp, newsize);
+    }
+  }
 #endif
   (void)held, (void)newp, (void)newsize;
 }
 
 /* A reallocation in place (mi_expand). */
-static inline void mi_observe_resize(void* p, size_t newsize) {
+static inline void mi_observe_resize(uint8_t armed, void* p, size_t newsize) {
   mi_observe_held_t held;
-  mi_observe_realloc_take(p, &held);
+  mi_observe_realloc_take(armed, p, &held);
   mi_observe_realloc_done(&held, p, newsize);
 }
 

@@ -109,7 +109,8 @@ static void mi_track_aligned(void* p, size_t size, bool zero) {
 static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
   void* p = mi_heap_malloc_aligned_at_zero_core(heap, size, alignment, offset, zero);
   mi_track_aligned(p, size, zero);
-  if (mi_unlikely(mi_observing())) return mi_observe_alloc(p, size);
+  uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(armed != 0)) return mi_observe_alloc(armed, p, size);
   return p;
 }
 
@@ -198,9 +199,10 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
    while the block may be freed, and follows it to its new place. */
 static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset,
                                              bool zero) {
-  if (mi_unlikely(mi_observing())) {
+  uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(armed != 0)) {
     mi_observe_held_t held;
-    mi_observe_realloc_take(p, &held);
+    mi_observe_realloc_take(armed, p, &held);
     void* newp = mi_heap_realloc_aligned_at_zero_core(heap, p, newsize, alignment, offset, zero);
     mi_observe_realloc_done(&held, newp, newsize);
     return newp;

@@ -13,6 +13,16 @@ typedef void* mi_malloc_slow_fun(mi_heap_t* heap, size_t size);
 /* the public entry points' slow path: the allocation, then the observers' hook */
 void* _mi_malloc_generic_observed(mi_heap_t* heap, size_t size) mi_decl_hidden;
 
+/* Secure builds, an observer armed: while the sampler alone runs, an
+   allocation short of its sample point (decided before it, from the size)
+   is the plain one, a tail call; the rest take _mi_malloc_generic_observed. */
+static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size) {
+#if MI_PPROF
+  if (mi_observers_armed() == MI_OBSERVER_PROF && !mi_prof_countdown(size)) return _mi_secure_malloc(heap, size, false);
+#endif
+  return _mi_malloc_generic_observed(heap, size);
+}
+
 /* No lock, no atomic read-modify-write. With `observed` (an entry point the
    program called) the observers' flag is tested after the pop; both exits
    are tail calls, so the fast path needs no frame. `slow` is a constant at
@@ -29,7 +39,10 @@ static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool obse
       heap->stat_malloc[page->bin]++;
 #endif
       mi_track_malloc(block, size, page->block_size, false);
-      if (observed && mi_unlikely(mi_observing())) return mi_observe_alloc(block, size);
+      if (observed) {
+        uint8_t armed = mi_observers_armed();
+        if (mi_unlikely(armed != 0)) return mi_observe_alloc_fast(armed, block, size);
+      }
       return block;
     }
   }

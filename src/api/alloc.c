@@ -9,7 +9,8 @@
    (secure builds: the whole of an observed allocation). */
 mi_noinline void* _mi_malloc_generic_observed(mi_heap_t* heap, size_t size) {
   void* p = (MI_SECURE ? _mi_secure_malloc(heap, size, false) : _mi_malloc_generic(heap, size, false));
-  if (mi_unlikely(mi_observing())) return mi_observe_alloc(p, size);
+  uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(armed != 0)) return mi_observe_alloc(armed, p, size);
   return p;
 }
 
@@ -22,7 +23,7 @@ static void* mi_malloc_generic_plain(mi_heap_t* heap, size_t size) {
 static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool observed) {
   if (MI_SECURE) {
     /* the observers' test first, so the common exit is a tail call (no frame) */
-    if (observed && mi_unlikely(mi_observing())) return _mi_malloc_generic_observed(heap, size);
+    if (observed && mi_unlikely(mi_observing())) return _mi_secure_malloc_observed(heap, size);
     return _mi_secure_malloc(heap, size, false);
   }
   return _mi_heap_malloc_fast(heap, size, observed, observed ? &_mi_malloc_generic_observed : &mi_malloc_generic_plain);
@@ -44,7 +45,8 @@ static inline void* mi_heap_malloc_observed(mi_heap_t* heap, size_t size) {
 
 static inline void* mi_heap_malloc_zero_observed(mi_heap_t* heap, size_t size) {
   void* p = _mi_heap_malloc_zero(heap, size, true);
-  if (mi_unlikely(mi_observing())) return mi_observe_alloc(p, size);
+  uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(armed != 0)) return mi_observe_alloc(armed, p, size);
   return p;
 }
 
@@ -156,16 +158,17 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
 
 /* A reallocation while an observer runs (hooks.h: the old block's record
    is held while realloc runs). */
-static mi_noinline void* mi_heap_realloc_observing(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+static mi_noinline void* mi_heap_realloc_observing(uint8_t armed, mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   mi_observe_held_t held;
-  mi_observe_realloc_take(p, &held);
+  mi_observe_realloc_take(armed, p, &held);
   void* newp = _mi_heap_realloc_zero(heap, p, newsize, zero);
   mi_observe_realloc_done(&held, newp, newsize);
   return newp;
 }
 
 static inline void* mi_heap_realloc_observed(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
-  if (mi_unlikely(mi_observing())) return mi_heap_realloc_observing(heap, p, newsize, zero);
+  uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(armed != 0)) return mi_heap_realloc_observing(armed, heap, p, newsize, zero);
   return _mi_heap_realloc_zero(heap, p, newsize, zero);
 }
 
@@ -221,7 +224,8 @@ void* mi_expand(void* p, size_t newsize) {
   if (newsize > size) return NULL;
   mi_track_mem_defined(p, newsize); /* grows only: a program may shrink and keep using the rest */
   /* observed as a reallocation that stays in place */
-  if (mi_unlikely(mi_observing())) mi_observe_resize(p, newsize);
+  uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(armed != 0)) mi_observe_resize(armed, p, newsize);
   return p;
 }
 

@@ -36,6 +36,12 @@ static inline void mi_free_inline(void* p) {
    are tail calls and the fast path needs no frame. */
 static inline void mi_free_fast(void* p) {
   if (mi_unlikely(mi_observing_frees())) {
+#if MI_PPROF
+    if (MI_SECURE && mi_observers_armed() == MI_OBSERVER_PROF) {
+      _mi_secure_free_sampling(p); /* the sampler alone: told by the page's flag */
+      return;
+    }
+#endif
     _mi_free_observed(p);
     return;
   }

@@ -24,15 +24,36 @@ typedef struct mi_prof_sampler_s {
 } mi_prof_sampler_t;
 extern mi_decl_thread mi_prof_sampler_t _mi_prof_sampler mi_decl_hidden;
 extern _Atomic(uint64_t) _mi_prof_generation mi_decl_hidden;
-/* False when the allocation of `size` bytes is certainly not a sample. */
-static inline bool mi_prof_countdown(size_t size) {
+/* False when the allocation of `size` bytes is certainly not a sample: it
+   ends short of the thread's next sample point, under the current start.
+   (An allocation of 0 bytes moves no point: pprof's probability for it is
+   1 - e^0 = 0; at interval 1 the point is always 0, so every allocation is
+   decided by _mi_prof_record_alloc.) `size` is below 2^62. */
+static inline bool mi_prof_countdown_small(size_t size) {
   mi_prof_sampler_t* s = &_mi_prof_sampler;
-  int64_t n = (int64_t)(size == 0 ? 1 : (size > (size_t)INT64_MAX ? INT64_MAX : size));
-  if (mi_likely(n < s->until && s->generation == atomic_load_explicit(&_mi_prof_generation, memory_order_relaxed))) {
-    s->until -= n;
+  int64_t left = s->until - (int64_t)size;
+  if (mi_likely(left > 0 && s->generation == atomic_load_explicit(&_mi_prof_generation, memory_order_relaxed))) {
+    s->until = left;
     return false;
   }
   return true;
+}
+static inline bool mi_prof_countdown(size_t size) {
+  return mi_prof_countdown_small(size < ((size_t)1 << 62) ? size : ((size_t)1 << 62));
+}
+
+/* Which addresses may hold a sampled block: a counter per hash of the
+   address, raised by each record (record.c). Read without a lock, so that a
+   free or a reallocation of an unsampled block (nearly all) costs a load. */
+#define MI_PROF_FILTER_BITS 18
+extern _Atomic(uint16_t)* _Atomic _mi_prof_filter mi_decl_hidden;
+static inline size_t mi_prof_key_hash(uintptr_t key, unsigned bits) {
+  return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
+static inline bool mi_prof_maybe_sampled(const void* p) {
+  _Atomic(uint16_t)* filter = atomic_load_explicit(&_mi_prof_filter, memory_order_acquire);
+  if (filter == NULL) return false;
+  return atomic_load_explicit(&filter[mi_prof_key_hash((uintptr_t)p, MI_PROF_FILTER_BITS)], memory_order_acquire) != 0;
 }
 
 /* A reallocation's sampled block, taken out of the records while realloc

@@ -6,7 +6,7 @@
    Only a sampled allocation takes the lock (class MI_LOCK_PROF, a leaf):
    the decision is the thread's own (sampler.c), and the stack is captured
    before the lock. A free looks its block up in a table of counters indexed
-   by a hash of the pointer (`mi_prof_filter`, read without a lock): only a
+   by a hash of the pointer (`_mi_prof_filter`, read without a lock): only a
    pointer whose slot counts a live sample takes the lock to find its record,
    so frees of blocks that were not sampled cost a hash and a load. All of it
    lives in OS memory: the profiler never samples itself, and a sample that
@@ -60,12 +60,7 @@ static mi_decl_thread bool mi_prof_visiting; /* this thread holds the lock for a
 /* Live samples per hash of their pointer: a free finds out without the lock
    whether its block may be sampled. 2^18 counters of OS memory, touched
    only where samples land. */
-#define MI_PROF_FILTER_BITS 18
-static _Atomic(uint16_t)* _Atomic mi_prof_filter;
-
-static inline size_t mi_prof_key_hash(uintptr_t key, unsigned bits) {
-  return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
-}
+_Atomic(uint16_t)* _Atomic _mi_prof_filter;
 
 /* ---- Memory ----------------------------------------------------------------------- */
 
@@ -174,7 +169,7 @@ static mi_prof_rec_t* mi_prof_rec_find(uintptr_t key) {
 }
 
 static void mi_prof_filter_add(uintptr_t key, int delta) {
-  _Atomic(uint16_t)* filter = atomic_load_explicit(&mi_prof_filter, memory_order_acquire);
+  _Atomic(uint16_t)* filter = atomic_load_explicit(&_mi_prof_filter, memory_order_acquire);
   if (filter == NULL) return;
   _Atomic(uint16_t)* slot = &filter[mi_prof_key_hash(key, MI_PROF_FILTER_BITS)];
   uint16_t v = atomic_load_explicit(slot, memory_order_relaxed);
@@ -186,8 +181,8 @@ static void mi_prof_filter_add(uintptr_t key, int delta) {
    take the page's flag off when none is left (a count that reached 255
    stays: the flag then stays until the page is set up anew). */
 static void mi_prof_page_count(uintptr_t key, int delta) {
-  if (MI_SECURE) return; /* the secure build flags no page */
   mi_segment_t* segment = _mi_block_segment((const void*)key);
+  if (MI_SECURE && segment->kind == MI_SEGMENT_ZERO) return; /* no page to flag */
   mi_page_t* page = _mi_segment_page_of(segment, (const void*)key);
   uint8_t n = atomic_load_explicit(&page->prof_samples, memory_order_relaxed);
   if (n == UINT8_MAX || (delta < 0 && n == 0)) return;
@@ -285,23 +280,17 @@ static void mi_prof_sample_locked(uintptr_t key, uint64_t size, const uintptr_t*
   }
 }
 
-/* Whether `p` may be a sampled block: its filter slot counts one. */
-static inline bool mi_prof_maybe_sampled(const void* p) {
-  _Atomic(uint16_t)* filter = atomic_load_explicit(&mi_prof_filter, memory_order_acquire);
-  if (filter == NULL) return false;
-  return atomic_load_explicit(&filter[mi_prof_key_hash((uintptr_t)p, MI_PROF_FILTER_BITS)], memory_order_acquire) != 0;
-}
-
 /* ---- Hooks ------------------------------------------------------------------------- */
 
 /* The page of a sampled block is flagged, so that the block's free goes the
    generic way and tells us (hooks.h: mi_hook_sampled_page_free). The
    allocating thread owns the page (or, for a block of its own segment, has
-   not handed the pointer out yet): the flag is its to set. The secure build
-   observes every free instead. */
+   not handed the pointer out yet): the flag is its to set. (The secure
+   build sees every free, and reads the flag there; its zero-size slots have
+   no page to flag.) */
 static void mi_prof_flag_page(void* p) {
-  if (MI_SECURE) return;
   mi_segment_t* segment = _mi_block_segment(p);
+  if (MI_SECURE && segment->kind == MI_SEGMENT_ZERO) return;
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) == 0) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
 }
@@ -329,9 +318,8 @@ void _mi_prof_record_alloc(void* p, size_t size) {
   mi_prof_sample(p, size);
 }
 
-/* Not skipped while the thread is busy: a block the program allocated may
-   be freed inside a call the profiler makes. */
-void _mi_prof_record_free(void* p) {
+/* A free of a block that may be sampled: the filter, then the records. */
+static void mi_prof_free_record(void* p) {
   if (!mi_prof_maybe_sampled(p) || mi_prof_visiting) return;
   _mi_lock_acquire(&mi_prof_lock);
   mi_prof_rec_t* r = mi_prof_rec_find((uintptr_t)p);
@@ -339,15 +327,42 @@ void _mi_prof_record_free(void* p) {
   _mi_lock_release(&mi_prof_lock);
 }
 
-void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
-  if (mi_prof_is_on()) _mi_prof_record_free(p);
-  /* no sampled block left: its owner takes the flag off, and the page's
-     frees take the fast path again (only the owner samples into it, so the
-     count cannot grow meanwhile) */
+/* No sampled block left in the page: its owner takes the flag off, and the
+   page's frees are the plain ones again (only the owner samples into it, so
+   the count cannot grow meanwhile). */
+static void mi_prof_page_unflag(mi_segment_t* segment, mi_page_t* page) {
   if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0 &&
       atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id()) {
     mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
   }
+}
+
+/* The secure build sees every free, its pointer not validated yet: where
+   the segment map says the segment is ours to read (the reads its free
+   makes next), the page's flag tells whether the block may be a sample, so
+   that a free costs no filter's cache miss. False: not known so (a
+   zero-size slot has no page to flag). */
+static bool mi_prof_secure_free(void* p) {
+  mi_segment_t* segment = _mi_block_segment(p);
+  if ((intptr_t)segment <= 0 || !_mi_segment_map_contains(segment)) return false;
+  if (segment->kind == MI_SEGMENT_ZERO) return false;
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) == 0) return true;
+  mi_prof_free_record(p);
+  mi_prof_page_unflag(segment, page);
+  return true;
+}
+
+/* Not skipped while the thread is busy: a block the program allocated may
+   be freed inside a call the profiler makes. */
+void _mi_prof_record_free(void* p) {
+  if (MI_SECURE && mi_prof_secure_free(p)) return;
+  mi_prof_free_record(p);
+}
+
+void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
+  if (mi_prof_is_on()) mi_prof_free_record(p);
+  mi_prof_page_unflag(segment, page);
 }
 
 /* A reallocation: a sampled block's record is taken out (realloc may free
@@ -371,12 +386,8 @@ void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) {
    old block is freed, and the new one gets a sampling decision of its own.
    Failed: the record is put back. */
 void _mi_prof_realloc_done(mi_prof_held_t* held, void* p, void* newp, size_t newsize) {
-  if (!held->found) {
-    /* a realloc that moved: an allocation of its own (one that stays in place keeps its decision) */
-    if (newp != NULL && newp != p && mi_prof_is_on() && mi_prof_countdown(newsize))
-      _mi_prof_record_alloc(newp, newsize);
-    return;
-  }
+  /* (a block not held: src/hooks.h, mi_observe_realloc_done) */
+  if (!held->found) return;
   bool moved = (newp != NULL && newp != p);
   _mi_lock_acquire(&mi_prof_lock);
   if (held->generation == atomic_load_explicit(&_mi_prof_generation, memory_order_relaxed) && mi_prof_is_on()) {
@@ -427,7 +438,7 @@ static void mi_prof_clear_locked(void) {
   mi_prof.os_bytes = 0;
   mi_prof.live_samples = mi_prof.live_bytes = mi_prof.accum_samples = mi_prof.accum_bytes = 0;
   mi_prof.dropped = mi_prof.overflows = 0;
-  _Atomic(uint16_t)* filter = atomic_load_explicit(&mi_prof_filter, memory_order_relaxed);
+  _Atomic(uint16_t)* filter = atomic_load_explicit(&_mi_prof_filter, memory_order_relaxed);
   if (filter != NULL) memset((void*)filter, 0, sizeof(uint16_t) << MI_PROF_FILTER_BITS);
 }
 
@@ -437,17 +448,17 @@ bool _mi_prof_start_with(size_t period, uint64_t seed, bool accum, size_t depth,
   if (mi_prof_is_on()) return false;
   mi_prof_busy++;
   _mi_dhat_stack_init(); /* may allocate: not sampled */
-  if (atomic_load_explicit(&mi_prof_filter, memory_order_acquire) == NULL) {
+  if (atomic_load_explicit(&_mi_prof_filter, memory_order_acquire) == NULL) {
     _Atomic(uint16_t)* filter = (_Atomic(uint16_t)*)_mi_os_alloc_meta(sizeof(uint16_t) << MI_PROF_FILTER_BITS);
     _Atomic(uint16_t)* expected = NULL;
-    if (filter != NULL && !atomic_compare_exchange_strong_explicit(&mi_prof_filter, &expected, filter,
+    if (filter != NULL && !atomic_compare_exchange_strong_explicit(&_mi_prof_filter, &expected, filter,
                                                                    memory_order_acq_rel, memory_order_acquire)) {
       _mi_os_free_meta((void*)filter, sizeof(uint16_t) << MI_PROF_FILTER_BITS);
     }
   }
   bool ok = false;
   _mi_lock_acquire(&mi_prof_lock);
-  if (!mi_prof_is_on() && atomic_load_explicit(&mi_prof_filter, memory_order_acquire) != NULL) {
+  if (!mi_prof_is_on() && atomic_load_explicit(&_mi_prof_filter, memory_order_acquire) != NULL) {
     mi_prof_clear_locked();
     if (seed == 0) {
       if (!mi_prim_random_buf(&seed, sizeof(seed)) || seed == 0) seed = (uint64_t)mi_prim_clock_realtime_ns() | 1;

@@ -209,23 +209,38 @@ static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p) {
 }
 
 /* Past a segment's first chunk (a large block's interior) or not ours. */
-static mi_noinline void mi_secure_free_far(void* p) {
-  mi_secure_free_in(_mi_secure_validate_far_segment(p, MI_OP_FREE), p);
+static mi_noinline void mi_secure_free_far(void* p, bool sampling) {
+  mi_segment_t* segment = _mi_secure_validate_far_segment(p, MI_OP_FREE);
+  if (sampling) mi_hook_secure_sampled_free(segment, p);
+  mi_secure_free_in(segment, p);
 }
 
 /* Every call on the way is a tail call or does not return: the common path
    makes no call that comes back (the register spills stay in one prologue
-   on the path past the segment map; a call in the middle cost more). */
-void _mi_secure_free(void* p) {
+   on the path past the segment map; a call in the middle cost more).
+   `sampling`: the pprof sampler runs, and its sampled blocks' frees are
+   told, once the segment is known to be ours. */
+static mi_forceinline void mi_secure_free(void* p, bool sampling) {
   if (p == NULL) return;
   if (mi_unlikely(!_mi_segment_map_contains(p))) {
-    mi_secure_free_far(p);
+    mi_secure_free_far(p, sampling);
     return;
   }
   mi_segment_t* segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
   mi_validate_cookie(segment, p, MI_OP_FREE);
+  if (sampling) mi_hook_secure_sampled_free(segment, p);
   mi_secure_free_in(segment, p);
 }
+
+void _mi_secure_free(void* p) {
+  mi_secure_free(p, false);
+}
+
+#if MI_PPROF
+void _mi_secure_free_sampling(void* p) {
+  mi_secure_free(p, true);
+}
+#endif
 
 /* ---- Realloc ------------------------------------------------------------------ */
 
