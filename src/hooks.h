@@ -322,26 +322,51 @@ static inline bool mi_observing(void) {
 void* _mi_observe_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
 void _mi_observe_free(void* p) mi_decl_hidden;
 
+/* The fast path's countdown (mi_heap_t.observe_until). Each heap counts
+   down the bytes it hands out; the observers hear of an allocation only
+   when the count goes below 0: the sampler sets it to its gap to the next
+   sample point less one, DHAT to -1 (every allocation), and idle it is set
+   beyond what a process allocates. So the fast path pays one subtraction and one
+   branch whether the observers are idle or sampling (tcmalloc's sampler
+   works so). A start or a stop begins a new epoch: a heap set for an
+   earlier one is set anew when its count ends, at its next page refill
+   (mi_observe_refill), or at once for the thread that started. */
+#define MI_OBSERVE_IDLE_UNTIL ((int64_t)1 << 62)
+extern _Atomic(uint64_t) _mi_observe_epoch mi_decl_hidden;
+void* _mi_observe_countdown_end(mi_heap_t* heap, void* p, size_t size) mi_decl_hidden; /* returns p */
+/* After the observers word changed (a start, a stop): a new epoch, and the
+   calling thread's heaps set anew. */
+void _mi_observers_changed(void) mi_decl_hidden;
+
+static inline void* mi_observe_fast(mi_heap_t* heap, void* p, size_t size) {
+#if MI_DHAT || MI_PPROF
+  /* (written so that it compiles to a subtraction in memory and a sign test) */
+  heap->observe_until -= (int64_t)size;
+  if (mi_unlikely(heap->observe_until < 0)) return _mi_observe_countdown_end(heap, p, size);
+#endif
+  (void)heap, (void)size;
+  return p;
+}
+
+/* A refill of an observed entry point's page: a heap set for an earlier
+   epoch ends its count (a thread that allocates only from its pages' free
+   lists hears of a start within a page's worth of blocks). */
+static inline void mi_observe_refill(mi_heap_t* heap) {
+#if MI_DHAT || MI_PPROF
+  if (mi_heap_is_initialized(heap) &&
+      heap->observe_epoch != atomic_load_explicit(&_mi_observe_epoch, memory_order_relaxed)) {
+    heap->observe_until = -1;
+  }
+#endif
+  (void)heap;
+}
+
 /* After an allocation, with `armed` as the entry point read it. */
 static inline void* mi_observe_alloc(uint8_t armed, void* p, size_t size) {
 #if MI_PPROF
   /* the sampler alone, and this allocation short of its sample point: the
      common case while it runs, a subtraction without a call */
   if (armed == MI_OBSERVER_PROF && p != NULL && !mi_prof_countdown(size)) return p;
-#endif
-#if MI_DHAT || MI_PPROF
-  return _mi_observe_alloc(p, size);
-#else
-  (void)armed, (void)size;
-  return p;
-#endif
-}
-
-/* The same for a block of the fast path: never NULL, and of a small or
-   medium size (no clamp). */
-static inline void* mi_observe_alloc_fast(uint8_t armed, void* p, size_t size) {
-#if MI_PPROF
-  if (armed == MI_OBSERVER_PROF && !mi_prof_countdown_small(size)) return p;
 #endif
 #if MI_DHAT || MI_PPROF
   return _mi_observe_alloc(p, size);

@@ -24,8 +24,9 @@ static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size) {
 }
 
 /* No lock, no atomic read-modify-write. With `observed` (an entry point the
-   program called) the observers' flag is tested after the pop; both exits
-   are tail calls, so the fast path needs no frame. `slow` is a constant at
+   program called) the heap's observers' countdown runs after the pop
+   (hooks.h: mi_observe_fast); both exits are tail calls, so the fast path
+   needs no frame. `slow` is a constant at
    every call site: the call is direct. */
 static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool observed, mi_malloc_slow_fun* slow) {
   /* the small sizes' compare first: one compare on their way */
@@ -39,10 +40,7 @@ static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool obse
       heap->stat_malloc[page->bin]++;
 #endif
       mi_track_malloc(block, size, page->block_size, false);
-      if (observed) {
-        uint8_t armed = mi_observers_armed();
-        if (mi_unlikely(armed != 0)) return mi_observe_alloc_fast(armed, block, size);
-      }
+      if (observed) return mi_observe_fast(heap, block, size);
       return block;
     }
   }

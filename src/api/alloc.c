@@ -8,6 +8,7 @@
 /* Slow path of the observed entry points: the observers' hook after it
    (secure builds: the whole of an observed allocation). */
 mi_noinline void* _mi_malloc_generic_observed(mi_heap_t* heap, size_t size) {
+  mi_observe_refill(heap);
   void* p = (MI_SECURE ? _mi_secure_malloc(heap, size, false) : _mi_malloc_generic(heap, size, false));
   uint8_t armed = mi_observers_armed();
   if (mi_unlikely(armed != 0)) return mi_observe_alloc(armed, p, size);

@@ -145,6 +145,15 @@ typedef struct mi_single_list_s mi_single_list_t;
 struct mi_heap_s {
   mi_tld_t* tld;
   uintptr_t thread_id;
+#if MI_DHAT || MI_PPROF
+  /* The observers' countdown (src/hooks.h, mi_observe_fast): the bytes the
+     fast path hands out before it tells the observers; idle, more than a
+     process allocates, so idle and sampling cost the fast path the same
+     subtraction and branch. Set for the observers' epoch below. */
+  int64_t observe_until;
+  uint64_t observe_epoch;
+  uint64_t observe_gap; /* the sampler's gap `observe_until` started from */
+#endif
   /* the first page of the queue of each size up to MI_BIN_WSIZE_MAX words,
      by the size in words: the fast path's one load where the bin's lookup
      and its queue were two (page.c keeps it in step with the queues) */

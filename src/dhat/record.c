@@ -376,6 +376,7 @@ bool mi_dhat_start(void) {
     mi_dhat_reset_locked();
     atomic_store_explicit(&_mi_dhat_on, true, memory_order_release);
     atomic_fetch_or_explicit(&_mi_observers, MI_OBSERVER_DHAT, memory_order_release);
+    _mi_observers_changed();
   }
   _mi_lock_release(&mi_dhat_lock);
   mi_dhat_busy = false;
@@ -385,6 +386,7 @@ bool mi_dhat_start(void) {
 void mi_dhat_stop(void) {
   atomic_fetch_and_explicit(&_mi_observers, (uint8_t)~MI_OBSERVER_DHAT, memory_order_release);
   atomic_store_explicit(&_mi_dhat_on, false, memory_order_release);
+  _mi_observers_changed();
 }
 
 bool mi_dhat_is_running(void) {
@@ -413,6 +415,7 @@ void _mi_dhat_process_done(void) {
 void _mi_dhat_after_fork_child(void) {
   atomic_fetch_and_explicit(&_mi_observers, (uint8_t)~MI_OBSERVER_DHAT, memory_order_relaxed);
   atomic_store_explicit(&_mi_dhat_on, false, memory_order_relaxed);
+  _mi_observers_changed();
   mi_dhat_from_env = false;
   mi_dhat_busy = false;
   atomic_store_explicit(&mi_dhat_dumping, false, memory_order_relaxed); /* the dumping thread is not in the child */

@@ -68,6 +68,10 @@ void _mi_prof_process_init(void) mi_decl_hidden;
 void _mi_prof_process_done(void) mi_decl_hidden;
 void _mi_prof_after_fork_child(void) mi_decl_hidden;
 void _mi_prof_record_alloc(void* p, size_t size) mi_decl_hidden;
+/* A heap's countdown (src/hooks.h: mi_observe_fast): its next gap, and a
+   sample at its end. */
+int64_t _mi_prof_heap_gap(void) mi_decl_hidden;
+void _mi_prof_record_heap_sample(void* p, size_t size, uint64_t gap) mi_decl_hidden;
 void _mi_prof_record_free(void* p) mi_decl_hidden;
 void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) mi_decl_hidden;
 void _mi_prof_realloc_done(mi_prof_held_t* held, void* p, void* newp, size_t newsize) mi_decl_hidden;

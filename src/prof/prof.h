@@ -23,6 +23,7 @@ bool _mi_prof_sample_decide(size_t size) mi_decl_hidden;
 void _mi_prof_note_allocated(uint64_t bytes) mi_decl_hidden;
 /* A new start with mean interval `period` and `seed` (threads draw anew lazily). */
 void _mi_prof_sampler_restart(size_t period, uint64_t seed) mi_decl_hidden;
+void _mi_prof_heap_sample_point(size_t size, uint64_t gap) mi_decl_hidden;
 
 /* ---- record.c: the tables, for the writers and the environment --------------------- */
 /* Start with the settings resolved (dump.c resolves them from the calls and the environment). */

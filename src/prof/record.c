@@ -353,6 +353,13 @@ static bool mi_prof_secure_free(void* p) {
   return true;
 }
 
+/* A heap's countdown reached its sample point (src/base/observers.c). */
+void _mi_prof_record_heap_sample(void* p, size_t size, uint64_t gap) {
+  _mi_prof_heap_sample_point(size, gap);
+  if (mi_prof_busy != 0 || _mi_observers_muted != 0) return;
+  mi_prof_sample(p, size);
+}
+
 /* Not skipped while the thread is busy: a block the program allocated may
    be freed inside a call the profiler makes. */
 void _mi_prof_record_free(void* p) {
@@ -471,6 +478,7 @@ bool _mi_prof_start_with(size_t period, uint64_t seed, bool accum, size_t depth,
     _mi_prof_sampler_restart(mi_prof.period, seed);
     atomic_store_explicit(&_mi_prof_on, true, memory_order_release);
     atomic_fetch_or_explicit(&_mi_observers, MI_OBSERVER_PROF, memory_order_release);
+    _mi_observers_changed();
     ok = true;
   }
   _mi_lock_release(&mi_prof_lock);
@@ -484,6 +492,7 @@ void mi_prof_stop(void) {
   _mi_lock_acquire(&mi_prof_lock);
   atomic_fetch_and_explicit(&_mi_observers, (uint8_t)~MI_OBSERVER_PROF, memory_order_release);
   atomic_store_explicit(&_mi_prof_on, false, memory_order_release);
+  _mi_observers_changed();
   mi_prof_clear_locked();
   _mi_lock_release(&mi_prof_lock);
 }

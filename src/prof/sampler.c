@@ -85,6 +85,24 @@ bool _mi_prof_sample_decide(size_t size) {
   return true;
 }
 
+/* A gap for a heap's countdown (src/hooks.h, mi_observe_fast), from the
+   calling thread's stream for the current start: 0 at interval 1 (every
+   allocation a sample). Each heap counts its own allocations, so each
+   allocation is still sampled with probability 1 - e^(-s/R). */
+int64_t _mi_prof_heap_gap(void) {
+  mi_prof_sampler_t* s = &_mi_prof_sampler;
+  uint64_t generation = atomic_load_explicit(&_mi_prof_generation, memory_order_acquire);
+  if (s->generation != generation) mi_prof_sampler_reseed(s, generation);
+  size_t period = _mi_prof_period;
+  return (period <= 1 ? 0 : mi_prof_gap(s, period));
+}
+
+/* A heap's countdown reached its sample point: the bytes allocated since
+   the last one are the gap it started from. */
+void _mi_prof_heap_sample_point(size_t size, uint64_t gap) {
+  _mi_prof_note_allocated(_mi_prof_period <= 1 ? (uint64_t)(size == 0 ? 1 : size) : gap);
+}
+
 /* A new start: threads are numbered again from the first that allocates. */
 void _mi_prof_sampler_restart(size_t period, uint64_t seed) {
   _mi_prof_period = period;
