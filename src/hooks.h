@@ -434,6 +434,24 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
   (void)held, (void)newp, (void)newsize;
 }
 
+/* A reallocation in the default build while the sampler alone runs,
+   after it: no record is held around it, as the sampled block's free,
+   when it moves, is told by its page's flag (mi_hook_sampled_page_free);
+   kept in place, a sampled block takes its new size; moved, the new block
+   is an allocation of its own. */
+static inline void* mi_observe_realloc_sampler(void* p, void* newp, size_t newsize) {
+#if MI_PPROF
+  if (newp == p) {
+    if (p != NULL && mi_prof_realloc_maybe_sampled(p)) _mi_prof_realloc_in_place(p, newsize);
+    return newp;
+  }
+  return mi_observe_alloc(MI_OBSERVER_PROF, newp, newsize);
+#else
+  (void)p, (void)newsize;
+  return newp;
+#endif
+}
+
 /* A reallocation in place (mi_expand). */
 static inline void mi_observe_resize(uint8_t armed, void* p, size_t newsize) {
   mi_observe_held_t held;

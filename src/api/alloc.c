@@ -167,9 +167,18 @@ static mi_noinline void* mi_heap_realloc_observing(uint8_t armed, mi_heap_t* hea
   return newp;
 }
 
+/* The same in the default build while the sampler alone runs (hooks.h:
+   mi_observe_realloc_sampler): no record held around it. */
+static mi_noinline void* mi_heap_realloc_sampled(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  return mi_observe_realloc_sampler(p, _mi_heap_realloc_zero(heap, p, newsize, zero), newsize);
+}
+
 static inline void* mi_heap_realloc_observed(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   uint8_t armed = mi_observers_armed();
-  if (mi_unlikely(armed != 0)) return mi_heap_realloc_observing(armed, heap, p, newsize, zero);
+  if (mi_unlikely(armed != 0)) {
+    if (!MI_SECURE && armed == MI_OBSERVER_PROF) return mi_heap_realloc_sampled(heap, p, newsize, zero);
+    return mi_heap_realloc_observing(armed, heap, p, newsize, zero);
+  }
   return _mi_heap_realloc_zero(heap, p, newsize, zero);
 }
 

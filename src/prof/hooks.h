@@ -74,6 +74,7 @@ int64_t _mi_prof_heap_gap(void) mi_decl_hidden;
 void _mi_prof_record_heap_sample(void* p, size_t size, uint64_t gap) mi_decl_hidden;
 void _mi_prof_record_free(void* p) mi_decl_hidden;
 void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) mi_decl_hidden;
+void _mi_prof_realloc_in_place(void* p, size_t newsize) mi_decl_hidden;
 void _mi_prof_realloc_done(mi_prof_held_t* held, void* p, void* newp, size_t newsize) mi_decl_hidden;
 void _mi_prof_record_page_gone(const mi_page_t* page) mi_decl_hidden;
 /* The background thread's part (dump.c): the dumps asked by a signal or by

@@ -372,6 +372,23 @@ void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p)
   mi_prof_page_unflag(segment, page);
 }
 
+/* A sampled block reallocated in place, while the sampler alone runs
+   (src/api/alloc.c): its record takes the new size. (A move is a free,
+   which the page's flag tells, and an allocation of its own.) */
+void _mi_prof_realloc_in_place(void* p, size_t newsize) {
+  if (!mi_prof_maybe_sampled(p) || mi_prof_visiting) return;
+  uint64_t size = (newsize == 0 ? 1 : (uint64_t)newsize);
+  _mi_lock_acquire(&mi_prof_lock);
+  mi_prof_rec_t* r = mi_prof_rec_find((uintptr_t)p);
+  if (r != NULL) {
+    mi_prof_stack_t* st = &mi_prof.stacks[r->stack];
+    st->live_bytes = st->live_bytes - r->size + size;
+    mi_prof.live_bytes = mi_prof.live_bytes - r->size + size;
+    r->size = size;
+  }
+  _mi_lock_release(&mi_prof_lock);
+}
+
 /* A reallocation: a sampled block's record is taken out (realloc may free
    the block, and another thread get its address), kept as it was meanwhile. */
 void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) {
