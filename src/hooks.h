@@ -25,6 +25,7 @@
    | mi_hook_page_freed          | segment.c                 | secure: page and segment check |
    | mi_hook_block_collected     | page.c, other threads'    | secure: the block's used bit   |
    |                             | frees taken in            |                                |
+   | mi_hook_page_collected      | page.c, after them        | pprof: sampled flag off        |
    | mi_hook_heap_page_gone      | heap.c, heap destroyed    | DHAT, pprof: live blocks freed |
    | mi_observe_*                | api/, entry points        | DHAT, pprof (later: events)    |
 
@@ -216,6 +217,20 @@ static inline void mi_hook_block_collected(mi_page_t* page, mi_block_t* block) {
   _mi_secure_collected(page, block);
 #endif
   (void)page, (void)block;
+}
+
+/* The owner took in the blocks other threads freed: a page flagged for a
+   sampled block that none holds any more (its frees came from other
+   threads, which may not take the owner's flag off) goes back to the fast
+   path. */
+static inline void mi_hook_page_collected(mi_page_t* page) {
+#if MI_PPROF
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) &&
+      atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0) {
+    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
+  }
+#endif
+  (void)page;
 }
 
 /* A destroyed heap's page goes with the blocks it still holds. */

@@ -138,6 +138,7 @@ void _mi_page_collect(mi_page_t* page) {
   mi_block_set_next(page, tail, page->free);
   page->free = list;
   page->used -= count;
+  mi_hook_page_collected(page);
 }
 
 /* ---- Page set-up --------------------------------------------------------------- */

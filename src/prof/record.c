@@ -368,7 +368,9 @@ void _mi_prof_record_free(void* p) {
 }
 
 void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
-  if (mi_prof_is_on()) mi_prof_free_record(p);
+  /* no sampled block left in the page (the flag stays until its owner takes
+     it off): the filter's cache miss spared */
+  if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) != 0 && mi_prof_is_on()) mi_prof_free_record(p);
   mi_prof_page_unflag(segment, page);
 }
 
@@ -450,9 +452,17 @@ void _mi_prof_record_page_gone(const mi_page_t* page) {
 
 static void mi_prof_clear_locked(void) {
   mi_lock_assert_held(&mi_prof_lock);
-  /* the pages' counts go with the records (their blocks are live: the pages are there) */
+  /* the pages' counts and the filter's go with the records (their blocks
+     are live: the pages are there); the filter slot by slot while that
+     touches less of it than zeroing its 512 KiB would */
+  _Atomic(uint16_t)* filter = atomic_load_explicit(&_mi_prof_filter, memory_order_relaxed);
+  bool by_slot = (mi_prof.rec_count < ((size_t)1 << (MI_PROF_FILTER_BITS - 6)));
   for (size_t i = 0; i < mi_prof.rec_cap; i++) {
-    if (mi_prof.recs[i].key != 0) mi_prof_page_count(mi_prof.recs[i].key, -1);
+    if (mi_prof.recs[i].key == 0) continue;
+    mi_prof_page_count(mi_prof.recs[i].key, -1);
+    if (by_slot && filter != NULL)
+      atomic_store_explicit(&filter[mi_prof_key_hash(mi_prof.recs[i].key, MI_PROF_FILTER_BITS)], 0,
+                            memory_order_relaxed);
   }
   mi_prof_release((void**)&mi_prof.stacks, &mi_prof.stack_cap, sizeof(mi_prof_stack_t));
   mi_prof_release((void**)&mi_prof.stack_index, &mi_prof.stack_index_cap, sizeof(uint32_t));
@@ -462,8 +472,7 @@ static void mi_prof_clear_locked(void) {
   mi_prof.os_bytes = 0;
   mi_prof.live_samples = mi_prof.live_bytes = mi_prof.accum_samples = mi_prof.accum_bytes = 0;
   mi_prof.dropped = mi_prof.overflows = 0;
-  _Atomic(uint16_t)* filter = atomic_load_explicit(&_mi_prof_filter, memory_order_relaxed);
-  if (filter != NULL) memset((void*)filter, 0, sizeof(uint16_t) << MI_PROF_FILTER_BITS);
+  if (!by_slot && filter != NULL) memset((void*)filter, 0, sizeof(uint16_t) << MI_PROF_FILTER_BITS);
 }
 
 bool _mi_prof_start_with(size_t period, uint64_t seed, bool accum, size_t depth, size_t max_bytes) {
