@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # The Windows build: cross-compiled with MinGW-w64 (cmake/mingw-w64.cmake),
 # Debug with the fault hooks, and its whole test suite run by ctest under
-# Wine; then the two positive controls, each a planted bug a Windows test
+# Wine (with the pprof sampler's: tests/pprof/test-prof-api.c, and
+# tests/pprof/win_check.py on the profiles of tests/pprof/win-sites.c, whose
+# frames must map to their modules and, by the MinGW addr2line, to the site
+# functions); then the positive controls, each a planted bug a Windows test
 # must fail on, seen failing by its message:
 # - MI_WIN_PLANT_THREAD_LEAK: the thread-exit hook never runs (what happens
 #   when a MinGW build's TLS callback is not linked in); the 10,000-thread
 #   test must see committed memory grow;
 # - MI_FAULT_PLANT_UNCHECKED: a commit result ignored; the fault sweep, with
-#   Windows error codes injected, must catch it.
-# Usage: ci/windows.sh OUTDIR. docs/windows.md.
+#   Windows error codes injected, must catch it;
+# - win_check.py --plant-unrebased: the checker takes a frame's run-time
+#   address for its address in the file (the rebasing forgotten); on the
+#   relocated win-sites-lib.dll it must name no site function.
+# Then the Release builds, default and secure: warnings are errors, and the
+# pprof sampler's tests run in each (test-prof-api, win_check.py on both
+# programs).
+# Usage: ci/windows.sh OUTDIR. docs/windows.md, docs/pprof.md.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: ci/windows.sh OUTDIR}
@@ -26,16 +35,19 @@ fi
 
 # one prefix and one persistent wineserver for every test of the run
 export WINEPREFIX=$out/wine-prefix WINEDEBUG=-all
+# the Go pprof the pprof checks build offline once, shared by the builds
+export MI_PPROF_TOOLS=${MI_PPROF_TOOLS:-$out/pprof-tools}
 mkdir -p "$WINEPREFIX"
 "$wineserver" -p
 trap '"$wineserver" -k 2>/dev/null; "$wineserver" -w 2>/dev/null' EXIT
 
-configure_build() { # configure_build DIR TARGET [cmake args...]
-  local dir=$1 target=$2
+configure_build() { # configure_build DIR "TARGET..." [cmake args...]
+  local dir=$1 targets
+  read -ra targets <<<"$2"
   shift 2
   cmake -S "$root" -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/mingw-w64.cmake" -DCMAKE_BUILD_TYPE=Debug \
     -DMI_FAULT=ON -DMI_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1 &&
-    cmake --build "$dir" -j2 --target "$target" >"$dir.build.log" 2>&1 ||
+    cmake --build "$dir" -j2 --target "${targets[@]}" >"$dir.build.log" 2>&1 ||
     { tail -40 "$dir.configure.log" "$dir.build.log" 2>/dev/null; return 1; }
 }
 
@@ -48,9 +60,33 @@ if configure_build "$out/build" all; then
   (cd "$out/build" && ctest --output-on-failure) | tee "$out/ctest.log" || ok=1
   # the figures of the passing tests (ctest shows only failures' output)
   echo "--- windows: figures"
-  grep -hE "^(thread-exit:|win-path:|large pages|huge pages|VirtualAlloc2|fault-sweep: (threads=|[0-9]+ runs))" \
+  grep -hE "^(thread-exit:|win-path:|large pages|huge pages|VirtualAlloc2|fault-sweep: (threads=|[0-9]+ runs)|win_check: (proto|text) )" \
     "$out/build/Testing/Temporary/LastTest.log" || true
 else
+  ok=1
+fi
+
+# the pprof checker's positive control: the rebasing of a frame's address
+# forgotten, on the relocated DLL's frames; it must fail there, on frame 0
+# of the samples, each line the checker's own
+echo "--- windows: positive control: the profile's frames not rebased (win_check.py --plant-unrebased)"
+if [ -f "$out/build/tests/win-sites-dll.exe" ]; then
+  log=$out/plant-unrebased.log
+  python3 "$root/tests/pprof/win_check.py" --run "$out/build/tests/win-sites-dll.exe" --out "$out/plant-unrebased" \
+    --relocated win-sites-lib.dll --plant-unrebased --formats proto >"$log" 2>&1
+  rc=$?
+  re_frame="^win_check: FAIL: proto win-sites-dll\.pb\.gz: frame 0 of sample [0-9]+: 0x[0-9a-f]+ in win-sites-lib\.dll resolves to '[^']*' \(file address 0x[0-9a-f]+\), not a site function$"
+  re_reloc="^win_check: proto win-sites-dll\.pb\.gz: win-sites-lib\.dll loaded at 0x[0-9a-f]+, its ImageBase 0x140000000: relocated$"
+  if [ $rc -eq 1 ] && [ "$(grep -cE "$re_frame" "$log")" -eq 7 ] && grep -qE "$re_reloc" "$log" &&
+    grep -qE '^win_check: REJECTED \([0-9]+ failures\)$' "$log"; then
+    echo "windows: positive control caught: $(grep -m1 -E "$re_frame" "$log" | cut -c1-200)"
+  else
+    echo "windows: positive control NOT caught (exit $rc; want exit 1 and frame 0 of all 7 samples unresolved):"
+    tail -30 "$log"
+    ok=1
+  fi
+else
+  echo "windows: positive control not run: no win-sites-dll.exe in the Debug build"
   ok=1
 fi
 
@@ -90,14 +126,40 @@ else
 fi
 
 # Release builds, default and secure: the fault hooks compile out there, and
-# with them uses of variables the Debug build's warnings never miss
+# with them uses of variables the Debug build's warnings never miss; the
+# libraries, and the pprof sampler's tests in each
 for variant in "release:" "secure-release:-DMI_SECURE=ON"; do
   name=${variant%%:*}
   dir=$out/build-$name
   echo "--- windows: $name build (warnings are errors)"
   # the later -D settings override configure_build's Debug ones
   # shellcheck disable=SC2086
-  configure_build "$dir" all -DCMAKE_BUILD_TYPE=Release -DMI_FAULT=OFF -DMI_BUILD_TESTS=OFF ${variant#*:} || ok=1
+  if configure_build "$dir" "mimalloc mimalloc-static test-prof-api win-sites win-sites-dll" \
+    -DCMAKE_BUILD_TYPE=Release -DMI_FAULT=OFF ${variant#*:}; then
+    echo "--- windows: $name: pprof sampler"
+    log=$out/$name-test-prof-api.log
+    if "$root/cmake/wine-run.sh" "$dir/tests/test-prof-api.exe" >"$log" 2>&1; then
+      echo "windows: $name: test-prof-api: $(grep -E '^\[  (PASSED|SKIPPED) +\]' "$log" | tr -d '\r' | tr '\n' ' ')"
+    else
+      echo "windows: $name: test-prof-api FAILED:"
+      grep -E '^\[  (FAILED|PASSED|SKIPPED) +\]|error' "$log" | head -20
+      ok=1
+    fi
+    for prog in win-sites:"" win-sites-dll:"--relocated win-sites-lib.dll"; do
+      log=$out/$name-${prog%%:*}.log
+      # shellcheck disable=SC2086
+      if python3 "$root/tests/pprof/win_check.py" --run "$dir/tests/${prog%%:*}.exe" --out "$out/$name-${prog%%:*}" \
+        ${prog#*:} >"$log" 2>&1; then
+        grep -E '^win_check: (proto|text) .*samples' "$log" | sed "s/^/windows: $name: /"
+      else
+        echo "windows: $name: win_check.py ${prog%%:*} FAILED:"
+        grep -E '^win_check: (FAIL|REJECTED)' "$log" | head -20
+        ok=1
+      fi
+    done
+  else
+    ok=1
+  fi
 done
 
 echo "--- windows: $( [ $ok -eq 0 ] && echo ok || echo FAILED ) in $(( $(date +%s) - t0 )) s"

@@ -1,7 +1,9 @@
 /* The heap profiler's internal interface (src/dhat): stack capture
-   (stack.c), symbolisation (symbolize.c), the JSON writer (json.c) and the
-   recorder with its tables (record.c). Nothing here allocates from the
-   allocator: tables and buffers come from the OS (_mi_os_alloc_meta). */
+   (stack.c; Windows: stack-windows.c), symbolisation (symbolize.c, one user
+   at a time by symbolizer-gate.c; Windows: symbolize-pe.c and pe.c), the
+   JSON writer (json.c) and the recorder with its tables (record.c). Nothing
+   here allocates from the allocator: tables and buffers come from the OS
+   (_mi_os_alloc_meta). */
 #ifndef MI_DHAT_INTERNAL_H
 #define MI_DHAT_INTERNAL_H
 
@@ -79,6 +81,54 @@ mi_dhat_lines_t* _mi_dhat_lines_open(const void* map, size_t size, const char* p
    `addr`; false without line information. */
 bool _mi_dhat_lines_find(mi_dhat_lines_t* lines, uintptr_t addr, const char** file, int* line) mi_decl_hidden;
 void _mi_dhat_lines_close(mi_dhat_lines_t* lines) mi_decl_hidden;
+
+/* ---- pe.c (Windows): the loaded modules' PE images and their files ----------- */
+#if defined(_WIN32)
+/* The base of the module (image) holding `addr`, 0 if none. */
+uintptr_t _mi_pe_module_of(uintptr_t addr) mi_decl_hidden;
+/* The image size (SizeOfImage) of the module loaded at `base`; 0 if not a PE image. */
+size_t _mi_pe_image_size(uintptr_t base) mi_decl_hidden;
+/* The file of the module loaded at `base`, as UTF-8, NUL-terminated; with
+   `no_spaces`, its short (8.3) form where the long one has a space (the
+   text format's map lines end at a space). False if it does not fit. */
+bool _mi_pe_module_path(uintptr_t base, char* buf, size_t size, bool no_spaces) mi_decl_hidden;
+/* A function of a module, from its file's COFF symbol table. */
+typedef struct mi_pe_fn_s {
+  uint32_t rva;  /* its start, relative to the image base */
+  uint32_t name; /* offset of its name in the names pool */
+  uint32_t mark; /* the caller's: 0 when loaded */
+} mi_pe_fn_t;
+/* The function symbols of one module, sorted by address, in OS memory (the
+   file is not kept mapped). */
+typedef struct mi_pe_syms_s {
+  uintptr_t base;
+  size_t image_size;
+  mi_pe_fn_t* fns;
+  size_t count;
+  size_t fns_bytes;
+  char* names;
+  size_t names_bytes;
+} mi_pe_syms_t;
+/* Read the function symbols of the module loaded at `base` from its file;
+   false without the file, without a symbol table (linked with -s) or
+   without memory (`syms` is then empty). */
+bool _mi_pe_syms_load(uintptr_t base, mi_pe_syms_t* syms) mi_decl_hidden;
+void _mi_pe_syms_free(mi_pe_syms_t* syms) mi_decl_hidden;
+/* The function holding the code address `pc` (the last one starting at or
+   below it, inside the image); NULL if none. */
+mi_pe_fn_t* _mi_pe_syms_find(const mi_pe_syms_t* syms, uintptr_t pc) mi_decl_hidden;
+static inline const char* _mi_pe_fn_name(const mi_pe_syms_t* syms, const mi_pe_fn_t* fn) {
+  return syms->names + fn->name;
+}
+/* The range [lo, hi) of the function named `name`; false if there is none. */
+bool _mi_pe_syms_range(const mi_pe_syms_t* syms, const char* name, uintptr_t* lo, uintptr_t* hi) mi_decl_hidden;
+/* The exported name of the function holding `pc` in the module loaded at
+   `base`, only where the function (by the unwind table, x64) starts
+   exactly at that export: NULL otherwise. Points into the image. */
+const char* _mi_pe_export_name(uintptr_t base, uintptr_t pc) mi_decl_hidden;
+/* A function of the allocator, by its name (mi_..., _mi_...). */
+bool _mi_pe_allocator_name(const char* name) mi_decl_hidden;
+#endif
 
 /* ---- json.c ----------------------------------------------------------------- */
 typedef struct mi_dhat_out_s {

@@ -6,7 +6,7 @@
    gets through our frames to the program's.
 
    This file and symbolize.c talk to the dynamic loader (dl_iterate_phdr,
-   dladdr): the profiler is ELF-only. */
+   dladdr): they are ELF-only (Windows: stack-windows.c, symbolize-pe.c). */
 #include "dhat.h"
 
 #if MI_DHAT || MI_PPROF

@@ -315,30 +315,6 @@ bool _mi_dhat_symbol_parts(uintptr_t addr, char* name, size_t nsize, char* file,
   return true;
 }
 
-/* The caches above are shared by the DHAT dump and the pprof writer, and
-   neither holds a lock while it symbolises (the loader takes its own): a
-   flag lets one of them in at a time; the other waits (a dump takes well
-   under a second). */
-static _Atomic(bool) mi_dhat_symbolizer_busy;
-
-void _mi_dhat_symbolizer_enter(void) {
-  bool idle = false;
-  while (!atomic_compare_exchange_weak_explicit(&mi_dhat_symbolizer_busy, &idle, true, memory_order_acquire,
-                                                memory_order_relaxed)) {
-    idle = false;
-    mi_prim_yield();
-  }
-}
-
-void _mi_dhat_symbolizer_leave(void) {
-  atomic_store_explicit(&mi_dhat_symbolizer_busy, false, memory_order_release);
-}
-
-/* fork: the thread that held it is not in the child */
-void _mi_dhat_symbolizer_after_fork_child(void) {
-  atomic_store_explicit(&mi_dhat_symbolizer_busy, false, memory_order_relaxed);
-}
-
 static int mi_dhat_main_bias(struct dl_phdr_info* info, size_t size, void* arg) {
   (void)size;
   *(uintptr_t*)arg = (uintptr_t)info->dlpi_addr;

@@ -126,6 +126,8 @@ void mi_prim_fault_handler_install(void (*report)(void* addr));
 bool mi_prim_signal_handler_install(const char* name, void (*handler)(int));
 
 /* ---- Files and process identity (the profiler's dump) -------------------- */
+/* (Windows: a path is UTF-8, or where it is not valid UTF-8, in the ANSI
+   code page.) */
 /* Create (truncate) a file for writing; `*fd` receives the descriptor. */
 int mi_prim_file_create(const char* path, int* fd);
 /* Write all of `size` bytes (retrying short writes). */
@@ -153,7 +155,8 @@ int mi_prim_backtrace(void** frames, int max);
 /* As mi_prim_backtrace, with the unwinder's frame address for each return
    address (on x86-64 the return address lies in the word just below it).
    Returns -1 where the unwinder does not give it. Call mi_prim_backtrace
-   once first (it loads the unwinder). */
+   once first (it loads the unwinder). (Windows x64: RtlVirtualUnwind, its
+   first return address the caller's.) */
 int mi_prim_unwind(uintptr_t* ips, uintptr_t* cfas, int max);
 
 /* Register the handlers run around fork(). */

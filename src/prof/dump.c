@@ -99,10 +99,12 @@ static uint64_t mi_prof_dump_interval;
 static _Atomic(uint64_t) mi_prof_allocated;
 static _Atomic(uint64_t) mi_prof_next_dump_at;
 
+#if !defined(_WIN32)
 static void mi_prof_on_signal(int sig) {
   (void)sig;
   atomic_store_explicit(&mi_prof_signal_pending, true, memory_order_release);
 }
+#endif
 
 void _mi_prof_note_allocated(uint64_t bytes) {
   if (mi_prof_dump_interval == 0) return;
@@ -148,10 +150,23 @@ static void mi_prof_live_dumps_setup(int format) {
   atomic_store_explicit(&mi_prof_next_dump_at, interval, memory_order_relaxed);
   mi_prof_dump_interval = interval;
   char sig[32];
+#if defined(_WIN32)
+  /* Windows has no signal to ask for a dump with: the option is read and
+     said so, once; the interval and exit dumps are there instead */
+  static bool signal_refused;
+  if (!signal_refused && mi_prof_env("MIMALLOC_PROF_SIGNAL", sig, sizeof(sig))) {
+    signal_refused = true;
+    _mi_warning_message(
+        "MIMALLOC_PROF_SIGNAL=%s: no signals on Windows, no dump on a signal "
+        "(MIMALLOC_PROF_DUMP_INTERVAL and the exit dump work)\n",
+        sig);
+  }
+#else
   if (!mi_prof_signal_armed && mi_prof_env("MIMALLOC_PROF_SIGNAL", sig, sizeof(sig))) {
     mi_prof_signal_armed = mi_prim_signal_handler_install(sig, &mi_prof_on_signal);
     if (!mi_prof_signal_armed) _mi_warning_message("MIMALLOC_PROF_SIGNAL: no signal %s to take\n", sig);
   }
+#endif
   /* the background thread polls for the signal's flag: have it running */
   if (mi_prof_signal_armed || interval != 0) _mi_background_wake();
 }

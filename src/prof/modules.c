@@ -7,18 +7,16 @@
    Linux: /proc/self/maps (what gperftools and Go read too), with the build
    ids taken from the loaded images' PT_NOTE segments through the loader,
    not from the files: the image in memory is the one the addresses belong
-   to, even when its file has been replaced since. Windows: the module list
-   (K32EnumProcessModulesEx), each module one mapping at file offset 0.
-   Calling the loader here, outside src/prim, is the exception the profilers
-   already make (docs/architecture.md). All memory is from the OS. */
+   to, even when its file has been replaced since. Windows:
+   modules-windows.c (this file has what both share). Calling the loader
+   here, outside src/prim, is the exception the profilers already make
+   (docs/architecture.md). All memory is from the OS. */
 #include "prof.h"
 
 #if MI_PPROF
 
 #if defined(_WIN32)
-#include <windows.h>
-#include <psapi.h>
-#define MI_PROF_PROC_MAPS 0
+#define MI_PROF_PROC_MAPS 0 /* modules-windows.c */
 #elif !defined(__APPLE__)
 #include <elf.h>
 #include <link.h>
@@ -31,7 +29,7 @@
    header before the array, so that freeing needs only the array. */
 #define MI_PROF_MAPS_HEADER 16
 
-static mi_prof_mapping_t* mi_prof_maps_alloc(size_t count, size_t path_bytes, char** paths) {
+mi_prof_mapping_t* _mi_prof_maps_alloc(size_t count, size_t path_bytes, char** paths) {
   size_t size = MI_PROF_MAPS_HEADER + count * sizeof(mi_prof_mapping_t) + path_bytes;
   uint8_t* block = (uint8_t*)_mi_os_alloc_meta(size); /* zeroed */
   if (block == NULL) return NULL;
@@ -52,7 +50,7 @@ void _mi_prof_mappings_free(mi_prof_mapping_t* maps, size_t count) {
 
 /* Put the mapping that holds `addr` (the main program's code) first,
    keeping the order of the others. */
-static void mi_prof_maps_main_first(mi_prof_mapping_t* maps, size_t count, uintptr_t addr) {
+void _mi_prof_maps_main_first(mi_prof_mapping_t* maps, size_t count, uintptr_t addr) {
   for (size_t i = 0; i < count; i++) {
     if (addr >= maps[i].start && addr < maps[i].limit) {
       mi_prof_mapping_t m = maps[i];
@@ -217,7 +215,7 @@ bool _mi_prof_mappings(mi_prof_mapping_t** maps, size_t* count) {
     p = eol + 1;
   }
   char* paths = NULL;
-  mi_prof_mapping_t* m = (n == 0 ? NULL : mi_prof_maps_alloc(n, path_bytes, &paths));
+  mi_prof_mapping_t* m = (n == 0 ? NULL : _mi_prof_maps_alloc(n, path_bytes, &paths));
   if (n > 0 && m == NULL) {
     _mi_prof_buf_free(&text);
     return false;
@@ -242,7 +240,7 @@ bool _mi_prof_mappings(mi_prof_mapping_t** maps, size_t* count) {
   _mi_prof_buf_free(&text);
   mi_prof_phdr_walk_t walk = {m, n, 0, true};
   dl_iterate_phdr(&mi_prof_phdr_visit, &walk);
-  mi_prof_maps_main_first(m, n, walk.main_code);
+  _mi_prof_maps_main_first(m, n, walk.main_code);
   *maps = m;
   *count = n;
   return true;
@@ -255,99 +253,7 @@ bool _mi_prof_maps_text(mi_prof_buf_t* out) {
   return !out->failed;
 }
 
-#elif defined(_WIN32)
-
-/* The process's modules (at most 4096), into OS memory; false without it. */
-static bool mi_prof_modules(HMODULE** mods, size_t* count, size_t* bytes) {
-  *bytes = 4096 * sizeof(HMODULE);
-  *mods = (HMODULE*)_mi_os_alloc_meta(*bytes);
-  if (*mods == NULL) return false;
-  DWORD needed = 0;
-  if (!K32EnumProcessModulesEx(GetCurrentProcess(), *mods, (DWORD)*bytes, &needed, LIST_MODULES_ALL)) needed = 0;
-  *count = (needed > *bytes ? *bytes : needed) / sizeof(HMODULE);
-  return true;
-}
-
-static bool mi_prof_module_info(HMODULE mod, uintptr_t* base, uintptr_t* limit, char* path, size_t size) {
-  MODULEINFO mi;
-  if (!K32GetModuleInformation(GetCurrentProcess(), mod, &mi, sizeof(mi))) return false;
-  DWORD n = GetModuleFileNameA(mod, path, (DWORD)size);
-  if (n == 0) return false;
-  path[(n < size ? n : size - 1)] = 0;
-  *base = (uintptr_t)mi.lpBaseOfDll;
-  *limit = *base + (uintptr_t)mi.SizeOfImage;
-  return true;
-}
-
-bool _mi_prof_mappings(mi_prof_mapping_t** maps, size_t* count) {
-  *maps = NULL;
-  *count = 0;
-  HMODULE* mods;
-  size_t n, bytes;
-  if (!mi_prof_modules(&mods, &n, &bytes)) return false;
-  char path[MAX_PATH + 1];
-  size_t path_bytes = 0;
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t base, limit;
-    if (mi_prof_module_info(mods[i], &base, &limit, path, sizeof(path))) path_bytes += strlen(path) + 1;
-  }
-  char* paths = NULL;
-  mi_prof_mapping_t* m = (n == 0 ? NULL : mi_prof_maps_alloc(n, path_bytes, &paths));
-  bool ok = (n == 0 || m != NULL);
-  size_t k = 0;
-  size_t room = path_bytes;
-  for (size_t i = 0; ok && i < n; i++) {
-    uintptr_t base, limit;
-    if (!mi_prof_module_info(mods[i], &base, &limit, path, sizeof(path))) continue;
-    size_t len = strlen(path);
-    if (len + 1 > room) break; /* a module renamed between the passes */
-    memcpy(paths, path, len + 1);
-    m[k].start = base;
-    m[k].limit = limit;
-    m[k].file_offset = 0; /* pprof maps a PE address by its image base */
-    m[k].path = paths;
-    paths += len + 1;
-    room -= len + 1;
-    k++;
-  }
-  _mi_os_free_meta(mods, bytes);
-  if (!ok) return false;
-  mi_prof_maps_main_first(m, k, (uintptr_t)GetModuleHandleA(NULL));
-  *maps = m;
-  *count = k;
-  return true;
-}
-
-/* Lowercase hex without "0x", as /proc/self/maps writes addresses. */
-static void mi_prof_put_hex(mi_prof_buf_t* out, uint64_t v) {
-  char tmp[16];
-  size_t n = 0;
-  do {
-    tmp[sizeof(tmp) - 1 - n++] = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  _mi_prof_buf_put(out, tmp + sizeof(tmp) - n, n);
-}
-
-bool _mi_prof_maps_text(mi_prof_buf_t* out) {
-  _mi_prof_buf_str(out, "MAPPED_LIBRARIES:\n");
-  mi_prof_mapping_t* maps;
-  size_t count;
-  if (!_mi_prof_mappings(&maps, &count)) return false;
-  for (size_t i = 0; i < count; i++) {
-    /* "%llx-%llx r-xp 00000000 00:00 0    %s\n", without snprintf */
-    mi_prof_put_hex(out, maps[i].start);
-    _mi_prof_buf_put(out, "-", 1);
-    mi_prof_put_hex(out, maps[i].limit);
-    _mi_prof_buf_str(out, " r-xp 00000000 00:00 0    ");
-    _mi_prof_buf_str(out, maps[i].path);
-    _mi_prof_buf_put(out, "\n", 1);
-  }
-  _mi_prof_mappings_free(maps, count);
-  return !out->failed;
-}
-
-#else /* neither: no modules known */
+#elif !defined(_WIN32) /* neither: no modules known */
 
 bool _mi_prof_mappings(mi_prof_mapping_t** maps, size_t* count) {
   *maps = NULL;

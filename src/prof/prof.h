@@ -163,12 +163,20 @@ typedef struct mi_prof_mapping_s {
   size_t build_id_len; /* 0: none */
 } mi_prof_mapping_t;
 /* The executable mappings of the process, the main program first, in OS
-   memory (release with _mi_prof_mappings_free); false without memory. */
+   memory (release with _mi_prof_mappings_free); false without memory.
+   (Windows, modules-windows.c: one mapping per module, its whole image at
+   file offset 0.) */
 bool _mi_prof_mappings(mi_prof_mapping_t** maps, size_t* count) mi_decl_hidden;
 void _mi_prof_mappings_free(mi_prof_mapping_t* maps, size_t count) mi_decl_hidden;
 /* The text format's memory map: "MAPPED_LIBRARIES:\n", then /proc/self/maps
    verbatim (Windows: one "start-limit r-xp 00000000 00:00 0    path" line
    per module); false if it could not be read or memory ran out. */
 bool _mi_prof_maps_text(mi_prof_buf_t* out) mi_decl_hidden;
+/* For the platforms' lists: room for `count` mappings and `path_bytes` of
+   their paths (at *paths) in one zeroed OS block, released by
+   _mi_prof_mappings_free; and the mapping holding `addr` (the main
+   program's) moved first. */
+mi_prof_mapping_t* _mi_prof_maps_alloc(size_t count, size_t path_bytes, char** paths) mi_decl_hidden;
+void _mi_prof_maps_main_first(mi_prof_mapping_t* maps, size_t count, uintptr_t addr) mi_decl_hidden;
 
 #endif

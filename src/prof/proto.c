@@ -14,9 +14,11 @@
 
 #if MI_PPROF
 
-/* The symboliser is DHAT's ELF reader (src/dhat/symbolize.c); elsewhere the
-   proto has no Function table and pprof symbolises from the mappings. */
-#if !defined(_WIN32) && !defined(__APPLE__)
+/* The symboliser is DHAT's ELF reader (src/dhat/symbolize.c), on Windows
+   the PE reader (src/dhat/symbolize-pe.c: function names, no lines);
+   elsewhere the proto has no Function table and pprof symbolises from the
+   mappings. */
+#if !defined(__APPLE__)
 #include "../dhat/dhat.h"
 #define MI_PROF_SYMBOLS 1
 #else

@@ -9,7 +9,7 @@
 #   (fork storms, forced interleavings under a watchdog, fork handlers);
 #   Windows has no fork and the cases are about POSIX fork semantics or
 #   need a per-case process with shared setup a spawned process lacks.
-# - the heap profiler's and the override's tests: neither exists on Windows.
+# - the DHAT profiler's and the override's tests: neither exists on Windows.
 
 set(MI_TEST_TIMEOUT 600)
 set(mi_win_test_defines __USE_MINGW_ANSI_STDIO=1)
@@ -76,4 +76,61 @@ if(mi_fault_on)
     add_test(NAME fault-sweep-arena COMMAND fault-sweep --arena)
     set_tests_properties(fault-sweep fault-sweep-threads fault-sweep-arena PROPERTIES TIMEOUT 900 LABELS "fault;windows")
   endif()
+endif()
+
+# The pprof sampler (docs/pprof.md, "Windows"). Its calls and environment:
+# tests/pprof/test-prof-api.c, with the fork case skipped (no fork) and the
+# signal case Windows' own (MIMALLOC_PROF_SIGNAL refused, one warning, no
+# dump). Its stacks and modules: tests/pprof/win_check.py runs the programs
+# of tests/pprof/win-sites.c under Wine, every allocation sampled and dumped
+# at exit (proto and text), and checks on the Linux side that every frame
+# lies in a module that exists and that the MinGW addr2line names the site
+# functions at frame 0 (address - mapping start + the file's ImageBase);
+# win-sites links the static library (the allocator's frames told by the
+# program's symbol table), win-sites-dll the DLL (told by its image), its
+# sites in win-sites-lib.dll, which the loader must relocate (it prefers
+# the program's own load address). ci/windows.sh adds the checker's
+# positive control (the rebasing forgotten must fail).
+if(MI_PPROF)
+  mi_win_test_target(test-prof-api pprof/test-prof-api.c)
+  add_test(NAME test-prof-api COMMAND test-prof-api)
+  set_tests_properties(test-prof-api PROPERTIES TIMEOUT ${MI_TEST_TIMEOUT} LABELS "core;pprof;windows")
+
+  set(mi_win_sites_flags -Wall -Wextra -Werror -g -O2)
+  add_executable(win-sites pprof/win-sites.c)
+  target_include_directories(win-sites PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(win-sites PRIVATE ${mi_win_sites_flags})
+  target_link_libraries(win-sites PRIVATE mimalloc-static)
+  target_link_options(win-sites PRIVATE -static)
+  set(mi_pprof_dir ${CMAKE_CURRENT_SOURCE_DIR}/pprof)
+  set(mi_pprof_env "MI_PPROF_TOOLS_DEFAULT=${CMAKE_CURRENT_BINARY_DIR}/pprof-tools") # $MI_PPROF_TOOLS: shared
+  add_test(NAME pprof-win-sites COMMAND python3 ${mi_pprof_dir}/win_check.py --run $<TARGET_FILE:win-sites>
+                                        --out ${CMAKE_CURRENT_BINARY_DIR}/pprof-win-sites)
+  if(TARGET mimalloc)
+    add_library(win-sites-lib SHARED pprof/win-sites.c)
+    set_target_properties(win-sites-lib PROPERTIES PREFIX "")
+    target_compile_definitions(win-sites-lib PRIVATE WIN_SITES_LIB)
+    target_compile_options(win-sites-lib PRIVATE ${mi_win_sites_flags})
+    target_link_libraries(win-sites-lib PRIVATE mimalloc)
+    target_link_options(win-sites-lib PRIVATE -Wl,--image-base,0x140000000) # the program's: relocated
+    add_executable(win-sites-dll pprof/win-sites.c)
+    target_compile_definitions(win-sites-dll PRIVATE WIN_SITES_USE_LIB)
+    target_compile_options(win-sites-dll PRIVATE ${mi_win_sites_flags})
+    target_link_libraries(win-sites-dll PRIVATE win-sites-lib mimalloc)
+    # the DLLs it loads beside it, where Wine finds them: the allocator's, and the libgcc that one imports
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libgcc_s_seh-1.dll OUTPUT_VARIABLE mi_libgcc_dll
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    set(mi_copy_libgcc "")
+    if(IS_ABSOLUTE "${mi_libgcc_dll}" AND EXISTS "${mi_libgcc_dll}")
+      set(mi_copy_libgcc COMMAND ${CMAKE_COMMAND} -E copy_if_different ${mi_libgcc_dll} $<TARGET_FILE_DIR:win-sites-dll>)
+    endif()
+    add_custom_command(TARGET win-sites-dll POST_BUILD
+                       COMMAND ${CMAKE_COMMAND} -E copy_if_different $<TARGET_FILE:mimalloc> $<TARGET_FILE_DIR:win-sites-dll>
+                       ${mi_copy_libgcc})
+    add_test(NAME pprof-win-sites-dll COMMAND python3 ${mi_pprof_dir}/win_check.py --run $<TARGET_FILE:win-sites-dll>
+                                              --relocated win-sites-lib.dll
+                                              --out ${CMAKE_CURRENT_BINARY_DIR}/pprof-win-sites-dll)
+    set_tests_properties(pprof-win-sites-dll PROPERTIES TIMEOUT 600 LABELS "pprof;windows" ENVIRONMENT "${mi_pprof_env}")
+  endif()
+  set_tests_properties(pprof-win-sites PROPERTIES TIMEOUT 600 LABELS "pprof;windows" ENVIRONMENT "${mi_pprof_env}")
 endif()

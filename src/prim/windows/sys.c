@@ -143,10 +143,20 @@ bool mi_prim_getenv(const char* name, char* result, size_t result_size) {
 
 /* ---- Files -----------------------------------------------------------------------------
    The contract's descriptors are ints; Windows guarantees that handle values
-   fit in 32 bits (HandleToLong / LongToHandle exist for that). */
+   fit in 32 bits (HandleToLong / LongToHandle exist for that). Paths are
+   UTF-8 (the profilers pass module paths so, from GetModuleFileNameW); one
+   that is not valid UTF-8 is taken in the ANSI code page, as the A calls
+   take it. */
+
+static HANDLE mi_win_create_file(const char* path, DWORD access, DWORD share, DWORD disposition) {
+  WCHAR wpath[1024];
+  int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, wpath, (int)(sizeof(wpath) / sizeof(wpath[0])));
+  if (n > 0) return CreateFileW(wpath, access, share, NULL, disposition, FILE_ATTRIBUTE_NORMAL, NULL);
+  return CreateFileA(path, access, share, NULL, disposition, FILE_ATTRIBUTE_NORMAL, NULL);
+}
 
 int mi_prim_file_create(const char* path, int* fd) {
-  HANDLE h = CreateFileA(path, GENERIC_WRITE, FILE_SHARE_READ, NULL, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+  HANDLE h = mi_win_create_file(path, GENERIC_WRITE, FILE_SHARE_READ, CREATE_ALWAYS);
   if (h == INVALID_HANDLE_VALUE) return _mi_win_errno();
   *fd = (int)HandleToLong(h);
   return 0;
@@ -170,8 +180,7 @@ int mi_prim_file_close(int fd) {
 }
 
 int mi_prim_file_open_read(const char* path, int* fd) {
-  HANDLE h = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING,
-                         FILE_ATTRIBUTE_NORMAL, NULL);
+  HANDLE h = mi_win_create_file(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, OPEN_EXISTING);
   if (h == INVALID_HANDLE_VALUE) return _mi_win_errno();
   *fd = (int)HandleToLong(h);
   return 0;
@@ -186,7 +195,7 @@ int mi_prim_file_read(int fd, void* buf, size_t size, size_t* got) {
 }
 
 int mi_prim_file_map(const char* path, void** addr, size_t* size) {
-  HANDLE file = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+  HANDLE file = mi_win_create_file(path, GENERIC_READ, FILE_SHARE_READ, OPEN_EXISTING);
   if (file == INVALID_HANDLE_VALUE) return _mi_win_errno();
   LARGE_INTEGER len;
   if (!GetFileSizeEx(file, &len) || len.QuadPart <= 0 || (unsigned long long)len.QuadPart > SIZE_MAX) {
@@ -258,13 +267,49 @@ int mi_prim_backtrace(void** frames, int max) {
   return (int)RtlCaptureStackBackTrace(0, (DWORD)max, frames, NULL);
 }
 
+/* The unwinder itself (x64): every function of a PE image has its unwind
+   information (.pdata/.xdata, MinGW's too), so the walk needs no frame
+   pointers. Each step unwinds one frame: `ips` gets the return address
+   into the caller, `cfas` the caller's stack pointer after the return (the
+   return address lies in the word below it), starting with mi_prim_unwind's
+   own caller. A function without unwind information is a leaf, its return
+   address at the top of the stack. The walk ends at a zero return address,
+   past the thread's stack, or where the stack pointer does not grow. */
 int mi_prim_unwind(uintptr_t* ips, uintptr_t* cfas, int max) {
-  /* no frame addresses from RtlCaptureStackBackTrace: the profiler (not
-     built on Windows) falls back to frame pointers */
+#if defined(_M_X64) || defined(__x86_64__)
+  uintptr_t stack_lo = 0, stack_hi = 0;
+  if (!mi_prim_thread_stack_bounds(&stack_lo, &stack_hi)) stack_hi = UINTPTR_MAX; /* before Windows 8 */
+  CONTEXT ctx;
+  RtlCaptureContext(&ctx);
+  int n = 0;
+  while (n < max) {
+    const uintptr_t sp = (uintptr_t)ctx.Rsp;
+    DWORD64 image = 0;
+    PRUNTIME_FUNCTION fn = RtlLookupFunctionEntry(ctx.Rip, &image, NULL);
+    if (fn != NULL) {
+      PVOID handler_data = NULL;
+      DWORD64 establisher = 0;
+      RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, ctx.Rip, fn, &ctx, &handler_data, &establisher, NULL);
+    } else {
+      PVOID module = NULL;
+      if (RtlPcToFileHeader((PVOID)(uintptr_t)ctx.Rip, &module) == NULL) break; /* not code of a module */
+      if (sp + sizeof(DWORD64) > stack_hi) break;
+      ctx.Rip = *(const DWORD64*)sp;
+      ctx.Rsp = sp + sizeof(DWORD64);
+    }
+    if (ctx.Rip == 0 || (uintptr_t)ctx.Rsp <= sp || (uintptr_t)ctx.Rsp > stack_hi) break;
+    ips[n] = (uintptr_t)ctx.Rip;
+    cfas[n] = (uintptr_t)ctx.Rsp;
+    n++;
+  }
+  return n;
+#else
+  /* elsewhere no frame addresses: the profiler takes RtlCaptureStackBackTrace */
   (void)ips;
   (void)cfas;
   (void)max;
   return -1;
+#endif
 }
 
 /* ---- Process life ------------------------------------------------------------------------ */
