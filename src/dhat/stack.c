@@ -137,12 +137,42 @@ typedef struct mi_dhat_uentry_s {
 } mi_dhat_uentry_t;
 #define MI_DHAT_UCACHE_SIZE (MI_DHAT_UCACHE * sizeof(mi_dhat_uentry_t))
 
-static mi_decl_thread mi_dhat_uentry_t* mi_dhat_ucache; /* OS memory, freed at thread exit */
+static mi_decl_thread mi_dhat_uentry_t* mi_dhat_ucache; /* OS memory, kept for reuse at thread exit */
 static mi_decl_thread unsigned mi_dhat_ucache_victim;
 
+/* The caches of exited threads, for the next threads: a program that starts
+   short threads by the thousand would map and unmap one each (and fault its
+   pages in) at each thread's first sample. A slot is taken by exchange, so
+   each cache has one owner at a time. */
+#define MI_DHAT_UCACHE_SPARE 8
+static _Atomic(mi_dhat_uentry_t*) mi_dhat_ucache_spare[MI_DHAT_UCACHE_SPARE];
+
 void _mi_dhat_stack_thread_done(void) {
-  if (mi_dhat_ucache != NULL) _mi_dhat_os_free(mi_dhat_ucache, MI_DHAT_UCACHE_SIZE);
+  mi_dhat_uentry_t* cache = mi_dhat_ucache;
   mi_dhat_ucache = NULL;
+  if (cache == NULL) return;
+  for (int i = 0; i < MI_DHAT_UCACHE_SPARE; i++) {
+    mi_dhat_uentry_t* expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(&mi_dhat_ucache_spare[i], &expected, cache, memory_order_release,
+                                                memory_order_relaxed)) {
+      return;
+    }
+  }
+  _mi_dhat_os_free(cache, MI_DHAT_UCACHE_SIZE);
+}
+
+/* A cache for this thread: a spare one emptied (its entries' stack slots
+   were in a stack that is gone: an entry with no frames is never read), or
+   a new one. */
+static mi_dhat_uentry_t* mi_dhat_ucache_new(void) {
+  for (int i = 0; i < MI_DHAT_UCACHE_SPARE; i++) {
+    if (atomic_load_explicit(&mi_dhat_ucache_spare[i], memory_order_relaxed) == NULL) continue;
+    mi_dhat_uentry_t* cache = atomic_exchange_explicit(&mi_dhat_ucache_spare[i], NULL, memory_order_acquire);
+    if (cache == NULL) continue;
+    for (size_t j = 0; j < MI_DHAT_UCACHE; j++) cache[j].n = 0;
+    return cache;
+  }
+  return (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
 }
 
 static bool mi_dhat_is_main(uintptr_t ret) {
@@ -161,7 +191,7 @@ static bool mi_dhat_uentry_valid(const mi_dhat_uentry_t* e, uintptr_t ret0, uint
    memory). Set-associative: one place called from several others (a wrapper
    such as xmalloc) has one stack per caller. */
 static mi_dhat_uentry_t* mi_dhat_ucache_set(uintptr_t ret0, uintptr_t slot0) {
-  if (mi_dhat_ucache == NULL) mi_dhat_ucache = (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
+  if (mi_dhat_ucache == NULL) mi_dhat_ucache = mi_dhat_ucache_new();
   if (mi_dhat_ucache == NULL) return NULL;
   uint64_t h = (uint64_t)(ret0 ^ (slot0 << 7)) * 0x9E3779B97F4A7C15ULL;
   return &mi_dhat_ucache[((h >> 40) % (MI_DHAT_UCACHE / MI_DHAT_UCACHE_WAYS)) * MI_DHAT_UCACHE_WAYS];
