@@ -12,7 +12,7 @@
 # started/idle ratio as the median of the rounds' paired ratios with its
 # range.
 #   bash bench/prof-cost.sh [OURS_LIB [OURS_SECURE_LIB]]
-# env: ROUNDS (7), SCALE (1), OUT (bench/results/prof-cost.md)
+# env: ROUNDS (7), SCALE (1), OUT (bench/results/prof-cost.md), WORKLOADS (all seven)
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -30,7 +30,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/mi-prof-cost.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 # workload -> source, and the threads it runs with
-WORKLOADS=(churn xthread falseshare randsizes realloc large shortthreads)
+read -r -a WORKLOADS <<<"${WORKLOADS:-churn xthread falseshare randsizes realloc large shortthreads}"
 declare -A SRC=([churn]=w1_churn [xthread]=w2_xthread [falseshare]=w3_falseshare [randsizes]=w4_randsizes
   [realloc]=w5_realloc [large]=w6_large [shortthreads]=w7_shortthreads)
 declare -A THREADS=([churn]=1 [xthread]=2 [falseshare]=2 [randsizes]=1 [realloc]=1 [large]=1 [shortthreads]=2)
