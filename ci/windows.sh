@@ -15,8 +15,8 @@
 #   address for its address in the file (the rebasing forgotten); on the
 #   relocated win-sites-lib.dll it must name no site function.
 # Then the Release builds, default and secure: warnings are errors, and the
-# pprof sampler's tests run in each (test-prof-api, win_check.py on both
-# programs).
+# pprof sampler's tests run in each (test-prof-api, test-prof-limits,
+# test-prof-resize, and win_check.py on both programs).
 # Usage: ci/windows.sh OUTDIR. docs/windows.md, docs/pprof.md.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -134,17 +134,19 @@ for variant in "release:" "secure-release:-DMI_SECURE=ON"; do
   echo "--- windows: $name build (warnings are errors)"
   # the later -D settings override configure_build's Debug ones
   # shellcheck disable=SC2086
-  if configure_build "$dir" "mimalloc mimalloc-static test-prof-api win-sites win-sites-dll" \
+  if configure_build "$dir" "mimalloc mimalloc-static test-prof-api test-prof-limits test-prof-resize win-sites win-sites-dll" \
     -DCMAKE_BUILD_TYPE=Release -DMI_FAULT=OFF ${variant#*:}; then
     echo "--- windows: $name: pprof sampler"
-    log=$out/$name-test-prof-api.log
-    if "$root/cmake/wine-run.sh" "$dir/tests/test-prof-api.exe" >"$log" 2>&1; then
-      echo "windows: $name: test-prof-api: $(grep -E '^\[  (PASSED|SKIPPED) +\]' "$log" | tr -d '\r' | tr '\n' ' ')"
-    else
-      echo "windows: $name: test-prof-api FAILED:"
-      grep -E '^\[  (FAILED|PASSED|SKIPPED) +\]|error' "$log" | head -20
-      ok=1
-    fi
+    for t in test-prof-api test-prof-limits test-prof-resize; do
+      log=$out/$name-$t.log
+      if "$root/cmake/wine-run.sh" "$dir/tests/$t.exe" >"$log" 2>&1; then
+        echo "windows: $name: $t: $(grep -E '^\[  (PASSED|SKIPPED) +\]' "$log" | tr -d '\r' | tr '\n' ' ')"
+      else
+        echo "windows: $name: $t FAILED:"
+        grep -E '^\[  (FAILED|PASSED|SKIPPED) +\]|error' "$log" | head -20
+        ok=1
+      fi
+    done
     for prog in win-sites:"" win-sites-dll:"--relocated win-sites-lib.dll"; do
       log=$out/$name-${prog%%:*}.log
       # shellcheck disable=SC2086

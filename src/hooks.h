@@ -15,7 +15,8 @@
    |                             |                           | pprof start; secure fault      |
    |                             |                           | handler                        |
    | mi_hook_process_done        | init.c, at exit           | DHAT, pprof: profiles written  |
-   | mi_hook_thread_done         | init.c, thread data going | profilers: the stack cache     |
+   | mi_hook_thread_done         | init.c, thread data going | profilers: the stack cache;    |
+   |                             |                           | pprof: pending resizes         |
    | mi_hook_fork_prepare/parent | init.c, fork handlers     | (none yet)                     |
    | mi_hook_fork_child          | init.c, child's locks out | lock-order checker; DHAT;      |
    |                             |                           | pprof                          |
@@ -101,6 +102,9 @@ static inline void mi_hook_process_done(void) {
 static inline void mi_hook_thread_done(void) {
 #if MI_DHAT || MI_PPROF
   _mi_dhat_stack_thread_done(); /* the stack cache both profilers' capture keeps */
+#endif
+#if MI_PPROF
+  _mi_prof_thread_done(); /* its pending resizes of sampled blocks */
 #endif
 }
 
@@ -449,21 +453,16 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
   (void)held, (void)newp, (void)newsize;
 }
 
-/* A reallocation in the default build while the sampler alone runs,
-   after it: no record is held around it, as the sampled block's free,
-   when it moves, is told by its page's flag (mi_hook_sampled_page_free);
-   kept in place, a sampled block takes its new size; moved, the new block
-   is an allocation of its own. */
-static inline void* mi_observe_realloc_sampler(void* p, void* newp, size_t newsize) {
+/* A block kept in place by a reallocation in the default build while the
+   sampler alone runs (src/api/alloc.c): a sampled block takes its new size.
+   (No record is held around such a reallocation: a moved sampled block's
+   free is told by its page's flag, mi_hook_sampled_page_free, and the new
+   block is an allocation of its own.) */
+static inline void mi_observe_resized_sampler(void* p, size_t newsize) {
 #if MI_PPROF
-  if (newp == p) {
-    if (p != NULL && mi_prof_realloc_maybe_sampled(p)) _mi_prof_realloc_in_place(p, newsize);
-    return newp;
-  }
-  return mi_observe_alloc(MI_OBSERVER_PROF, newp, newsize);
+  if (mi_prof_realloc_maybe_sampled(p)) _mi_prof_realloc_in_place(p, newsize);
 #else
   (void)p, (void)newsize;
-  return newp;
 #endif
 }
 

@@ -111,8 +111,16 @@ void* mi_mallocn(size_t count, size_t size) {
 
 /* ---- Reallocation ------------------------------------------------------------ */
 
-void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
-  if (p == NULL) return _mi_heap_malloc_zero(heap, newsize, zero);
+/* With `sampled` (the default build while the sampler alone runs, known
+   at each call site): a block kept in place whose page is flagged tells
+   the sampler its new size, and a move's new block is an allocation of the
+   program's, through the heap's countdown as malloc's (a moved sampled
+   block's free is told by its page's flag: hooks.h). */
+static mi_forceinline void* mi_heap_realloc_zero_at(mi_heap_t* heap, void* p, size_t newsize, bool zero, bool sampled) {
+  if (p == NULL) {
+    if (sampled) return (zero ? mi_heap_malloc_zero_observed(heap, newsize) : mi_heap_malloc_observed(heap, newsize));
+    return _mi_heap_malloc_zero(heap, newsize, zero);
+  }
   if (MI_SECURE) return _mi_secure_realloc(heap, p, newsize, zero);
   if (newsize > MI_MAX_ALLOC_SIZE) {
     errno = ENOMEM;
@@ -122,6 +130,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
   /* keep the block when the new size fits and does not waste more than half of it */
   if (newsize <= size && newsize >= (size / 2) && newsize > 0) {
     mi_track_resize(p, size, newsize);
+    if (sampled) mi_observe_resized_sampler(p, newsize);
     return p;
   }
   mi_segment_t* segment = _mi_block_segment(p);
@@ -132,9 +141,17 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
     mi_track_mem_defined(p, newusable);
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, newusable - size);
     mi_track_resize(p, newusable, newsize);
+    if (sampled) mi_observe_resized_sampler(p, newsize);
     return p;
   }
-  return _mi_realloc_move(p, size, _mi_heap_malloc_zero(heap, newsize, false), newsize, zero);
+  void* newp = (sampled ? mi_heap_malloc_observed(heap, newsize) : _mi_heap_malloc_zero(heap, newsize, false));
+  return _mi_realloc_move(p, size, newp, newsize, zero);
+}
+
+/* (out of line: the entry points test the observers before any frame is
+   set up, and tail-call this) */
+mi_noinline void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  return mi_heap_realloc_zero_at(heap, p, newsize, zero, false);
 }
 
 /* The end of every reallocation that moves: copy into the new block (zeroing
@@ -167,10 +184,10 @@ static mi_noinline void* mi_heap_realloc_observing(uint8_t armed, mi_heap_t* hea
   return newp;
 }
 
-/* The same in the default build while the sampler alone runs (hooks.h:
-   mi_observe_realloc_sampler): no record held around it. */
+/* The same in the default build while the sampler alone runs: no record
+   held around it (mi_heap_realloc_zero_at). */
 static mi_noinline void* mi_heap_realloc_sampled(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
-  return mi_observe_realloc_sampler(p, _mi_heap_realloc_zero(heap, p, newsize, zero), newsize);
+  return mi_heap_realloc_zero_at(heap, p, newsize, zero, !MI_SECURE);
 }
 
 static inline void* mi_heap_realloc_observed(mi_heap_t* heap, void* p, size_t newsize, bool zero) {

@@ -67,6 +67,7 @@ typedef struct mi_prof_held_s {
 void _mi_prof_process_init(void) mi_decl_hidden;
 void _mi_prof_process_done(void) mi_decl_hidden;
 void _mi_prof_after_fork_child(void) mi_decl_hidden;
+void _mi_prof_thread_done(void) mi_decl_hidden;
 void _mi_prof_record_alloc(void* p, size_t size) mi_decl_hidden;
 /* A heap's countdown (src/hooks.h: mi_observe_fast): its next gap, and a
    sample at its end. */

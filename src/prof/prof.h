@@ -42,6 +42,21 @@ void _mi_prof_thread_leave(void) mi_decl_hidden;
 bool _mi_prof_thread_busy(void) mi_decl_hidden;
 extern _Atomic(uint64_t) _mi_prof_generation mi_decl_hidden;
 
+/* The record of `key`, if any, takes `size` (under the lock: resize.c). */
+void _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) mi_decl_hidden;
+
+/* ---- resize.c: in-place resizes of sampled blocks, kept per thread ------------------ */
+/* record.c: an in-place resize the thread's table does not hold. */
+void _mi_prof_resize_slow(void* p, uint64_t size) mi_decl_hidden;
+/* Under the lock: */
+void _mi_prof_resize_track_locked(uintptr_t key, uint64_t size) mi_decl_hidden;
+void _mi_prof_resize_flush_locked(void) mi_decl_hidden;
+void _mi_prof_resize_forget_locked(uintptr_t key) mi_decl_hidden;
+void _mi_prof_resize_clear_locked(void) mi_decl_hidden;
+void _mi_prof_resize_thread_done_locked(void) mi_decl_hidden;
+void _mi_prof_resize_after_fork_child_locked(void) mi_decl_hidden;
+bool _mi_prof_resize_thread_has_table(void) mi_decl_hidden;
+
 /* ---- dump.c: the settings the environment gives -------------------------------------- */
 /* The mean interval a start with none would take (environment, then 524288). */
 size_t _mi_prof_configured_period(void) mi_decl_hidden;

@@ -226,6 +226,7 @@ static bool mi_prof_rec_insert(uintptr_t key, uint32_t stack, uint64_t size) {
 
 /* Remove a record (its slot refilled by the entries after it that hash before it). */
 static void mi_prof_rec_remove(mi_prof_rec_t* r) {
+  _mi_prof_resize_forget_locked(r->key);
   mi_prof_filter_add(r->key, -1);
   mi_prof_page_count(r->key, -1);
   size_t mask = mi_prof.rec_cap - 1;
@@ -374,19 +375,24 @@ void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p)
   mi_prof_page_unflag(segment, page);
 }
 
-/* A sampled block reallocated in place, while the sampler alone runs
-   (src/api/alloc.c): its record takes the new size. (A move is a free,
-   which the page's flag tells, and an allocation of its own.) */
-void _mi_prof_realloc_in_place(void* p, size_t newsize) {
+void _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
+  mi_lock_assert_held(&mi_prof_lock);
+  mi_prof_rec_t* r = mi_prof_rec_find(key);
+  if (r == NULL || r->size == size) return;
+  mi_prof_stack_t* st = &mi_prof.stacks[r->stack];
+  st->live_bytes = st->live_bytes - r->size + size;
+  mi_prof.live_bytes = mi_prof.live_bytes - r->size + size;
+  r->size = size;
+}
+
+/* A sampled block's in-place resize that its thread's table of pending
+   resizes does not hold (resize.c): under the lock, and the table takes it. */
+void _mi_prof_resize_slow(void* p, uint64_t size) {
   if (!mi_prof_maybe_sampled(p) || mi_prof_visiting) return;
-  uint64_t size = (newsize == 0 ? 1 : (uint64_t)newsize);
   _mi_lock_acquire(&mi_prof_lock);
-  mi_prof_rec_t* r = mi_prof_rec_find((uintptr_t)p);
-  if (r != NULL) {
-    mi_prof_stack_t* st = &mi_prof.stacks[r->stack];
-    st->live_bytes = st->live_bytes - r->size + size;
-    mi_prof.live_bytes = mi_prof.live_bytes - r->size + size;
-    r->size = size;
+  if (mi_prof_rec_find((uintptr_t)p) != NULL) {
+    _mi_prof_rec_resize_locked((uintptr_t)p, size);
+    _mi_prof_resize_track_locked((uintptr_t)p, size);
   }
   _mi_lock_release(&mi_prof_lock);
 }
@@ -452,6 +458,7 @@ void _mi_prof_record_page_gone(const mi_page_t* page) {
 
 static void mi_prof_clear_locked(void) {
   mi_lock_assert_held(&mi_prof_lock);
+  _mi_prof_resize_clear_locked();
   /* the pages' counts and the filter's go with the records (their blocks
      are live: the pages are there); the filter slot by slot while that
      touches less of it than zeroing its 512 KiB would */
@@ -555,6 +562,7 @@ bool mi_prof_stats_get(mi_prof_stats_t* stats) {
   memset(&s, 0, sizeof(s));
   _mi_process_init_once();
   _mi_lock_acquire(&mi_prof_lock);
+  _mi_prof_resize_flush_locked();
   s.enabled = mi_prof_is_on();
   s.accum = mi_prof.accum;
   s.sample_rate = mi_prof.period;
@@ -597,6 +605,7 @@ bool mi_prof_visit(mi_prof_visit_fun* visitor, void* arg) {
   _mi_process_init_once();
   mi_prof_busy++;
   _mi_lock_acquire(&mi_prof_lock);
+  _mi_prof_resize_flush_locked();
   mi_prof_visiting = true;
   bool ok = true;
   for (size_t i = 0; i < mi_prof.stack_count && ok; i++) {
@@ -623,6 +632,7 @@ mi_prof_snapshot_t* _mi_prof_snapshot_take(void) {
   mi_prof_busy++;
   mi_prof_snapshot_t* snap = NULL;
   _mi_lock_acquire(&mi_prof_lock);
+  _mi_prof_resize_flush_locked();
   size_t count = 0, frames = 0;
   for (size_t i = 0; i < mi_prof.stack_count; i++) {
     const mi_prof_stack_t* s = &mi_prof.stacks[i];
@@ -678,7 +688,18 @@ void _mi_prof_lock_init(void) {
 void _mi_prof_after_fork_child(void) {
   mi_prof_busy = 0;
   mi_prof_visiting = false;
+  _mi_lock_acquire(&mi_prof_lock);
+  _mi_prof_resize_after_fork_child_locked(); /* the other threads' pending resizes */
+  _mi_lock_release(&mi_prof_lock);
   _mi_dhat_symbolizer_after_fork_child(); /* (DHAT's handler does it too when it is built in) */
+}
+
+/* A thread ends: its pending resizes into the records. */
+void _mi_prof_thread_done(void) {
+  if (!_mi_prof_resize_thread_has_table()) return;
+  _mi_lock_acquire(&mi_prof_lock);
+  _mi_prof_resize_thread_done_locked();
+  _mi_lock_release(&mi_prof_lock);
 }
 
 bool _mi_prof_thread_busy(void) {

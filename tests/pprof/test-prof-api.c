@@ -8,7 +8,7 @@
    with one warning and no dump (no signals); children are this program
    started again (tests/win/spawn.h). */
 #define _GNU_SOURCE
-#include "testutil.h"
+#include "prof-test.h"
 #if defined(_WIN32)
 #include "spawn.h" /* no fork: the child is this program started again */
 #else
@@ -70,12 +70,6 @@ static int run_self_env(const char* mode, const char* const* extra, char* out, s
   return rc;
 }
 #endif
-
-static mi_prof_stats_t stats_now(void) {
-  mi_prof_stats_t_decl(st);
-  assert_true(mi_prof_stats_get(&st));
-  return st;
-}
 
 static void start_exact(void) {
   mi_prof_stop();

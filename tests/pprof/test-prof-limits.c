@@ -4,27 +4,7 @@
    when the profiler starts (it joins within a page's worth of blocks, as
    docs/pprof.md says). */
 #define _GNU_SOURCE
-#include "testutil.h"
-
-#include <pthread.h>
-
-static mi_prof_stats_t stats_now(void) {
-  mi_prof_stats_t_decl(st);
-  assert_true(mi_prof_stats_get(&st));
-  return st;
-}
-
-/* Every allocation sampled (interval 1), with a budget for the profiler's
-   own memory (0: none). */
-static void start_exact_with_budget(size_t budget) {
-  mi_prof_stop();
-  mi_prof_config_t_decl(cfg);
-  cfg.mode = MI_PROF_CONFIG_OVERRIDE;
-  cfg.sample_interval = 1;
-  cfg.seed = 7;
-  cfg.max_profiler_bytes = budget;
-  assert_true(mi_prof_start_ex(&cfg));
-}
+#include "prof-test.h"
 
 enum { N = 60000 };
 static void* blocks[N];
@@ -68,23 +48,7 @@ static void test_prof_no_budget_every_sample_recorded(void** state) {
 /* A thread that allocated before the start and waits; after the start it
    allocates T blocks of 64 bytes, which it keeps until told. */
 enum { T = 5000, BLOCK = 64 };
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int phase;
 static void* kept[T];
-
-static void wait_phase(int want) {
-  pthread_mutex_lock(&lock);
-  while (phase < want) pthread_cond_wait(&cond, &lock);
-  pthread_mutex_unlock(&lock);
-}
-
-static void set_phase(int p) {
-  pthread_mutex_lock(&lock);
-  phase = p;
-  pthread_cond_broadcast(&cond);
-  pthread_mutex_unlock(&lock);
-}
 
 static void* early_thread(void* arg) {
   (void)arg;
