@@ -92,9 +92,13 @@ endif()
 # the program's own load address). ci/windows.sh adds the checker's
 # positive control (the rebasing forgotten must fail).
 if(MI_PPROF)
-  mi_win_test_target(test-prof-api pprof/test-prof-api.c)
-  add_test(NAME test-prof-api COMMAND test-prof-api)
-  set_tests_properties(test-prof-api PROPERTIES TIMEOUT ${MI_TEST_TIMEOUT} LABELS "core;pprof;windows")
+  # and its limits (a budget, a thread running at the start) and in-place
+  # resizes (tests/pprof/test-prof-limits.c, test-prof-resize.c)
+  foreach(name test-prof-api test-prof-limits test-prof-resize)
+    mi_win_test_target(${name} pprof/${name}.c)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${MI_TEST_TIMEOUT} LABELS "core;pprof;windows")
+  endforeach()
 
   set(mi_win_sites_flags -Wall -Wextra -Werror -g -O2)
   add_executable(win-sites pprof/win-sites.c)
