@@ -12,7 +12,8 @@
 # started/idle ratio as the median of the rounds' paired ratios with its
 # range.
 #   bash bench/prof-cost.sh [OURS_LIB [OURS_SECURE_LIB]]
-# env: ROUNDS (7), SCALE (1), OUT (bench/results/prof-cost.md), WORKLOADS (all seven)
+# env: ROUNDS (7), SCALE (1), OUT (bench/results/prof-cost.md), WORKLOADS (all seven),
+#      CONFIGS (all eight; e.g. "ours ours+prof" for a longer run of ours alone)
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -48,7 +49,7 @@ for w in $(printf '%s\n' churn "${WORKLOADS[@]}" | sort -u); do # (churn: the ch
 done
 
 # configuration: library and environment ("-" for none)
-CONFIGS=(ours ours+prof ours-secure ours-secure+prof jemalloc jemalloc+prof tcmalloc tcmalloc+sample)
+read -r -a CONFIGS <<<"${CONFIGS:-ours ours+prof ours-secure ours-secure+prof jemalloc jemalloc+prof tcmalloc tcmalloc+sample}"
 declare -A LIB=([ours]=$OURS [ours+prof]=$OURS [ours-secure]=$SECURE [ours-secure+prof]=$SECURE
   [jemalloc]=$JE [jemalloc+prof]=$JE [tcmalloc]=$TC [tcmalloc+sample]=$TC)
 declare -A ENVS=([ours]=- [ours+prof]=MIMALLOC_PROF=1 [ours-secure]=- [ours-secure+prof]=MIMALLOC_PROF=1
@@ -93,6 +94,8 @@ for r, w, c, s in rows:
 workloads = list(dict.fromkeys(w for _, w, _, _ in rows))
 pairs = [("ours", "ours+prof"), ("ours-secure", "ours-secure+prof"), ("jemalloc", "jemalloc+prof"),
          ("tcmalloc", "tcmalloc+sample")]
+ran = {c for _, _, c, _ in rows}
+pairs = [(a, b) for a, b in pairs if a in ran and b in ran]
 print(f"CPU seconds (user + system), median of {sys.argv[2]} interleaved rounds (scale {sys.argv[3]}); started/idle: the median "
       "of the rounds' paired ratios, [lowest, highest].\n")
 print("| workload | " + " | ".join(f"{a} | {b} | cost" for a, b in pairs) + " |")

@@ -453,8 +453,8 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
   (void)held, (void)newp, (void)newsize;
 }
 
-/* A block kept in place by a reallocation in the default build while the
-   sampler alone runs (src/api/alloc.c): a sampled block takes its new size.
+/* A block kept in place by a reallocation while the sampler alone runs
+   (src/api/alloc.c): a sampled block takes its new size.
    (No record is held around such a reallocation: a moved sampled block's
    free is told by its page's flag, mi_hook_sampled_page_free, and the new
    block is an allocation of its own.) */
@@ -464,6 +464,15 @@ static inline void mi_observe_resized_sampler(void* p, size_t newsize) {
 #else
   (void)p, (void)newsize;
 #endif
+}
+
+/* The same in the secure build, the block validated and its page known
+   (src/secure/free.c). */
+static inline void mi_hook_secure_resized(mi_page_t* page, void* p, size_t newsize) {
+#if MI_PPROF
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED)) _mi_prof_realloc_in_place(p, newsize);
+#endif
+  (void)page, (void)p, (void)newsize;
 }
 
 /* A reallocation in place (mi_expand). */

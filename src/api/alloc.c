@@ -111,17 +111,18 @@ void* mi_mallocn(size_t count, size_t size) {
 
 /* ---- Reallocation ------------------------------------------------------------ */
 
-/* With `sampled` (the default build while the sampler alone runs, known
-   at each call site): a block kept in place whose page is flagged tells
-   the sampler its new size, and a move's new block is an allocation of the
-   program's, through the heap's countdown as malloc's (a moved sampled
-   block's free is told by its page's flag: hooks.h). */
+/* With `sampled` (the sampler alone runs; known at each call site): a block
+   kept in place whose page is flagged tells the sampler its new size, and
+   a move's new block is an allocation of the program's, through the heap's
+   countdown as malloc's (a moved sampled block's free is told by its
+   page's flag: hooks.h). The secure build's the same: secure/free.c. */
 static mi_forceinline void* mi_heap_realloc_zero_at(mi_heap_t* heap, void* p, size_t newsize, bool zero, bool sampled) {
   if (p == NULL) {
     if (sampled) return (zero ? mi_heap_malloc_zero_observed(heap, newsize) : mi_heap_malloc_observed(heap, newsize));
     return _mi_heap_malloc_zero(heap, newsize, zero);
   }
-  if (MI_SECURE) return _mi_secure_realloc(heap, p, newsize, zero);
+  if (MI_SECURE)
+    return (sampled ? _mi_secure_realloc_sampling(heap, p, newsize, zero) : _mi_secure_realloc(heap, p, newsize, zero));
   if (newsize > MI_MAX_ALLOC_SIZE) {
     errno = ENOMEM;
     return NULL; /* the original block stays valid */
@@ -145,7 +146,7 @@ static mi_forceinline void* mi_heap_realloc_zero_at(mi_heap_t* heap, void* p, si
     return p;
   }
   void* newp = (sampled ? mi_heap_malloc_observed(heap, newsize) : _mi_heap_malloc_zero(heap, newsize, false));
-  return _mi_realloc_move(p, size, newp, newsize, zero);
+  return _mi_realloc_move(p, size, newp, newsize, zero, false);
 }
 
 /* (out of line: the entry points test the observers before any frame is
@@ -157,7 +158,7 @@ mi_noinline void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize
 /* The end of every reallocation that moves: copy into the new block (zeroing
    what lies beyond the old usable size for the zeroing variants) and free the
    old one. If the new block could not be had, the old one stays valid. */
-void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) {
+void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero, bool sampling) {
   if (mi_unlikely(newp == NULL)) return NULL; /* errno set */
   /* secure builds: a block's usable size is the size asked for */
   size_t newusable = (MI_SECURE ? newsize : _mi_usable_size(newp));
@@ -168,8 +169,9 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
   if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
   memcpy(newp, p, (newsize < size ? newsize : size));
   mi_track_resize(newp, newusable, newsize);
-  /* unobserved: the observers move the old block's record to newp */
-  if (MI_SECURE) _mi_secure_free_copied(p);
+  /* unobserved: the observers move the old block's record to newp (while
+     the sampler alone runs, the old block's free tells it: `sampling`) */
+  if (MI_SECURE) _mi_secure_free_copied(p, sampling);
   else _mi_free_unobserved(p);
   return newp;
 }
@@ -184,16 +186,16 @@ static mi_noinline void* mi_heap_realloc_observing(uint8_t armed, mi_heap_t* hea
   return newp;
 }
 
-/* The same in the default build while the sampler alone runs: no record
-   held around it (mi_heap_realloc_zero_at). */
+/* The same while the sampler alone runs: no record held around it
+   (mi_heap_realloc_zero_at). */
 static mi_noinline void* mi_heap_realloc_sampled(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
-  return mi_heap_realloc_zero_at(heap, p, newsize, zero, !MI_SECURE);
+  return mi_heap_realloc_zero_at(heap, p, newsize, zero, true);
 }
 
 static inline void* mi_heap_realloc_observed(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   uint8_t armed = mi_observers_armed();
   if (mi_unlikely(armed != 0)) {
-    if (!MI_SECURE && armed == MI_OBSERVER_PROF) return mi_heap_realloc_sampled(heap, p, newsize, zero);
+    if (armed == MI_OBSERVER_PROF) return mi_heap_realloc_sampled(heap, p, newsize, zero);
     return mi_heap_realloc_observing(armed, heap, p, newsize, zero);
   }
   return _mi_heap_realloc_zero(heap, p, newsize, zero);

@@ -246,9 +246,9 @@ void _mi_secure_free_sampling(void* p) {
 
 /* The old block of a reallocation that moved, just copied from: freed as
    any block is, zeroed in the cache (_mi_secure_zero_in_cache). */
-void _mi_secure_free_copied(void* p) {
+void _mi_secure_free_copied(void* p, bool sampling) {
   _mi_secure_zero_in_cache = true;
-  _mi_secure_free(p);
+  mi_secure_free(p, sampling);
   _mi_secure_zero_in_cache = false;
 }
 
@@ -284,7 +284,11 @@ void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) 
    first (a size that cannot be had does not excuse a bad pointer); in place
    when the new size fits the block (the canary and trailer move with the
    size); else a new block, the contents copied and the old one freed. */
-void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+/* With `sampling` (the pprof sampler alone runs): a block kept in place
+   whose page is flagged tells the sampler its new size, the old block of a
+   move is freed as the sampler's frees are (its record goes if it was
+   sampled), and the new block gets a sampling decision of its own. */
+static mi_forceinline void* mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero, bool sampling) {
   size_t size;
   mi_page_t* page;
   mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
@@ -294,7 +298,20 @@ void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   }
   if (newsize > 0 && newsize >= (size / 2) && _mi_secure_resize_in_place(page, block, p, newsize)) {
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, newsize - size);
+    if (sampling) mi_hook_secure_resized(page, p, newsize);
     return p;
   }
-  return _mi_realloc_move(p, size, _mi_secure_realloc_block(heap, size, newsize), newsize, zero);
+  void* newp = _mi_realloc_move(p, size, _mi_secure_realloc_block(heap, size, newsize), newsize, zero, sampling);
+  if (sampling) return mi_observe_alloc(MI_OBSERVER_PROF, newp, newsize);
+  return newp;
 }
+
+void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  return mi_secure_realloc(heap, p, newsize, zero, false);
+}
+
+#if MI_PPROF
+void* _mi_secure_realloc_sampling(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
+  return mi_secure_realloc(heap, p, newsize, zero, true);
+}
+#endif

@@ -61,11 +61,13 @@ void _mi_secure_free(void* p) mi_decl_hidden;
 /* The same while the pprof sampler runs: a sampled block's free is told
    (src/hooks.h, mi_hook_secure_sampled_free). */
 void _mi_secure_free_sampling(void* p) mi_decl_hidden;
-void _mi_secure_free_copied(void* p) mi_decl_hidden;
+void _mi_secure_free_copied(void* p, bool sampling) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
 void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) mi_decl_hidden;
 void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
+/* The same while the pprof sampler alone runs (src/api/alloc.c). */
+void* _mi_secure_realloc_sampling(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
 void _mi_secure_quarantine_flush(mi_tld_t* tld, const mi_heap_t* only) mi_decl_hidden;
 void _mi_secure_thread_collect(mi_tld_t* tld, bool everything) mi_decl_hidden;
 void _mi_secure_zero_on_free_enabled(void) mi_decl_hidden;
