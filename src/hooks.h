@@ -286,6 +286,17 @@ static inline bool mi_observing_frees(void) {
 #endif
 }
 
+/* Whether the page's flag and its bits say that the block may be sampled. */
+static inline bool mi_prof_page_may_hold(const mi_page_t* page, const void* p) {
+#if MI_PPROF
+  return ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) != 0 &&
+          (atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0);
+#else
+  (void)page, (void)p;
+  return false;
+#endif
+}
+
 /* A free on the generic path of a block whose page holds a sampled one. */
 static inline void mi_hook_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
 #if MI_PPROF
@@ -325,7 +336,7 @@ static inline bool mi_prof_realloc_maybe_sampled(const void* p) {
 #if MI_PPROF
   if (MI_SECURE) return mi_prof_maybe_sampled(p);
   mi_segment_t* segment = _mi_block_segment(p);
-  return ((mi_page_flags(_mi_segment_page_of(segment, p)) & MI_PAGE_FLAG_SAMPLED) != 0);
+  return mi_prof_page_may_hold(_mi_segment_page_of(segment, p), p);
 #else
   (void)p;
   return false;
@@ -470,7 +481,7 @@ static inline void mi_observe_resized_sampler(void* p, size_t newsize) {
    (src/secure/free.c). */
 static inline void mi_hook_secure_resized(mi_page_t* page, void* p, size_t newsize) {
 #if MI_PPROF
-  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED)) _mi_prof_realloc_in_place(p, newsize);
+  if (mi_unlikely(mi_prof_page_may_hold(page, p))) _mi_prof_realloc_in_place(p, newsize);
 #endif
   (void)page, (void)p, (void)newsize;
 }

@@ -61,7 +61,11 @@ typedef struct mi_page_s {
   mi_heap_t* heap;                   /* owning heap; NULL while abandoned */
   struct mi_page_s* next;            /* in the heap's queue */
   struct mi_page_s* prev;
-  _Atomic(uint32_t) state;   /* mi_page_state_t */
+  _Atomic(uint32_t) state; /* mi_page_state_t */
+  /* with MI_PAGE_FLAG_SAMPLED: a bit per hash of each sampled block's address
+     (src/prof/hooks.h, mi_prof_page_bit), so that a free or resize of another
+     block of the page is told apart without the profiler's filter */
+  _Atomic(uint32_t) prof_bits;
   _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned; FREE_CLEAN: when it was */
   size_t committed;          /* bytes of this page's area counted as committed */
 #if MI_SECURE

@@ -50,6 +50,10 @@ extern _Atomic(uint16_t)* _Atomic _mi_prof_filter mi_decl_hidden;
 static inline size_t mi_prof_key_hash(uintptr_t key, unsigned bits) {
   return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
 }
+/* A block's bit in its page's prof_bits. */
+static inline uint32_t mi_prof_page_bit(const void* p) {
+  return (uint32_t)1 << (((uint64_t)((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ULL) >> 59);
+}
 static inline bool mi_prof_maybe_sampled(const void* p) {
   _Atomic(uint16_t)* filter = atomic_load_explicit(&_mi_prof_filter, memory_order_acquire);
   if (filter == NULL) return false;

@@ -293,6 +293,11 @@ static void mi_prof_flag_page(void* p) {
   mi_segment_t* segment = _mi_block_segment(p);
   if (MI_SECURE && segment->kind == MI_SEGMENT_ZERO) return;
   mi_page_t* page = _mi_segment_page_of(segment, p);
+  /* the bits of an earlier flagging are stale: a new flag starts them anew */
+  uint32_t bits = mi_prof_page_bit(p);
+  if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) != 0)
+    bits |= atomic_load_explicit(&page->prof_bits, memory_order_relaxed);
+  atomic_store_explicit(&page->prof_bits, bits, memory_order_relaxed);
   if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) == 0) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
 }
 
@@ -349,7 +354,7 @@ static bool mi_prof_secure_free(void* p) {
   if (segment->kind == MI_SEGMENT_ZERO) return false;
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) == 0) return true;
-  mi_prof_free_record(p);
+  if ((atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0) mi_prof_free_record(p);
   mi_prof_page_unflag(segment, page);
   return true;
 }
@@ -371,7 +376,10 @@ void _mi_prof_record_free(void* p) {
 void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
   /* no sampled block left in the page (the flag stays until its owner takes
      it off): the filter's cache miss spared */
-  if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) != 0 && mi_prof_is_on()) mi_prof_free_record(p);
+  if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) != 0 &&
+      (atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0 && mi_prof_is_on()) {
+    mi_prof_free_record(p);
+  }
   mi_prof_page_unflag(segment, page);
 }
 
