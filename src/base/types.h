@@ -53,19 +53,20 @@ typedef struct mi_page_s {
   uint8_t index; /* slot in the segment */
   /* pprof-sampled blocks live in it (255: that many or more, and stays), under the profiler's lock */
   _Atomic(uint8_t) prof_samples;
-  uint32_t capacity; /* blocks carved out so far */
+  /* with MI_PAGE_FLAG_SAMPLED: a bit per hash of each sampled block's address
+     (src/prof/hooks.h, mi_prof_page_bit), so that a free or resize of another
+     block of the page is told apart without the profiler's filter; beside
+     the flags, which are read just before it */
+  _Atomic(uint32_t) prof_bits;
   uint32_t reserved; /* blocks that fit the page */
   size_t block_size;
   uint8_t* start;                    /* first block */
   _Atomic(mi_block_t*) xthread_free; /* blocks freed by other threads */
   mi_heap_t* heap;                   /* owning heap; NULL while abandoned */
+  uint32_t capacity;                 /* blocks carved out so far */
+  _Atomic(uint32_t) state;           /* mi_page_state_t */
   struct mi_page_s* next;            /* in the heap's queue */
   struct mi_page_s* prev;
-  _Atomic(uint32_t) state; /* mi_page_state_t */
-  /* with MI_PAGE_FLAG_SAMPLED: a bit per hash of each sampled block's address
-     (src/prof/hooks.h, mi_prof_page_bit), so that a free or resize of another
-     block of the page is told apart without the profiler's filter */
-  _Atomic(uint32_t) prof_bits;
   _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned; FREE_CLEAN: when it was */
   size_t committed;          /* bytes of this page's area counted as committed */
 #if MI_SECURE
