@@ -229,10 +229,7 @@ static inline void mi_hook_block_collected(mi_page_t* page, mi_block_t* block) {
    path. */
 static inline void mi_hook_page_collected(mi_page_t* page) {
 #if MI_PPROF
-  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) &&
-      atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0) {
-    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
-  }
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED)) mi_prof_page_unflag_if_none(page);
 #endif
   (void)page;
 }

@@ -13,13 +13,7 @@
 
 #if (MI_DHAT || MI_PPROF) && defined(_WIN32)
 
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "win-api.h"
 
 /* ---- Little-endian reads from a file or image, bounds checked by the callers ---- */
 

@@ -19,13 +19,7 @@
 
 #if (MI_DHAT || MI_PPROF) && defined(_WIN32)
 
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "win-api.h"
 
 /* The allocator's image, when it is a DLL of its own; else [0, 0). */
 static uintptr_t mi_win_code_lo;

@@ -14,13 +14,7 @@
 
 #if (MI_DHAT || MI_PPROF) && defined(_WIN32)
 
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "win-api.h"
 
 typedef struct mi_pe_object_s {
   uintptr_t base;

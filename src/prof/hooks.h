@@ -50,6 +50,15 @@ extern _Atomic(uint16_t)* _Atomic _mi_prof_filter mi_decl_hidden;
 static inline size_t mi_prof_key_hash(uintptr_t key, unsigned bits) {
   return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
 }
+/* The page's owner: a page flagged for samples that it no longer holds
+   (freed by the owner or collected from other threads) goes back to the
+   fast path. */
+static inline void mi_prof_page_unflag_if_none(mi_page_t* page) {
+  if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0) {
+    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
+  }
+}
+
 /* A block's bit in its page's prof_bits. */
 static inline uint32_t mi_prof_page_bit(const void* p) {
   return (uint32_t)1 << (((uint64_t)((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ULL) >> 59);

@@ -13,13 +13,7 @@
 
 #if MI_PPROF && defined(_WIN32)
 
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "../dhat/win-api.h"
 #include <psapi.h>
 
 #define MI_PROF_MODULES_MAX 4096

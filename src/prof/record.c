@@ -337,10 +337,8 @@ static void mi_prof_free_record(void* p) {
    page's frees are the plain ones again (only the owner samples into it, so
    the count cannot grow meanwhile). */
 static void mi_prof_page_unflag(mi_segment_t* segment, mi_page_t* page) {
-  if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0 &&
-      atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id()) {
-    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
-  }
+  if (atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == _mi_thread_id())
+    mi_prof_page_unflag_if_none(page);
 }
 
 /* The secure build sees every free, its pointer not validated yet: where
@@ -354,7 +352,7 @@ static bool mi_prof_secure_free(void* p) {
   if (segment->kind == MI_SEGMENT_ZERO) return false;
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) == 0) return true;
-  if ((atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0) mi_prof_free_record(p);
+  if (mi_prof_page_may_hold(page, p)) mi_prof_free_record(p);
   mi_prof_page_unflag(segment, page);
   return true;
 }
@@ -376,21 +374,23 @@ void _mi_prof_record_free(void* p) {
 void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
   /* no sampled block left in the page (the flag stays until its owner takes
      it off): the filter's cache miss spared */
-  if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) != 0 &&
-      (atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0 && mi_prof_is_on()) {
+  if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) != 0 && mi_prof_page_may_hold(page, p) &&
+      mi_prof_is_on()) {
     mi_prof_free_record(p);
   }
   mi_prof_page_unflag(segment, page);
 }
 
-void _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
+bool _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
   mi_lock_assert_held(&mi_prof_lock);
   mi_prof_rec_t* r = mi_prof_rec_find(key);
-  if (r == NULL || r->size == size) return;
+  if (r == NULL) return false;
+  if (r->size == size) return true;
   mi_prof_stack_t* st = &mi_prof.stacks[r->stack];
   st->live_bytes = st->live_bytes - r->size + size;
   mi_prof.live_bytes = mi_prof.live_bytes - r->size + size;
   r->size = size;
+  return true;
 }
 
 /* A sampled block's in-place resize that its thread's table of pending
@@ -398,10 +398,7 @@ void _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
 void _mi_prof_resize_slow(void* p, uint64_t size) {
   if (!mi_prof_maybe_sampled(p) || mi_prof_visiting) return;
   _mi_lock_acquire(&mi_prof_lock);
-  if (mi_prof_rec_find((uintptr_t)p) != NULL) {
-    _mi_prof_rec_resize_locked((uintptr_t)p, size);
-    _mi_prof_resize_track_locked((uintptr_t)p, size);
-  }
+  if (_mi_prof_rec_resize_locked((uintptr_t)p, size)) _mi_prof_resize_track_locked((uintptr_t)p, size);
   _mi_lock_release(&mi_prof_lock);
 }
 

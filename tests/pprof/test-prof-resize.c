@@ -56,14 +56,20 @@ static void* owner_thread(void* arg) {
   return NULL;
 }
 
-static void test_prof_resize_pending_read_by_other_thread_and_after_owner_ends(void** state) {
-  (void)state;
-  start_exact_with_budget(0);
+/* The owner thread started: its block's size is pending (3002). */
+static pthread_t start_owner(void) {
   phase = 0;
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, &owner_thread, NULL), 0);
   wait_phase(1);
   assert_non_null(owner_block);
+  return t;
+}
+
+static void test_prof_resize_pending_read_by_other_thread_and_after_owner_ends(void** state) {
+  (void)state;
+  start_exact_with_budget(0);
+  pthread_t t = start_owner();
   mi_prof_stats_t st = stats_now(); /* the owner lives, its table holds the size */
   assert_int_equal(st.live_samples, 1);
   assert_int_equal(st.live_bytes, 3002);
@@ -147,11 +153,7 @@ static void test_prof_resize_fork_child_counts_parent_threads_pending(void** sta
   printf("[   SKIP   ] test_prof_resize_fork_child_counts_parent_threads_pending: Windows has no fork\n");
 #else
   start_exact_with_budget(0);
-  phase = 0;
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, &owner_thread, NULL), 0);
-  wait_phase(1);
-  assert_non_null(owner_block);
+  pthread_t t = start_owner();
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
