@@ -462,25 +462,27 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
 }
 
 /* A block kept in place by a reallocation while the sampler alone runs
-   (src/api/alloc.c): a sampled block takes its new size.
+   (src/api/alloc.c), its page and the flags it read: a sampled block takes
+   its new size. The page's bits are read whatever the flag (they share its
+   cache line; stale ones are masked off), so that the call is one branch,
+   which a program growing many buffers, some sampled, cannot predict.
    (No record is held around such a reallocation: a moved sampled block's
    free is told by its page's flag, mi_hook_sampled_page_free, and the new
    block is an allocation of its own.) */
-static inline void mi_observe_resized_sampler(void* p, size_t newsize) {
+static inline void mi_observe_resized_sampler(const mi_page_t* page, uint8_t flags, void* p, size_t newsize) {
 #if MI_PPROF
-  if (mi_prof_realloc_maybe_sampled(p)) _mi_prof_realloc_in_place(p, newsize);
+  const uint32_t flagged = (uint32_t)0 - (uint32_t)((flags & MI_PAGE_FLAG_SAMPLED) != 0);
+  const uint32_t bits = atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & flagged;
+  if (mi_unlikely((bits & mi_prof_page_bit(p)) != 0)) _mi_prof_realloc_in_place(p, newsize);
 #else
-  (void)p, (void)newsize;
+  (void)page, (void)flags, (void)p, (void)newsize;
 #endif
 }
 
 /* The same in the secure build, the block validated and its page known
    (src/secure/free.c). */
-static inline void mi_hook_secure_resized(mi_page_t* page, void* p, size_t newsize) {
-#if MI_PPROF
-  if (mi_unlikely(mi_prof_page_may_hold(page, p))) _mi_prof_realloc_in_place(p, newsize);
-#endif
-  (void)page, (void)p, (void)newsize;
+static inline void mi_hook_secure_resized(const mi_page_t* page, void* p, size_t newsize) {
+  mi_observe_resized_sampler(page, mi_page_flags(page), p, newsize);
 }
 
 /* A reallocation in place (mi_expand). */

@@ -127,22 +127,28 @@ static mi_forceinline void* mi_heap_realloc_zero_at(mi_heap_t* heap, void* p, si
     errno = ENOMEM;
     return NULL; /* the original block stays valid */
   }
-  size_t size = _mi_usable_size(p);
+  /* the page and its flags read once: the usable size and, while the
+     sampler runs, whether the block may be a sample */
+  mi_segment_t* segment = _mi_block_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  const uint8_t flags = mi_page_flags(page);
+  size_t size = page->block_size;
+  if (mi_unlikely(flags & MI_PAGE_FLAG_HAS_ALIGNED))
+    size -= (size_t)((const uint8_t*)p - (const uint8_t*)_mi_page_block_start(page, p));
   /* keep the block when the new size fits and does not waste more than half of it */
   if (newsize <= size && newsize >= (size / 2) && newsize > 0) {
     mi_track_resize(p, size, newsize);
-    if (sampled) mi_observe_resized_sampler(p, newsize);
+    if (sampled) mi_observe_resized_sampler(page, flags, p, newsize);
     return p;
   }
-  mi_segment_t* segment = _mi_block_segment(p);
-  if (segment->kind == MI_SEGMENT_SINGLE && newsize > MI_MEDIUM_BLOCK_MAX &&
-      _mi_page_block_start(&segment->pages[0], p) == p && _mi_segment_single_resize(segment, newsize)) {
+  if (segment->kind == MI_SEGMENT_SINGLE && newsize > MI_MEDIUM_BLOCK_MAX && _mi_page_block_start(page, p) == p &&
+      _mi_segment_single_resize(segment, newsize)) {
     /* grown or shrunk in place inside its own segment */
     size_t newusable = _mi_usable_size(p);
     mi_track_mem_defined(p, newusable);
     if (zero && newsize > size) memset((uint8_t*)p + size, 0, newusable - size);
     mi_track_resize(p, newusable, newsize);
-    if (sampled) mi_observe_resized_sampler(p, newsize);
+    if (sampled) mi_observe_resized_sampler(page, flags, p, newsize);
     return p;
   }
   void* newp = (sampled ? mi_heap_malloc_observed(heap, newsize) : _mi_heap_malloc_zero(heap, newsize, false));

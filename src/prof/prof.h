@@ -56,6 +56,7 @@ void _mi_prof_resize_clear_locked(void) mi_decl_hidden;
 void _mi_prof_resize_thread_done_locked(void) mi_decl_hidden;
 void _mi_prof_resize_after_fork_child_locked(void) mi_decl_hidden;
 bool _mi_prof_resize_thread_has_table(void) mi_decl_hidden;
+bool _mi_prof_resize_may_track(void) mi_decl_hidden;
 
 /* ---- dump.c: the settings the environment gives -------------------------------------- */
 /* The mean interval a start with none would take (environment, then 524288). */

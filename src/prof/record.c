@@ -219,6 +219,7 @@ static bool mi_prof_rec_insert(uintptr_t key, uint32_t stack, uint64_t size) {
   mi_prof.recs[j].stack = stack;
   mi_prof.recs[j].size = size;
   mi_prof.rec_count++;
+  _mi_prof_resize_forget_locked(key); /* an entry of the address as not sampled */
   mi_prof_filter_add(key, 1);
   mi_prof_page_count(key, 1);
   return true;
@@ -393,12 +394,16 @@ bool _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
   return true;
 }
 
-/* A sampled block's in-place resize that its thread's table of pending
-   resizes does not hold (resize.c): under the lock, and the table takes it. */
+/* An in-place resize of a block that its thread's table does not hold
+   (resize.c): under the lock, the record (if the block is a sample) takes
+   the size, and the table takes the block, sampled or not. */
 void _mi_prof_resize_slow(void* p, uint64_t size) {
-  if (!mi_prof_maybe_sampled(p) || mi_prof_visiting) return;
+  if (mi_prof_visiting) return;
+  const bool sampled = mi_prof_maybe_sampled(p);
+  if (!sampled && !_mi_prof_resize_may_track()) return; /* nothing to do without a table */
   _mi_lock_acquire(&mi_prof_lock);
-  if (_mi_prof_rec_resize_locked((uintptr_t)p, size)) _mi_prof_resize_track_locked((uintptr_t)p, size);
+  if (sampled) _mi_prof_rec_resize_locked((uintptr_t)p, size);
+  _mi_prof_resize_track_locked((uintptr_t)p, size);
   _mi_lock_release(&mi_prof_lock);
 }
 

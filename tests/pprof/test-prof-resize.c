@@ -3,7 +3,8 @@
    (src/prof/resize.c), and the counts must still be exact whoever reads
    them and whenever: after each resize, from another thread while the
    owner lives, after the owner ends, when the block is freed and its
-   address given to a new sample, with more threads than tables, and in a
+   address given to a new sample (also after a block there that was not a
+   sample left an entry), with more threads than tables, and in a
    forked child. Every allocation is sampled (interval 1). */
 #define _GNU_SOURCE
 #include "prof-test.h"
@@ -111,6 +112,58 @@ static void test_prof_resize_pending_block_freed_address_reused_counts_new_size(
 /* More threads than tables (64): those without one update under the lock. */
 enum { MANY = 80 };
 
+/* More pending blocks than one thread's table holds: each block a set
+   has to give up takes its pending size into its record first. */
+static void test_prof_resize_more_blocks_than_table_every_size_counted(void** state) {
+  (void)state;
+  enum { N = 1000 };
+  static char* blocks[N];
+  start_exact_with_budget(0);
+  for (int i = 0; i < N; i++) {
+    blocks[i] = sampled_resized_twice(100);
+    assert_non_null(blocks[i]);
+  }
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, N);
+  assert_int_equal(st.live_bytes, (size_t)N * 102);
+  for (int i = 0; i < N; i++) mi_free(blocks[i]);
+  assert_int_equal(stats_now().live_bytes, 0);
+  mi_prof_stop();
+}
+
+/* A block that is not a sample on a flagged page (the bits of a sample
+   freed at its address stay until the page has none): its resize leaves
+   an entry in the thread's table saying so. A sample later made at the
+   address must not take that entry's size. */
+static void test_prof_resize_unsampled_entry_then_sample_at_address_counts_new_size(void** state) {
+  (void)state;
+#if defined(MI_SECURE) && MI_SECURE || defined(MI_TEST_SECURE)
+  printf(
+      "[   SKIP   ] test_prof_resize_unsampled_entry_then_sample_at_address_counts_new_size: "
+      "the secure build gives no address back at once\n");
+  return;
+#endif
+  start_exact_with_budget(0);
+  char* keep = (char*)mi_malloc(200); /* a sample that keeps the page flagged */
+  char* p = (char*)mi_malloc(200);
+  assert_non_null(keep);
+  assert_non_null(p);
+  start_exact_with_budget(0);              /* p's record gone; its page flag and bit stay */
+  assert_ptr_equal(mi_realloc(p, 150), p); /* not a sample: the table's entry */
+  mi_free(p);
+  char* q = (char*)mi_malloc(200);
+  assert_ptr_equal(q, p); /* the premise: a new sample at the address */
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, 1);
+  assert_int_equal(st.live_bytes, 200);
+  assert_ptr_equal(mi_realloc(q, 180), q);
+  assert_int_equal(stats_now().live_bytes, 180);
+  mi_free(q);
+  mi_free(keep);
+  assert_int_equal(stats_now().live_bytes, 0);
+  mi_prof_stop();
+}
+
 static _Atomic(int) many_moved;
 
 static void* many_thread(void* arg) {
@@ -183,6 +236,8 @@ int main(void) {
       cmocka_unit_test(test_prof_resize_in_place_repeatedly_live_bytes_follow_each),
       cmocka_unit_test(test_prof_resize_pending_read_by_other_thread_and_after_owner_ends),
       cmocka_unit_test(test_prof_resize_pending_block_freed_address_reused_counts_new_size),
+      cmocka_unit_test(test_prof_resize_more_blocks_than_table_every_size_counted),
+      cmocka_unit_test(test_prof_resize_unsampled_entry_then_sample_at_address_counts_new_size),
       cmocka_unit_test(test_prof_resize_more_threads_than_tables_every_size_counted),
       cmocka_unit_test(test_prof_resize_fork_child_counts_parent_threads_pending),
   };
