@@ -1,7 +1,9 @@
 /* The pprof sampler at its limits: a profiler budget too small for the
    samples (each one dropped and counted, the program's allocations all
-   served), its clean twin with no budget, and a thread already running
-   when the profiler starts (it joins within a page's worth of blocks, as
+   served), its clean twin with no budget, more distinct stacks than the
+   stack table holds (each sample beyond it dropped and counted as an
+   overflow, the dump still whole), and a thread already running when the
+   profiler starts (it joins within a page's worth of blocks, as
    docs/pprof.md says). */
 #define _GNU_SOURCE
 #include "prof-test.h"
@@ -89,10 +91,76 @@ static void test_prof_thread_running_at_start_joins_within_a_page(void** state) 
   mi_prof_stop();
 }
 
+/* Allocations at distinct stacks: the base-4 digits of `path`, one per
+   level, choose which of four functions each level goes through (their
+   calls to the next level are at four return addresses). Eight levels
+   give 65536 stacks, the table's size (src/prof/prof.h); a ninth, more. */
+enum { LEVELS = 9, STACKS = 70000 };
+static void* stack_blocks[STACKS];
+static volatile int stack_side; /* written after each call: no tail call, no two functions alike */
+
+static __attribute__((noinline)) void* descend(unsigned path, int level);
+#define MI_TEST_VIA(k) \
+  static __attribute__((noinline)) void* via_##k(unsigned path, int level) { \
+    void* p = descend(path, level); \
+    stack_side = k; \
+    return p; \
+  }
+MI_TEST_VIA(0)
+MI_TEST_VIA(1)
+MI_TEST_VIA(2)
+MI_TEST_VIA(3)
+
+static __attribute__((noinline)) void* descend(unsigned path, int level) {
+  if (level == 0) return mi_malloc(16);
+  void* p;
+  switch ((path >> (2 * (level - 1))) & 3) {
+    case 0: p = via_0(path, level - 1); break;
+    case 1: p = via_1(path, level - 1); break;
+    case 2: p = via_2(path, level - 1); break;
+    default: p = via_3(path, level - 1); break;
+  }
+  stack_side = -1;
+  return p;
+}
+
+static void count_bytes(void* arg, const char* buf, size_t len) {
+  (void)buf;
+  *(size_t*)arg += len;
+}
+
+static void test_prof_more_stacks_than_table_overflows_counted_dump_whole(void** state) {
+  (void)state;
+  start_exact_with_budget(0);
+  mi_prof_stats_t before = stats_now();
+  assert_true(before.unique_stacks < 65536);
+  for (unsigned i = 0; i < STACKS; i++) {
+    stack_blocks[i] = descend(i, LEVELS);
+    assert_non_null(stack_blocks[i]); /* a sample without room never fails the allocation */
+  }
+  mi_prof_stats_t st = stats_now();
+  size_t recorded = 65536 - before.unique_stacks;
+  assert_int_equal(st.unique_stacks, 65536);
+  assert_int_equal(st.stack_table_overflows, STACKS - recorded);
+  assert_int_equal(st.dropped_samples, before.dropped_samples + (STACKS - recorded));
+  assert_int_equal(st.live_samples, before.live_samples + recorded);
+  size_t text = 0, proto = 0;
+  assert_true(mi_prof_dump_writer(&count_bytes, &text));
+  assert_true(mi_prof_dump_proto_writer(&count_bytes, &proto));
+  assert_true(text > 65536 * 20); /* a line per stack at least */
+  assert_true(proto > 65536 * 4);
+  for (unsigned i = 0; i < STACKS; i++) mi_free(stack_blocks[i]);
+  st = stats_now();
+  assert_int_equal(st.live_samples, before.live_samples);
+  assert_int_equal(st.live_bytes, before.live_bytes);
+  mi_prof_stop();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_prof_budget_exhausted_samples_dropped_allocations_succeed),
       cmocka_unit_test(test_prof_no_budget_every_sample_recorded),
+      cmocka_unit_test(test_prof_more_stacks_than_table_overflows_counted_dump_whole),
       cmocka_unit_test(test_prof_thread_running_at_start_joins_within_a_page),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
