@@ -294,10 +294,17 @@ static inline bool mi_prof_page_may_hold(const mi_page_t* page, const void* p) {
 #endif
 }
 
-/* A free on the generic path of a block whose page holds a sampled one. */
+/* A free on the generic path of a block whose page holds a sampled one:
+   the profiler is called when the page's bits say the block may be a
+   sample, or when the page holds none any more (its owner takes the flag
+   off); the other blocks of the page, most of its frees, go on at once. */
 static inline void mi_hook_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
 #if MI_PPROF
-  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED)) _mi_prof_sampled_page_free(segment, page, p);
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) &&
+      ((atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0 ||
+       atomic_load_explicit(&page->prof_samples, memory_order_relaxed) == 0)) {
+    _mi_prof_sampled_page_free(segment, page, p);
+  }
 #endif
   (void)segment, (void)page, (void)p;
 }
