@@ -117,10 +117,15 @@ static int mi_dhat_capture_backtrace(uintptr_t* frames, int max) {
    Unwinding by the tables costs microseconds per stack. A program without
    frame pointers calls malloc from the same places with the same stacks over
    and over, so each thread keeps the stacks it unwound, keyed by the first
-   frame's return address and the stack slot it was found in (both known from
-   the frame-pointer walk through the allocator). A cached stack is used only
-   if every one of its return addresses is still in its slot: the chain of
-   live frames above the caller is then the one that was unwound.
+   frame's return address (known, with the stack slot it was found in, from
+   the frame-pointer walk through the allocator). Each return address is
+   kept with its slot's distance from that first slot: a frame's size is
+   fixed by its code, so a cached stack is used only if every one of its
+   return addresses lies at its distance from the new first slot, and the
+   chain of live frames above the caller is then the one that was unwound.
+   Distances, not addresses, so that a thread's cache, handed on when it
+   ends, serves the next thread's first calls from the same places (a
+   program of short threads would otherwise unwind in full in each).
    Stacks that the frame-pointer walk got whole are kept in the same cache
    (marked as walked, and only ever compared whole with a new walk): not to
    save the walk, but so that each entry can carry the site of its stack
@@ -133,7 +138,7 @@ typedef struct mi_dhat_uentry_s {
   bool walked; /* from a whole frame-pointer walk: no slots */
   mi_dhat_site_hint_t hint;
   uintptr_t ips[MI_DHAT_MAX_FRAMES];
-  uintptr_t slots[MI_DHAT_MAX_FRAMES]; /* where each return address lies */
+  uintptr_t offsets[MI_DHAT_MAX_FRAMES]; /* each return address's slot, from slot0 (walked: none) */
 } mi_dhat_uentry_t;
 #define MI_DHAT_UCACHE_SIZE (MI_DHAT_UCACHE * sizeof(mi_dhat_uentry_t))
 
@@ -161,16 +166,13 @@ void _mi_dhat_stack_thread_done(void) {
   _mi_dhat_os_free(cache, MI_DHAT_UCACHE_SIZE);
 }
 
-/* A cache for this thread: a spare one emptied (its entries' stack slots
-   were in a stack that is gone: an entry with no frames is never read), or
-   a new one. */
+/* A cache for this thread: a spare one with its entries (each is checked
+   against this thread's stack before use), or a new one. */
 static mi_dhat_uentry_t* mi_dhat_ucache_new(void) {
   for (int i = 0; i < MI_DHAT_UCACHE_SPARE; i++) {
     if (atomic_load_explicit(&mi_dhat_ucache_spare[i], memory_order_relaxed) == NULL) continue;
     mi_dhat_uentry_t* cache = atomic_exchange_explicit(&mi_dhat_ucache_spare[i], NULL, memory_order_acquire);
-    if (cache == NULL) continue;
-    for (size_t j = 0; j < MI_DHAT_UCACHE; j++) cache[j].n = 0;
-    return cache;
+    if (cache != NULL) return cache;
   }
   return (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
 }
@@ -180,20 +182,23 @@ static bool mi_dhat_is_main(uintptr_t ret) {
 }
 
 static bool mi_dhat_uentry_valid(const mi_dhat_uentry_t* e, uintptr_t ret0, uintptr_t slot0, int max) {
-  if (e->ret0 != ret0 || e->slot0 != slot0 || e->n == 0 || (int)e->n > max || e->walked) return false;
+  if (e->ret0 != ret0 || e->n == 0 || (int)e->n > max || e->walked) return false;
+  /* the farthest slot (the offsets grow) inside this thread's stack */
+  if (e->offsets[e->n - 1] > mi_dhat_stack_hi - sizeof(uintptr_t) - slot0) return false;
   for (uint32_t i = 0; i < e->n; i++) {
-    if (*(const uintptr_t*)e->slots[i] != e->ips[i]) return false;
+    if (*(const uintptr_t*)(slot0 + e->offsets[i]) != e->ips[i]) return false;
   }
   return true;
 }
 
-/* The cache set of the caller's return address and its slot (NULL without
+/* The cache set of the caller's return address (NULL without
    memory). Set-associative: one place called from several others (a wrapper
    such as xmalloc) has one stack per caller. */
 static mi_dhat_uentry_t* mi_dhat_ucache_set(uintptr_t ret0, uintptr_t slot0) {
   if (mi_dhat_ucache == NULL) mi_dhat_ucache = mi_dhat_ucache_new();
   if (mi_dhat_ucache == NULL) return NULL;
-  uint64_t h = (uint64_t)(ret0 ^ (slot0 << 7)) * 0x9E3779B97F4A7C15ULL;
+  (void)slot0; /* not in the key: another thread's stack has other slots */
+  uint64_t h = (uint64_t)ret0 * 0x9E3779B97F4A7C15ULL;
   return &mi_dhat_ucache[((h >> 40) % (MI_DHAT_UCACHE / MI_DHAT_UCACHE_WAYS)) * MI_DHAT_UCACHE_WAYS];
 }
 
@@ -275,8 +280,9 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
     if (e != NULL && cacheable && n < MI_DHAT_MAX_FRAMES) {
       /* only slots on this thread's stack, read again on a later lookup */
       uintptr_t slot = cfas[i] - sizeof(uintptr_t);
-      if (slot < slot0 || slot > mi_dhat_stack_hi - sizeof(uintptr_t)) cacheable = false;
-      e->slots[n] = slot;
+      if (slot < slot0 || slot > mi_dhat_stack_hi - sizeof(uintptr_t) || (n > 0 && slot <= slot0 + e->offsets[n - 1]))
+        cacheable = false;
+      e->offsets[n] = slot - slot0;
     }
     n++;
     if (mi_dhat_is_main(ips[i])) break;

@@ -2,7 +2,8 @@
    samples (each one dropped and counted, the program's allocations all
    served), its clean twin with no budget, more distinct stacks than the
    stack table holds (each sample beyond it dropped and counted as an
-   overflow, the dump still whole), and a thread already running when the
+   overflow, the dump still whole), a thread that takes over an ended
+   thread's cache of stacks (its samples get its own), and a thread already running when the
    profiler starts (it joins within a page's worth of blocks, as
    docs/pprof.md says). */
 #define _GNU_SOURCE
@@ -111,8 +112,10 @@ MI_TEST_VIA(1)
 MI_TEST_VIA(2)
 MI_TEST_VIA(3)
 
+static volatile size_t descend_size = 16;
+
 static __attribute__((noinline)) void* descend(unsigned path, int level) {
-  if (level == 0) return mi_malloc(16);
+  if (level == 0) return mi_malloc(descend_size);
   void* p;
   switch ((path >> (2 * (level - 1))) & 3) {
     case 0: p = via_0(path, level - 1); break;
@@ -156,11 +159,63 @@ static void test_prof_more_stacks_than_table_overflows_counted_dump_whole(void**
   mi_prof_stop();
 }
 
+/* A thread's cache of unwound stacks goes to the next thread
+   (src/dhat/stack.c): a stack from there is used only if the new thread's
+   return addresses match it. Two threads one after the other call malloc
+   from the same place through different paths: each sample must have its
+   own thread's stack. */
+static void* path_thread(void* arg) {
+  unsigned path = (unsigned)(uintptr_t)arg;
+  descend_size = 1000 + path;
+  stack_blocks[path] = descend(path, 2);
+  return NULL;
+}
+
+typedef struct path_stacks_s {
+  const void* stack[2][64];
+  size_t depth[2];
+  size_t seen;
+} path_stacks_t;
+
+static bool find_path_stacks(const mi_prof_sample_info_t* info, void* arg) {
+  path_stacks_t* ps = (path_stacks_t*)arg;
+  for (int k = 0; k < 2; k++) {
+    if (info->live_bytes == (size_t)(1000 + 3 * k) && info->live_objects == 1 && info->depth <= 64) {
+      memcpy(ps->stack[k], info->stack, info->depth * sizeof(void*));
+      ps->depth[k] = info->depth;
+      ps->seen++;
+    }
+  }
+  return true;
+}
+
+static void test_prof_stack_cache_next_thread_other_path_own_stack(void** state) {
+  (void)state;
+  start_exact_with_budget(0);
+  for (unsigned path = 0; path <= 3; path += 3) {
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, &path_thread, (void*)(uintptr_t)path), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_non_null(stack_blocks[path]);
+  }
+  path_stacks_t ps;
+  memset(&ps, 0, sizeof(ps));
+  assert_true(mi_prof_visit(&find_path_stacks, &ps));
+  /* a stack each: the same stack for both would count 2003 bytes at one */
+  assert_int_equal(ps.seen, 2);
+  assert_true(ps.depth[0] == ps.depth[1]);
+  assert_true(memcmp(ps.stack[0], ps.stack[1], ps.depth[0] * sizeof(void*)) != 0);
+  mi_free(stack_blocks[0]);
+  mi_free(stack_blocks[3]);
+  mi_prof_stop();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_prof_budget_exhausted_samples_dropped_allocations_succeed),
       cmocka_unit_test(test_prof_no_budget_every_sample_recorded),
       cmocka_unit_test(test_prof_more_stacks_than_table_overflows_counted_dump_whole),
+      cmocka_unit_test(test_prof_stack_cache_next_thread_other_path_own_stack),
       cmocka_unit_test(test_prof_thread_running_at_start_joins_within_a_page),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
