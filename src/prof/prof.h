@@ -98,27 +98,35 @@ struct mi_prof_snapshot_s {
 };
 
 /* ---- Logarithm and exponential without libm (the library links none) ------------ */
-/* ln(x) for x > 0: x = m * 2^e with m in [1, 2), ln m = 2 atanh((m-1)/(m+1)),
-   whose series converges fast for z <= 1/3 (16 terms: below 1e-15). */
+/* ln(x) for a normal x > 0 (the sampler's draw, at every sample): x = m 2^e
+   from the double's bits, m taken into [sqrt(1/2), sqrt(2)), and
+   ln m = 2 atanh(z), z = (m-1)/(m+1), |z| <= 0.1716, whose odd series
+   reaches 1e-16 by z^21: one division, the rest multiplications. */
 static inline double _mi_prof_ln(double x) {
-  int e = 0;
-  while (x >= 2.0) {
-    x *= 0.5;
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof(bits));
+  int e = (int)((bits >> 52) & 0x7FF) - 1023;
+  bits = (bits & 0x000FFFFFFFFFFFFFULL) | 0x3FF0000000000000ULL; /* m in [1, 2) */
+  double m;
+  memcpy(&m, &bits, sizeof(m));
+  if (m > 1.4142135623730951) {
+    m *= 0.5;
     e++;
   }
-  while (x < 1.0) {
-    x *= 2.0;
-    e--;
-  }
-  double z = (x - 1.0) / (x + 1.0);
+  double z = (m - 1.0) / (m + 1.0);
   double z2 = z * z;
-  double term = z;
-  double sum = 0.0;
-  for (int k = 1; k <= 31; k += 2) {
-    sum += term / k;
-    term *= z2;
-  }
-  return 2.0 * sum + e * 0.69314718055994530942;
+  double p = 1.0 / 21;
+  p = p * z2 + 1.0 / 19;
+  p = p * z2 + 1.0 / 17;
+  p = p * z2 + 1.0 / 15;
+  p = p * z2 + 1.0 / 13;
+  p = p * z2 + 1.0 / 11;
+  p = p * z2 + 1.0 / 9;
+  p = p * z2 + 1.0 / 7;
+  p = p * z2 + 1.0 / 5;
+  p = p * z2 + 1.0 / 3;
+  p = p * z2 + 1.0;
+  return 2.0 * z * p + e * 0.69314718055994530942;
 }
 /* exp(x): x = k ln2 + r with |r| <= ln2 / 2, exp(r) by its series. */
 static inline double _mi_prof_exp(double x) {

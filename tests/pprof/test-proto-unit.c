@@ -447,6 +447,21 @@ int main(int argc, char** argv) {
   }
   printf("files in %s\n", dir);
 
+  /* the sampler's logarithm (no libm in the library) against libm's: over
+     the draw's whole domain (q / 2^30, q = 1 .. 2^30) and far beyond */
+  double worst = 0.0;
+  for (uint64_t q = 1; q <= ((uint64_t)1 << 30); q += (q < 4096 ? 1 : 1021)) {
+    double u = (double)q / (double)((uint64_t)1 << 30);
+    double err = fabs(_mi_prof_ln(u) - log(u)) / (1.0 + fabs(log(u)));
+    if (err > worst) worst = err;
+  }
+  for (double x = 1e-300; x < 1e300; x *= 1.37) {
+    double err = fabs(_mi_prof_ln(x) - log(x)) / (1.0 + fabs(log(x)));
+    if (err > worst) worst = err;
+  }
+  CHECK(worst < 1e-15, "_mi_prof_ln is off libm's log by %g (relative)", worst);
+  printf("ln: worst relative error %g\n", worst);
+
   /* the module list: the program first, with a build id; the C library too */
   mi_prof_mapping_t* maps = NULL;
   size_t count = 0;
