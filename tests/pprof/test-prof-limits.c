@@ -1,6 +1,7 @@
 /* The pprof sampler at its limits: a profiler budget too small for the
    samples (each one dropped and counted, the program's allocations all
-   served), its clean twin with no budget, more distinct stacks than the
+   served), its clean twin with no budget, more samples in a page than its
+   count holds, more distinct stacks than the
    stack table holds (each sample beyond it dropped and counted as an
    overflow, the dump still whole), a thread that takes over an ended
    thread's cache of stacks (its samples get its own), and a thread already running when the
@@ -89,6 +90,31 @@ static void test_prof_thread_running_at_start_joins_within_a_page(void** state) 
   assert_int_equal(pthread_join(t, NULL), 0);
   st = stats_now();
   assert_int_equal(st.live_samples, 0);
+  mi_prof_stop();
+}
+
+/* More samples in one page than its count holds (255): the count stays
+   saturated, the page keeps its flag, and every sample's free is still
+   seen, down to none. */
+static void test_prof_page_count_saturated_every_free_seen(void** state) {
+  (void)state;
+  enum { M = 400 };
+  static void* page_blocks[M];
+  start_exact_with_budget(0);
+  mi_prof_stats_t before = stats_now();
+  for (int i = 0; i < M; i++) {
+    page_blocks[i] = mi_malloc(32); /* a 64 KiB page holds 2048 of them */
+    assert_non_null(page_blocks[i]);
+  }
+  assert_int_equal(stats_now().live_samples, before.live_samples + M);
+  for (int i = 0; i < M / 2; i++) mi_free(page_blocks[i]);
+  mi_prof_stats_t st = stats_now();
+  assert_int_equal(st.live_samples, before.live_samples + M / 2);
+  assert_int_equal(st.live_bytes, before.live_bytes + (size_t)(M / 2) * 32);
+  for (int i = M / 2; i < M; i++) mi_free(page_blocks[i]);
+  st = stats_now();
+  assert_int_equal(st.live_samples, before.live_samples);
+  assert_int_equal(st.live_bytes, before.live_bytes);
   mi_prof_stop();
 }
 
@@ -214,6 +240,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_prof_budget_exhausted_samples_dropped_allocations_succeed),
       cmocka_unit_test(test_prof_no_budget_every_sample_recorded),
+      cmocka_unit_test(test_prof_page_count_saturated_every_free_seen),
       cmocka_unit_test(test_prof_more_stacks_than_table_overflows_counted_dump_whole),
       cmocka_unit_test(test_prof_stack_cache_next_thread_other_path_own_stack),
       cmocka_unit_test(test_prof_thread_running_at_start_joins_within_a_page),
