@@ -152,6 +152,8 @@ while read -r file word; do
 done < <(python3 -c "
 import json, sys
 for f, w in sorted(json.load(open(sys.argv[1]))['corrupt'].items()): print(f, w)" "$fx/expected.json")
+{ cat "$fx/small.bin"; printf 'xyz'; } >"$tmp/trailing.bin"
+check "corrupt:trailing-bytes" $truth corrupt "$viewer" "$tmp/trailing.bin" "trailing 3 bytes after footer at offset 1085"
 check "mutants-agree (120 seeded, $(basename "$asan"))" $truth mutants "$asan" 120
 
 # ---------------------------------------------------------------- planted controls
