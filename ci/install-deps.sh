@@ -9,6 +9,7 @@ pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
       gnuplot-nox libc6-dev libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libclang-rt-14-dev gcovr
       clang-19 libclang-rt-19-dev # the fork storm under ASan (ci/asan.sh): ASan's run-time handles fork since LLVM 18
       valgrind chromium libdw1 # the heap profiler's tests: Valgrind's DHAT and its viewer
+      jq # the statistics' JSON read by jq (tests/stats)
       spin # the model check of the teardown protocol (ci/teardown-model.sh)
       gcc-mingw-w64-x86-64 mingw-w64-tools wine64 # the Windows build and its tests under Wine (ci/windows.sh)
       afl++ # the fuzz smoke (ci/fuzz.sh); libFuzzer comes with clang (libclang-rt-14-dev)

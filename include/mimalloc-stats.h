@@ -48,41 +48,41 @@ typedef struct mi_stat_counter_s {
 } mi_stat_counter_t;
 
 /* Every field, in the struct's (and the JSON's) order. */
-#define MI_STAT_FIELDS()                \
-  MI_STAT_COUNT(pages)                  \
-  MI_STAT_COUNT(reserved)               \
-  MI_STAT_COUNT(committed)              \
-  MI_STAT_COUNTER(reset)                \
-  MI_STAT_COUNTER(purged)               \
-  MI_STAT_COUNT(page_committed)         \
-  MI_STAT_COUNT(pages_abandoned)        \
-  MI_STAT_COUNT(threads)                \
-  MI_STAT_COUNT(malloc_normal)          \
-  MI_STAT_COUNT(malloc_huge)            \
-  MI_STAT_COUNT(malloc_requested)       \
-  MI_STAT_COUNTER(mmap_calls)           \
-  MI_STAT_COUNTER(commit_calls)         \
-  MI_STAT_COUNTER(reset_calls)          \
-  MI_STAT_COUNTER(purge_calls)          \
-  MI_STAT_COUNTER(arena_count)          \
-  MI_STAT_COUNTER(malloc_normal_count)  \
-  MI_STAT_COUNTER(malloc_huge_count)    \
+#define MI_STAT_FIELDS() \
+  MI_STAT_COUNT(pages) \
+  MI_STAT_COUNT(reserved) \
+  MI_STAT_COUNT(committed) \
+  MI_STAT_COUNTER(reset) \
+  MI_STAT_COUNTER(purged) \
+  MI_STAT_COUNT(page_committed) \
+  MI_STAT_COUNT(pages_abandoned) \
+  MI_STAT_COUNT(threads) \
+  MI_STAT_COUNT(malloc_normal) \
+  MI_STAT_COUNT(malloc_huge) \
+  MI_STAT_COUNT(malloc_requested) \
+  MI_STAT_COUNTER(mmap_calls) \
+  MI_STAT_COUNTER(commit_calls) \
+  MI_STAT_COUNTER(reset_calls) \
+  MI_STAT_COUNTER(purge_calls) \
+  MI_STAT_COUNTER(arena_count) \
+  MI_STAT_COUNTER(malloc_normal_count) \
+  MI_STAT_COUNTER(malloc_huge_count) \
   MI_STAT_COUNTER(malloc_guarded_count) \
   MI_STAT_COUNTER(arena_rollback_count) \
-  MI_STAT_COUNTER(arena_purges)         \
-  MI_STAT_COUNTER(pages_extended)       \
-  MI_STAT_COUNTER(pages_retire)         \
-  MI_STAT_COUNTER(page_searches)        \
-  MI_STAT_COUNTER(page_searches_count)  \
-  MI_STAT_COUNT(segments)               \
-  MI_STAT_COUNT(segments_abandoned)     \
-  MI_STAT_COUNT(segments_cache)         \
-  MI_STAT_COUNT(_segments_reserved)     \
-  MI_STAT_COUNT(heaps)                  \
-  MI_STAT_COUNT(theaps)                 \
+  MI_STAT_COUNTER(arena_purges) \
+  MI_STAT_COUNTER(pages_extended) \
+  MI_STAT_COUNTER(pages_retire) \
+  MI_STAT_COUNTER(page_searches) \
+  MI_STAT_COUNTER(page_searches_count) \
+  MI_STAT_COUNT(segments) \
+  MI_STAT_COUNT(segments_abandoned) \
+  MI_STAT_COUNT(segments_cache) \
+  MI_STAT_COUNT(_segments_reserved) \
+  MI_STAT_COUNT(heaps) \
+  MI_STAT_COUNT(theaps) \
   MI_STAT_COUNTER(pages_reclaim_on_alloc) \
-  MI_STAT_COUNTER(pages_reclaim_on_free)  \
-  MI_STAT_COUNTER(pages_reabandon_full)   \
+  MI_STAT_COUNTER(pages_reclaim_on_free) \
+  MI_STAT_COUNTER(pages_reabandon_full) \
   MI_STAT_COUNTER(pages_unabandon_busy_wait) \
   MI_STAT_COUNTER(heaps_delete_wait)
 
@@ -97,8 +97,7 @@ typedef struct mi_stat_counter_s {
 typedef struct mi_stats_s {
   size_t size;    /* sizeof(mi_stats_t), set by the caller */
   size_t version; /* MI_STAT_VERSION, set by the caller */
-  mi_decl_align(8) MI_STAT_FIELDS()
-  mi_stat_count_t _stat_reserved[4];
+  mi_decl_align(8) MI_STAT_FIELDS() mi_stat_count_t _stat_reserved[4];
   mi_stat_counter_t _stat_counter_reserved[4];
   mi_stat_count_t malloc_bins[MI_BIN_HUGE + 1]; /* blocks handed out, by the bin of their block size */
   mi_stat_count_t page_bins[MI_BIN_HUGE + 1];   /* pages in use, by the bin of their block size */
@@ -112,9 +111,12 @@ static inline void mi_stats_init(mi_stats_t* stats) {
   stats->size = sizeof(mi_stats_t);
   stats->version = MI_STAT_VERSION;
 }
+/* (a declaration: the name cannot be parenthesized) */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define mi_stats_t_decl(name) \
-  mi_stats_t name;            \
+  mi_stats_t name; \
   mi_stats_init(&name)
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 /* The process's figures, every thread's included (false: wrong size or version). */
 mi_decl_export bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept;

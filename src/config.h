@@ -167,6 +167,12 @@
 #define MI_BIN_WSIZE_BYTES_MAX ((size_t)MI_BIN_WSIZE_MAX * 8)
 #define MI_BIN_DIRECT_MAX 32 /* the bin of MI_BIN_WSIZE_BYTES_MAX: the last the direct table serves */
 
+/* The statistics' histograms are kept in upstream mimalloc's bin numbering
+   (include/mimalloc-stats.h), so that tools written for it read ours: bins
+   1..72 by block size, 73 ("huge") above 512 KiB. */
+#define MI_STAT_BIN_HUGE 73
+#define MI_STAT_BIN_COUNT (MI_STAT_BIN_HUGE + 1)
+
 /* Secure mode: bytes reserved at the end of every block for the encoded
    trailer (requested size and check), canary bytes checked after the
    requested size, the largest blocks whose whole content is checked for

@@ -55,8 +55,11 @@ void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden mi_attr_pri
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
 
 /* stat-count.c */
-void _mi_stat_increase(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
-void _mi_stat_decrease(mi_stat_count_t* stat, int64_t amount) mi_decl_hidden;
+void _mi_stat_increase(mi_stat_atomic_t* stat, int64_t amount) mi_decl_hidden;
+void _mi_stat_decrease(mi_stat_atomic_t* stat, int64_t amount) mi_decl_hidden;
+/* upstream's bin of a block size, and a bin's largest size (0 past the last) */
+size_t _mi_stat_bin_of(size_t size) mi_decl_hidden;
+size_t _mi_stat_bin_size(size_t bin) mi_decl_hidden;
 
 /* A bitmap one thread writes at a time and any thread reads: relaxed
    atomic words, written by a plain load and store (no atomic

@@ -193,28 +193,34 @@ struct mi_heap_s {
 #endif
 };
 
-typedef struct mi_stat_count_s {
+typedef struct mi_stat_atomic_s {
   _Atomic(int64_t) current;
   _Atomic(int64_t) peak;
   _Atomic(int64_t) total;
-} mi_stat_count_t;
+} mi_stat_atomic_t;
 
-typedef struct mi_stats_s {
-  mi_stat_count_t reserved;
-  mi_stat_count_t committed;
-  mi_stat_count_t segments;
-  mi_stat_count_t pages;
-  mi_stat_count_t abandoned;
-  mi_stat_count_t large; /* large and huge blocks in use */
-  mi_stat_count_t threads;
-  mi_stat_count_t purged; /* bytes returned to the OS (total) */
-  mi_stat_count_t meta;   /* bytes reserved for the allocator's metadata (never returned) */
-  mi_stat_count_t arenas; /* bytes reserved for arenas (never returned) */
+typedef struct mi_process_stats_s {
+  mi_stat_atomic_t reserved;
+  mi_stat_atomic_t committed;
+  mi_stat_atomic_t segments;
+  mi_stat_atomic_t pages;
+  mi_stat_atomic_t abandoned;
+  mi_stat_atomic_t large; /* large and huge blocks in use */
+  mi_stat_atomic_t threads;
+  mi_stat_atomic_t purged;       /* bytes returned to the OS (total) */
+  mi_stat_atomic_t meta;         /* bytes reserved for the allocator's metadata (never returned) */
+  mi_stat_atomic_t arenas;       /* bytes reserved for arenas (never returned) */
+  mi_stat_atomic_t single_bytes; /* usable bytes of large and huge blocks in use */
   _Atomic(int64_t) mmap_calls;
+  _Atomic(int64_t) commit_calls;
   _Atomic(int64_t) purge_calls;
+  _Atomic(int64_t) protect_calls; /* guard pages set (mprotect to no access) */
   _Atomic(int64_t) reclaimed;
+  _Atomic(int64_t) secure_reports; /* misuse reports (secure builds): counted before the error callback, then abort */
   _Atomic(int64_t) malloc_bins[MI_BIN_COUNT + 1];
-} mi_stats_t;
+  /* pages in use by their blocks' bin in upstream's numbering (MI_STAT_BIN_HUGE + 1 bins) */
+  mi_stat_atomic_t page_bins[MI_STAT_BIN_COUNT];
+} mi_process_stats_t;
 
 #if MI_SECURE
 /* A block in the quarantine, with its page (looked up at free already) */
@@ -252,7 +258,7 @@ struct mi_tld_s {
 extern const mi_page_t _mi_page_empty mi_decl_hidden;
 extern const mi_heap_t _mi_heap_empty mi_decl_hidden;
 extern mi_decl_thread mi_heap_t* _mi_heap_default;
-extern mi_stats_t _mi_stats mi_decl_hidden;
+extern mi_process_stats_t _mi_stats mi_decl_hidden;
 extern mi_prim_config_t _mi_os_config mi_decl_hidden;
 extern bool _mi_process_is_initialized mi_decl_hidden;
 extern uintptr_t _mi_process_key mi_decl_hidden;

@@ -131,6 +131,7 @@ bool mi_heap_stats_get(mi_heap_t* heap, mi_stats_t* stats) {
 
 /* ---- Sub-processes: the process has one set of figures ---------------------- */
 
+/* cppcheck-suppress constParameter */
 bool mi_subproc_stats_get(mi_subproc_id_t subproc, mi_stats_t* stats) {
   if (subproc != mi_subproc_main()) return false;
   return mi_stats_get(stats);

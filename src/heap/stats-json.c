@@ -15,7 +15,7 @@
    (measured, then written) shows the same figures. */
 typedef struct mi_json_input_s {
   const mi_stats_t* stats;
-  bool process; /* the process's figures (a heap's share has none) */
+  bool process;   /* the process's figures (a heap's share has none) */
   size_t info[8]; /* mi_process_info's, in its order */
   mi_secure_stats_t secure;
   mi_fault_counters_t fault;
@@ -63,10 +63,10 @@ static void mi_json_bins(mi_json_t* j, const char* name, const mi_stat_count_t* 
   mi_json_add(j, "  \"%s\": [\n", name);
   for (size_t bin = 0; bin <= MI_BIN_HUGE; bin++) {
     size_t bsize = mi_stats_get_bin_size(bin);
-    mi_json_add(j,
-                "    { \"total\": %lld, \"peak\": %lld, \"current\": %lld, \"block_size\": %zu, \"page_size\": %zu }%s\n",
-                (long long)bins[bin].total, (long long)bins[bin].peak, (long long)bins[bin].current, bsize,
-                bin == MI_BIN_HUGE ? (size_t)0 : mi_json_page_size(bsize), bin == MI_BIN_HUGE ? "" : ",");
+    mi_json_add(
+        j, "    { \"total\": %lld, \"peak\": %lld, \"current\": %lld, \"block_size\": %zu, \"page_size\": %zu }%s\n",
+        (long long)bins[bin].total, (long long)bins[bin].peak, (long long)bins[bin].current, bsize,
+        bin == MI_BIN_HUGE ? (size_t)0 : mi_json_page_size(bsize), bin == MI_BIN_HUGE ? "" : ",");
   }
   mi_json_add(j, "  ],\n");
 }
@@ -191,6 +191,7 @@ char* mi_heap_stats_get_json(mi_heap_t* heap, size_t buf_size, char* buf) {
   return mi_json_emit(&stats, false, buf_size, buf);
 }
 
+/* cppcheck-suppress constParameter */
 char* mi_subproc_stats_get_json(mi_subproc_id_t subproc, size_t buf_size, char* buf) {
   if (subproc != mi_subproc_main()) return NULL;
   return mi_stats_get_json(buf_size, buf);

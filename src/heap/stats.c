@@ -24,7 +24,7 @@ void mi_stats_merge(void) {
   for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) _mi_stats_merge_heap(h);
 }
 
-static void mi_stat_reset(mi_stat_count_t* stat) {
+static void mi_stat_reset(mi_stat_atomic_t* stat) {
   int64_t cur = atomic_load_explicit(&stat->current, memory_order_relaxed);
   atomic_store_explicit(&stat->peak, cur, memory_order_relaxed);
   atomic_store_explicit(&stat->total, cur > 0 ? cur : 0, memory_order_relaxed);
@@ -84,7 +84,7 @@ static void mi_print_line(const mi_printer_t* pr, const char* fmt, ...) {
   _mi_fputs(pr->out, pr->arg, NULL, buf);
 }
 
-static void mi_print_bytes(const mi_printer_t* pr, const char* name, const mi_stat_count_t* stat) {
+static void mi_print_bytes(const mi_printer_t* pr, const char* name, const mi_stat_atomic_t* stat) {
   char cur[32], peak[32], total[32];
   mi_format_size(atomic_load(&stat->current), cur, sizeof(cur));
   mi_format_size(atomic_load(&stat->peak), peak, sizeof(peak));
@@ -92,7 +92,7 @@ static void mi_print_bytes(const mi_printer_t* pr, const char* name, const mi_st
   mi_print_line(pr, "%-12s %14s %14s %14s\n", name, cur, peak, total);
 }
 
-static void mi_print_count(const mi_printer_t* pr, const char* name, const mi_stat_count_t* stat) {
+static void mi_print_count(const mi_printer_t* pr, const char* name, const mi_stat_atomic_t* stat) {
   mi_print_line(pr, "%-12s %14lld %14lld %14lld\n", name, (long long)atomic_load(&stat->current),
                 (long long)atomic_load(&stat->peak), (long long)atomic_load(&stat->total));
 }

@@ -392,3 +392,7 @@ void _mi_arenas_reserve_from_options(void) {
                          false, NULL);
   }
 }
+
+size_t _mi_arenas_count(void) {
+  return atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+}

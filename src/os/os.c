@@ -298,6 +298,7 @@ static int mi_os_commit_attempt(void* arg) {
 bool _mi_os_commit(void* p, size_t size) {
   mi_os_commit_args_t args = {p, size};
   int err = mi_os_with_retry(&mi_os_commit_attempt, &args);
+  if (err == 0) atomic_fetch_add_explicit(&_mi_stats.commit_calls, 1, memory_order_relaxed);
   if (err != 0) {
     mi_fault_event(mi_fault_event_commit_failed);
     _mi_verbose_message("unable to commit OS memory (error %d, address %p, size %zu)\n", err, p, size);
@@ -360,6 +361,7 @@ void _mi_os_free_meta(void* p, size_t size) {
    reports it and keeps the memory out of use. */
 int _mi_os_protect(void* p, size_t size, bool protect) {
   int err = mi_prim_protect(p, size, protect);
+  if (err == 0 && protect) atomic_fetch_add_explicit(&_mi_stats.protect_calls, 1, memory_order_relaxed);
   if (err != 0) {
     mi_fault_event(mi_fault_event_protect_failed);
   }

@@ -33,7 +33,8 @@ void _mi_os_reset_breaker(void) mi_decl_hidden;
 /* arena.c */
 void _mi_arenas_init(void) mi_decl_hidden;
 void _mi_arenas_reserve_from_options(void) mi_decl_hidden;
-#define MI_ARENA_CHUNK MI_SEGMENT_SIZE /* an arena's unit: one segment */
+size_t _mi_arenas_count(void) mi_decl_hidden; /* arenas made so far (never removed) */
+#define MI_ARENA_CHUNK MI_SEGMENT_SIZE        /* an arena's unit: one segment */
 #define MI_HUGE_OS_PAGE_SIZE ((size_t)1 << 30)
 /* reservations, without the process set-up the public entries do first (api/reserve.c) */
 int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* id) mi_decl_hidden;

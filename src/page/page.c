@@ -183,6 +183,7 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
   page->block_size_inv = (((uint64_t)1 << 40) + bsize - 1) / bsize;
 #endif
   page->reserved = (uint32_t)(area / bsize);
+  _mi_stat_increase(&_mi_stats.page_bins[_mi_stat_bin_of(bsize)], 1);
   page->capacity = 0;
   page->used = 0;
   mi_page_flags_store(page, 0);

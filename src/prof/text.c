@@ -47,7 +47,7 @@ static void mi_prof_text_stat(mi_prof_buf_t* out, const char* name, uint64_t v) 
   _mi_prof_buf_str(out, "\n");
 }
 
-static uint64_t mi_prof_stat_now(const mi_stat_count_t* stat) {
+static uint64_t mi_prof_stat_now(const mi_stat_atomic_t* stat) {
   int64_t v = atomic_load_explicit(&stat->current, memory_order_relaxed);
   return (v < 0 ? 0 : (uint64_t)v);
 }

@@ -315,3 +315,9 @@ void* _mi_secure_realloc_sampling(mi_heap_t* heap, void* p, size_t newsize, bool
   return mi_secure_realloc(heap, p, newsize, zero, true);
 }
 #endif
+
+size_t _mi_secure_quarantine_count(const mi_tld_t* tld) {
+  size_t n = 0;
+  for (size_t i = 0; i < MI_SECURE_QUARANTINE; i++) n += (tld->quarantine[i].block != NULL);
+  return n;
+}

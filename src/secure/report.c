@@ -9,6 +9,7 @@ void _mi_secure_fatal(const char* what, const void* p, size_t size) {
   char buf[256];
   (void)snprintf(buf, sizeof(buf), "mimalloc: error: %s %p (size %zu)\n", what, p, size); /* cut to the buffer */
   _mi_fputs(NULL, NULL, NULL, buf);
+  atomic_fetch_add_explicit(&_mi_stats.secure_reports, 1, memory_order_relaxed);
   _mi_error_callback(EFAULT);
   abort();
 }

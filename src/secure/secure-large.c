@@ -109,4 +109,12 @@ void _mi_secure_large_quarantine_flush(void) {
   }
 }
 
+int64_t _mi_secure_large_quarantined(void) {
+  int64_t n = 0;
+  for (size_t i = 0; i < MI_LARGE_QUARANTINE; i++) {
+    n += (atomic_load_explicit(&mi_large_quarantine[i], memory_order_relaxed) != NULL);
+  }
+  return n;
+}
+
 #endif

@@ -38,6 +38,22 @@
    core's `if (MI_SECURE)` choices compile both ways; defined only in the
    secure library. */
 void _mi_secure_keys_init(void) mi_decl_hidden;
+/* The secure build's own figures, for the statistics' JSON (secure-stats.c) */
+typedef struct mi_secure_stats_s {
+  int64_t reports;                   /* misuse reports printed */
+  int64_t quarantine_blocks;         /* small blocks in the calling thread's quarantine */
+  int64_t quarantine_capacity;       /* ... of how many slots */
+  int64_t large_quarantine_blocks;   /* freed large blocks held inaccessible */
+  int64_t guarded_quarantine_blocks; /* freed guarded samples held inaccessible */
+  int64_t guarded_live;              /* sampled guarded blocks in use (and held) */
+  int64_t guarded_total;             /* ... handed out since the start */
+  int64_t guard_pages_set;           /* guard pages made inaccessible (protect calls) */
+  int64_t held_pages;                /* destroyed heaps' pages held by the calling thread */
+} mi_secure_stats_t;
+void _mi_secure_stats_get(mi_secure_stats_t* stats) mi_decl_hidden;
+size_t _mi_secure_quarantine_count(const mi_tld_t* tld) mi_decl_hidden;
+void _mi_guard_stats_get(int64_t* live, int64_t* total, int64_t* quarantined) mi_decl_hidden;
+int64_t _mi_secure_large_quarantined(void) mi_decl_hidden;
 /* carve.c: the blocks of a page's extension, linked in random order */
 mi_block_t* _mi_secure_carve(mi_page_t* page, uint8_t* start, size_t want, mi_block_t** last_out) mi_decl_hidden;
 /* held-pages.c: destroyed heaps' pages, held by their thread before reuse */

@@ -381,6 +381,7 @@ void _mi_segment_page_free(mi_page_t* page) {
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   segment->used_pages--;
   _mi_stat_decrease(&_mi_stats.pages, 1);
+  _mi_stat_decrease(&_mi_stats.page_bins[_mi_stat_bin_of(page->block_size)], 1);
   _mi_purge_schedule_page(segment, page);
   mi_tld_t* tld = segment->tld;
   if (tld != NULL && segment->used_pages == 0) mi_hook_segment_emptied(segment);

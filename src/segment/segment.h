@@ -39,6 +39,8 @@ void _mi_segment_single_unlink(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_discard(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segment_single_release(mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hidden;
+/* a single block's size changed (guarded placement, a resize): its statistics follow */
+void _mi_segment_single_set_block_size(mi_page_t* page, size_t block_size) mi_decl_hidden;
 void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
 void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
 bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;

@@ -61,6 +61,26 @@ void _mi_segment_thp_measure(mi_segment_t* segment) {
   _mi_os_thp_note(segment->thp_resident, after, measured);
 }
 
+/* Its block in the statistics (in or out, `sign`): the pages and bytes of
+   single blocks, by upstream's bin of its size. */
+static void mi_single_stat(const mi_page_t* page, int64_t sign) {
+  int64_t bsize = (int64_t)page->block_size;
+  mi_stat_atomic_t* bin = &_mi_stats.page_bins[_mi_stat_bin_of(page->block_size)];
+  if (sign > 0) {
+    _mi_stat_increase(bin, 1);
+    _mi_stat_increase(&_mi_stats.single_bytes, bsize);
+  } else {
+    _mi_stat_decrease(bin, 1);
+    _mi_stat_decrease(&_mi_stats.single_bytes, bsize);
+  }
+}
+
+void _mi_segment_single_set_block_size(mi_page_t* page, size_t block_size) {
+  mi_single_stat(page, -1);
+  page->block_size = block_size;
+  mi_single_stat(page, +1);
+}
+
 /* The page of a single-block segment handed out, its one block placed:
    zeroed if asked, on its heap's list. */
 static void mi_single_ready(mi_heap_t* heap, mi_segment_t* segment, mi_page_t* page, bool zero) {
@@ -78,6 +98,7 @@ static void mi_single_ready(mi_heap_t* heap, mi_segment_t* segment, mi_page_t* p
     memset(page->start, 0, page->block_size);
   }
   _mi_stat_increase(&_mi_stats.large, 1);
+  mi_single_stat(page, +1);
   _mi_lock_acquire(&mi_single_lock);
   mi_single_link(heap, page);
   _mi_lock_release(&mi_single_lock);
@@ -186,6 +207,7 @@ void _mi_segment_single_unlink(mi_segment_t* segment) {
   page->heap = NULL;
   _mi_lock_release(&mi_single_lock);
   _mi_stat_decrease(&_mi_stats.large, 1);
+  mi_single_stat(page, -1);
 }
 
 void _mi_segment_single_free(mi_segment_t* segment) {
@@ -227,7 +249,7 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) {
     _mi_stat_increase(&_mi_stats.committed, (int64_t)(area - page->committed));
     page->committed = area;
   }
-  page->block_size = needed - offset;
+  _mi_segment_single_set_block_size(page, needed - offset);
   segment->thp_probe = 0;       /* what it measured was another size */
   mi_hook_page_setup_end(page); /* its geometry changed */
   return true;
