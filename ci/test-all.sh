@@ -83,6 +83,15 @@ bench_smoke() {
     OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
 }
 
+# heap snapshots (docs/heap-snapshot.md): the command-line viewer and the
+# reference reader on the committed fixtures, the readers' agreement on
+# damaged copies and their planted defects; the HTML viewer in headless
+# Chromium on the same fixtures, its screenshots kept
+heap_snapshot_viewers() {
+  bash tests/snapshot/viewer-cli-test.sh "$out/heap-snapshot/cli" &&
+    bash tests/snapshot/html/viewer-html-test.sh "$out/heap-snapshot/screenshots"
+}
+
 # ---- The table: job, the jobs it needs, its command ------------------------------
 
 names=()
@@ -141,6 +150,7 @@ job lint "" bash ci/lint.sh "$out/lint"
 # mimalloc's MI_ CMake options, rejected or reaching the build
 job install-and-downstream "gcc-release gcc-secure-release" install_and_downstream
 job bench-smoke "gcc-release gcc-secure-release" bench_smoke
+job heap-snapshot-viewers "" heap_snapshot_viewers
 
 # ---- Running it -----------------------------------------------------------------
 

@@ -300,6 +300,13 @@ typedef bool(mi_cdecl mi_block_visit_fun)(const mi_heap_t* heap, const mi_heap_a
 mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block_visit_fun* visitor,
                                          void* arg);
 mi_decl_nodiscard mi_decl_export bool mi_is_in_heap_region(const void* p) mi_attr_noexcept;
+/* A snapshot of the whole heap in the binary format "MIHS" v1
+   (docs/heap-snapshot.md; tools/mi-heapview reads it): 0, or -1 for a
+   negative fd or a failed write. It allocates nothing and stops no thread.
+   MI_SNAPSHOT_BLOCKS adds free maps of the calling thread's pages. */
+#define MI_SNAPSHOT_BLOCKS 0x01
+mi_decl_export int mi_heap_snapshot(int fd, unsigned flags) mi_attr_noexcept;
+mi_decl_export int mi_heap_snapshot_to_file(const char* path, unsigned flags) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export bool mi_is_redirected(void) mi_attr_noexcept;
 
 /* Sub-processes: this library keeps one pool of memory for the whole
@@ -384,6 +391,7 @@ typedef enum mi_option_e {
   mi_option_prof_accum,       /* keep cumulative counts (alloc_objects, alloc_space) */
   mi_option_prof_seed,        /* the sampler's seed (0: random) */
   mi_option_prof_max_bytes,   /* budget of the sampler's own memory (0: none) */
+  mi_option_snapshot_on_exit, /* 1: a heap snapshot at exit (docs/heap-snapshot.md); 2: with free maps */
   _mi_option_last,
   /* legacy names (their MIMALLOC_<NAME> is read too, docs/options.md) */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

@@ -53,6 +53,7 @@ void _mi_warning_message(const char* fmt, ...) mi_decl_hidden mi_attr_printf(1, 
 void _mi_error_callback(int err) mi_decl_hidden;
 void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden mi_attr_printf(2, 3);
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
+bool _mi_path_with_pid(const char* path, char* buf, size_t size) mi_decl_hidden;
 
 /* stat-count.c */
 void _mi_stat_increase(mi_stat_atomic_t* stat, int64_t amount) mi_decl_hidden;

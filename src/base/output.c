@@ -100,3 +100,27 @@ void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, co
   abort();
 }
 #endif
+
+/* `path` with each "%p" replaced by the process id (the profilers' and the
+   snapshot's file names); false, and `buf` cut short, when it does not fit. */
+bool _mi_path_with_pid(const char* path, char* buf, size_t size) {
+  size_t n = 0;
+  bool fits = true;
+  for (const char* s = path; *s != 0 && fits; s++) {
+    if (s[0] == '%' && s[1] == 'p') {
+      char digits[24];
+      size_t k = 0;
+      unsigned long pid = (unsigned long)mi_prim_getpid();
+      do {
+        digits[k++] = (char)('0' + pid % 10);
+        pid /= 10;
+      } while (pid != 0);
+      while (k > 0 && (fits = (n + 1 < size))) buf[n++] = digits[--k];
+      s++;
+    } else if ((fits = (n + 1 < size))) {
+      buf[n++] = *s;
+    }
+  }
+  if (size > 0) buf[n] = 0;
+  return fits;
+}

@@ -588,23 +588,7 @@ static void mi_dhat_file_name(const char* path, char* buf, size_t size) {
   char env[512];
   if (path == NULL)
     path = (mi_prim_getenv("MIMALLOC_DHAT_FILE", env, sizeof(env)) && env[0] != 0 ? env : "dhat-heap.json");
-  size_t len = 0;
-  for (const char* s = path; *s != 0 && len + 1 < size; s++) {
-    if (s[0] == '%' && s[1] == 'p') {
-      char digits[24];
-      int n = 0;
-      unsigned long pid = (unsigned long)mi_prim_getpid();
-      do {
-        digits[n++] = (char)('0' + pid % 10);
-        pid /= 10;
-      } while (pid != 0);
-      while (n > 0 && len + 1 < size) buf[len++] = digits[--n];
-      s++;
-    } else {
-      buf[len++] = *s;
-    }
-  }
-  buf[len] = 0;
+  (void)_mi_path_with_pid(path, buf, size); /* a name cut short is still a name */
 }
 
 static void mi_dhat_sift_down(uintptr_t* a, size_t i, size_t n) {

@@ -369,6 +369,33 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
   return true;
 }
 
+/* A free map of one of the calling thread's pages (1: free, a bit per block
+   carved, LSB first): the blocks a visit does not see are free. */
+typedef struct mi_free_map_ctx_s {
+  const mi_page_t* page;
+  uint8_t* map;
+  size_t nbytes;
+} mi_free_map_ctx_t;
+
+static bool mi_free_map_live(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size,
+                             void* arg) {
+  (void)heap, (void)area, (void)block_size;
+  if (block == NULL) return true;
+  const mi_free_map_ctx_t* ctx = (const mi_free_map_ctx_t*)arg;
+  size_t idx = (size_t)((uint8_t*)block - ctx->page->start) / ctx->page->block_size;
+  if (idx / 8 < ctx->nbytes) ctx->map[idx / 8] &= (uint8_t) ~(1u << (idx % 8));
+  return true;
+}
+
+bool _mi_page_free_map(mi_page_t* page, uint8_t* map, size_t nbytes) {
+  if (nbytes < (page->capacity + 7) / 8) return false;
+  memset(map, 0, nbytes);
+  for (size_t i = 0; i < page->capacity; i++) map[i / 8] |= (uint8_t)(1u << (i % 8));
+  mi_free_map_ctx_t fctx = {page, map, nbytes};
+  mi_visit_ctx_t ctx = {page->heap, true, &mi_free_map_live, &fctx};
+  return mi_visit_page(page, &ctx);
+}
+
 static bool mi_visit_single(mi_page_t* page, void* arg) {
   return mi_visit_page(page, (const mi_visit_ctx_t*)arg);
 }

@@ -16,9 +16,14 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidd
 void _mi_heap_destroy_all_at_exit(void) mi_decl_hidden; /* destroy_on_exit */
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
 void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
+/* one of the calling thread's pages: bit i of `map` set when block i is free */
+bool _mi_page_free_map(mi_page_t* page, uint8_t* map, size_t nbytes) mi_decl_hidden;
 
 /* stats.c */
 void _mi_stats_print_at_exit(void) mi_decl_hidden;
+
+/* snapshot.c */
+void _mi_snapshot_at_exit(void) mi_decl_hidden;
 void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
 
 /* heap-check.c */

@@ -164,6 +164,7 @@ void mi_process_done(void) {
   if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
     _mi_stats_print_at_exit();
   }
+  _mi_snapshot_at_exit();
   if (mi_option_is_enabled(mi_option_destroy_on_exit)) _mi_heap_destroy_all_at_exit();
 }
 

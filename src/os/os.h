@@ -58,6 +58,7 @@ size_t _mi_os_large_page_size(void) mi_decl_hidden; /* 0: none */
 /* segment-map.c */
 bool _mi_segment_map_set(const mi_segment_t* segment, size_t size, bool present) mi_decl_hidden;
 mi_segment_t* _mi_segment_containing(const void* p) mi_decl_hidden;
+uintptr_t _mi_segment_map_next(uintptr_t from) mi_decl_hidden;
 /* Is p inside a chunk that starts one of our segments? It never touches p:
    free validates a pointer with it before reading anything near it. */
 #define MI_ADDRESS_BITS 48

@@ -88,3 +88,17 @@ mi_segment_t* _mi_segment_containing(const void* p) {
     span = ~(uint64_t)0;
   }
 }
+
+/* The first chunk at or above `from` that starts a segment (its address),
+   or 0: the heap snapshot's walk. Words never written read as zero. */
+uintptr_t _mi_segment_map_next(uintptr_t from) {
+  _Atomic(uint64_t)* map = atomic_load_explicit(&_mi_segment_map, memory_order_acquire);
+  if (map == NULL) return 0;
+  size_t chunk = (size_t)((from + MI_SEGMENT_SIZE - 1) >> MI_SEGMENT_SHIFT);
+  while (chunk < MI_SEGMENT_MAP_BITS) {
+    uint64_t word = atomic_load_explicit(&map[chunk / 64], memory_order_acquire) >> (chunk % 64);
+    if (word != 0) return (uintptr_t)(chunk + mi_bsf64(word)) << MI_SEGMENT_SHIFT;
+    chunk = (chunk / 64 + 1) * 64;
+  }
+  return 0;
+}

@@ -145,6 +145,12 @@ bool mi_prim_exe_path(char* buf, size_t size);
 /* The command line, arguments separated by spaces, truncated to fit. */
 void mi_prim_cmdline(char* buf, size_t size);
 long mi_prim_getpid(void);
+/* Copy `size` bytes at `addr` of this process into `buf` without touching
+   `addr` directly: an error (EFAULT) instead of a fault when the range is
+   not mapped or not readable, as another thread may unmap it meanwhile
+   (the heap snapshot reads other threads' segments so); ENOSYS or EPERM
+   where the platform or a sandbox allows no such read. */
+int mi_prim_read_self(const void* addr, void* buf, size_t size);
 /* The calling thread's stack [lo, hi); false if unknown. May allocate (it
    asks the C library): call it with the caller's recursion guard up. */
 bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi);

@@ -262,35 +262,9 @@ bool mi_prof_dump_proto_writer(mi_prof_write_fun* write, void* arg) {
   return mi_prof_dump_to(true, write, arg);
 }
 
-/* `path` with "%p" replaced by the process id. */
-static bool mi_prof_file_name(const char* path, char* buf, size_t size) {
-  size_t n = 0;
-  for (const char* s = path; *s != 0; s++) {
-    if (s[0] == '%' && s[1] == 'p') {
-      char pid[24];
-      long v = mi_prim_getpid();
-      size_t k = 0;
-      do {
-        pid[k++] = (char)('0' + v % 10);
-        v /= 10;
-      } while (v > 0 && k < sizeof(pid));
-      while (k > 0) {
-        if (n + 1 >= size) return false;
-        buf[n++] = pid[--k];
-      }
-      s++;
-      continue;
-    }
-    if (n + 1 >= size) return false;
-    buf[n++] = *s;
-  }
-  buf[n] = 0;
-  return true;
-}
-
 static bool mi_prof_write_file(const char* path, const mi_prof_buf_t* out) {
   char name[1024];
-  if (path == NULL || !mi_prof_file_name(path, name, sizeof(name))) {
+  if (path == NULL || !_mi_path_with_pid(path, name, sizeof(name))) {
     errno = EINVAL;
     return false;
   }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/uio.h> /* process_vm_readv */
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -543,6 +544,19 @@ int mi_prim_file_write(int fd, const void* buf, size_t size) {
     size -= (size_t)n;
   }
   return 0;
+}
+
+int mi_prim_read_self(const void* addr, void* buf, size_t size) {
+#if defined(__linux__)
+  struct iovec local = {buf, size};
+  struct iovec remote = {(void*)(uintptr_t)addr, size};
+  ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  if (n < 0) return mi_prim_errno();
+  return ((size_t)n == size ? 0 : EFAULT);
+#else
+  (void)addr, (void)buf, (void)size;
+  return ENOSYS;
+#endif
 }
 
 int mi_prim_file_close(int fd) {

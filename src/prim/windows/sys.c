@@ -242,6 +242,12 @@ long mi_prim_getpid(void) {
   return (long)GetCurrentProcessId();
 }
 
+int mi_prim_read_self(const void* addr, void* buf, size_t size) {
+  SIZE_T got = 0;
+  if (!ReadProcessMemory(GetCurrentProcess(), addr, buf, size, &got) || got != size) return EFAULT;
+  return 0;
+}
+
 typedef VOID(WINAPI* mi_get_stack_limits_fn)(PULONG_PTR lo, PULONG_PTR hi);
 
 bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi) {
