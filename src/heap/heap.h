@@ -24,6 +24,7 @@ void _mi_stats_print_at_exit(void) mi_decl_hidden;
 
 /* snapshot.c */
 void _mi_snapshot_at_exit(void) mi_decl_hidden;
+void _mi_heap_foreign_pages(size_t* pages, size_t* owners) mi_decl_hidden; /* not the caller's: counted */
 void _mi_stats_merge_heap(mi_heap_t* heap) mi_decl_hidden;
 
 /* heap-check.c */

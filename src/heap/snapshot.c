@@ -163,15 +163,18 @@ static void mi_snap_bitmap(mi_snap_out_t* out, const mi_snap_seg_t* seg, const m
   }
 }
 
-/* The position of `heap` among the calling thread's heaps (0: not one of them). */
+/* The place of `heap` among the calling thread's heaps in the order they
+   were made, the backing heap 0 (the list's last); 0 for none of them. */
 static uint64_t mi_snap_heap_seq(const mi_heap_t* heap) {
   mi_heap_t* own = mi_get_default_heap();
   if (heap == NULL || !mi_heap_is_initialized(own)) return 0;
-  uint64_t seq = 0;
-  for (const mi_heap_t* h = own->tld->heaps; h != NULL; h = h->next, seq++) {
-    if (h == heap) return seq;
+  bool found = false;
+  uint64_t after = 0;
+  for (const mi_heap_t* h = own->tld->heaps; h != NULL; h = h->next) {
+    if (found) after++;
+    if (h == heap) found = true;
   }
-  return 0;
+  return (found ? after : 0);
 }
 
 /* The owner thread of a single block: its heap's (copied: another thread
@@ -339,10 +342,9 @@ int mi_heap_snapshot(int fd, unsigned flags) {
   /* the writer's pages outside every arena record: none, all are in one */
   mi_snap_u32(&out, MI_SNAPSHOT_TAG_PAGE);
   mi_snap_u64(&out, 0);
-  uint64_t seq = 0;
-  for (const mi_heap_t* h = tld->heaps; h != NULL; h = h->next, seq++) {
+  for (const mi_heap_t* h = tld->heaps; h != NULL; h = h->next) {
     mi_snap_u32(&out, MI_SNAPSHOT_TAG_HEAP);
-    mi_snap_u64(&out, seq);
+    mi_snap_u64(&out, mi_snap_heap_seq(h));
     mi_snap_u32(&out, 0xFFFFFFFFu);
     mi_snap_u64(&out, (uint64_t)h->arena_id);
     mi_snap_u32(&out, MI_SNAPSHOT_TAG_PAGE); /* its abandoned pages outside arena records: none */
@@ -375,5 +377,39 @@ void _mi_snapshot_at_exit(void) {
   if (!_mi_path_with_pid(name, path, sizeof(path))) return;
   if (mi_heap_snapshot_to_file(path, level >= 2 ? MI_SNAPSHOT_BLOCKS : 0) != 0) {
     _mi_warning_message("unable to write the heap snapshot to %s\n", path);
+  }
+}
+
+/* ---- Other threads' pages, counted, not read (mi_heap_dump_json) ------------- */
+
+/* The pages in use that the calling thread does not own (other threads',
+   and ended threads' not yet taken over), and how many other threads own
+   some: counted from copies of their segments' headers and slots. */
+void _mi_heap_foreign_pages(size_t* pages, size_t* owners) {
+  *pages = 0;
+  *owners = 0;
+  uintptr_t me = _mi_thread_id();
+  uintptr_t seen[64];
+  size_t nseen = 0;
+  mi_snap_seg_t seg;
+  mi_page_t page;
+  for (uintptr_t at = _mi_segment_map_next(0); at != 0; at = _mi_segment_map_next(at + MI_SEGMENT_SIZE)) {
+    if (!mi_snap_segment_read(at, &seg) || seg.own) continue;
+    bool single = (seg.header.kind == MI_SEGMENT_SINGLE);
+    size_t npages = (single ? 1 : seg.header.page_count);
+    for (size_t i = 0; i < npages; i++) {
+      if (!mi_snap_page_read(&seg, i, &page)) continue;
+      if (atomic_load_explicit(&page.state, memory_order_relaxed) != MI_PAGE_IN_USE || page.heap == NULL) continue;
+      uintptr_t tid = (single ? (uintptr_t)mi_snap_single_tid(&page)
+                              : atomic_load_explicit(&seg.header.thread_id, memory_order_relaxed));
+      if (tid == me) continue; /* the caller's own large blocks: its dump has them */
+      (*pages)++;
+      if (tid == 0) continue; /* abandoned: no thread owns it */
+      bool known = false;
+      for (size_t k = 0; k < nseen && !known; k++) known = (seen[k] == tid);
+      if (known) continue;
+      if (nseen < sizeof(seen) / sizeof(seen[0])) seen[nseen++] = tid;
+      (*owners)++;
+    }
   }
 }

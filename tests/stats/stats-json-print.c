@@ -1,7 +1,8 @@
 /* Prints the statistics' JSON after a small workload, for
    stats-json-test.sh to read with python3 and jq: `process` (the process's
    figures, 8 threads joined first, 1000 blocks of 1 KiB and a 3 MiB block
-   live) or `heap` (the calling thread's heap's share). */
+   live), `heap` (the calling thread's heap's share) or `dump` (its live
+   heap as mi_heap_dump_json gives it, with blocks). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,9 @@ int main(int argc, char** argv) {
   static void* kept[1000];
   for (int i = 0; i < 1000; i++) kept[i] = mi_malloc(1024);
   void* big = mi_malloc(3 << 20);
-  char* text = (strcmp(what, "heap") == 0 ? mi_heap_stats_get_json(NULL, 0, NULL) : mi_stats_get_json(0, NULL));
+  char* text = (strcmp(what, "heap") == 0   ? mi_heap_stats_get_json(NULL, 0, NULL)
+                : strcmp(what, "dump") == 0 ? mi_heap_dump_json(true, false)
+                                            : mi_stats_get_json(0, NULL));
   if (text == NULL) return 1;
   fputs(text, stdout);
   mi_free(text);

@@ -67,6 +67,27 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+"$PRINT" dump >"$WORK/dump.json" || { echo "stats-json-print dump failed"; exit 1; }
+cat >"$WORK/dump_check.py" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+h = d["heaps"][0]
+assert h["seq"] == 0 and d["complete"] is True, "not complete or no heap 0"
+assert sum(p["used"] for p in h["pages"]) == len(h["blocks"]), "used counts differ from the blocks listed"
+assert sum(1 for b in h["blocks"] if b[1] >= 1024) >= 1000, "the 1000 blocks of 1 KiB are not listed"
+PY
+if python3 "$WORK/dump_check.py" "$WORK/dump.json" && jq -e '.heaps[0].blocks | length >= 1001' "$WORK/dump.json" >/dev/null; then
+  echo "check dump json: ok"
+else
+  echo "check dump json: FAILED"; failed=1
+fi
+# its control: a page's used count off by one
+jq '.heaps[0].pages[0].used += 1' "$WORK/dump.json" >"$WORK/dump-doctored.json"
+if python3 "$WORK/dump_check.py" "$WORK/dump-doctored.json" 2>/dev/null; then
+  echo "control dump-used-off-by-one: NOT caught"; failed=1
+else
+  echo "control dump-used-off-by-one: caught"
+fi
 for kind in process heap; do
   if check "$WORK/$kind.json" $kind; then echo "check $kind json: ok"; else echo "check $kind json: FAILED"; failed=1; fi
 done
