@@ -194,10 +194,10 @@ static bool mi_dhat_uentry_valid(const mi_dhat_uentry_t* e, uintptr_t ret0, uint
 /* The cache set of the caller's return address (NULL without
    memory). Set-associative: one place called from several others (a wrapper
    such as xmalloc) has one stack per caller. */
-static mi_dhat_uentry_t* mi_dhat_ucache_set(uintptr_t ret0, uintptr_t slot0) {
+static mi_dhat_uentry_t* mi_dhat_ucache_set(uintptr_t ret0) {
   if (mi_dhat_ucache == NULL) mi_dhat_ucache = mi_dhat_ucache_new();
   if (mi_dhat_ucache == NULL) return NULL;
-  (void)slot0; /* not in the key: another thread's stack has other slots */
+  /* (the first frame's slot is not in the key: another thread's stack has other slots) */
   uint64_t h = (uint64_t)ret0 * 0x9E3779B97F4A7C15ULL;
   return &mi_dhat_ucache[((h >> 40) % (MI_DHAT_UCACHE / MI_DHAT_UCACHE_WAYS)) * MI_DHAT_UCACHE_WAYS];
 }
@@ -222,7 +222,7 @@ static inline bool mi_dhat_frames_equal(const uintptr_t* a, const uintptr_t* b, 
    of a new entry for them. */
 static mi_dhat_site_hint_t* mi_dhat_walk_hint(const uintptr_t* frames, int n, uintptr_t slot0) {
   if (n <= 0 || n > MI_DHAT_MAX_FRAMES) return NULL;
-  mi_dhat_uentry_t* set = mi_dhat_ucache_set(frames[0], slot0);
+  mi_dhat_uentry_t* set = mi_dhat_ucache_set(frames[0]);
   if (set == NULL) return NULL;
   for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
     mi_dhat_uentry_t* e = &set[w];
@@ -244,7 +244,7 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
                                   mi_dhat_site_hint_t** hint) {
   mi_dhat_uentry_t* e = NULL;
   if (slot0 != 0) {
-    mi_dhat_uentry_t* set = mi_dhat_ucache_set(ret0, slot0);
+    mi_dhat_uentry_t* set = mi_dhat_ucache_set(ret0);
     if (set != NULL) {
       for (int w = 0; w < MI_DHAT_UCACHE_WAYS; w++) {
         if (mi_dhat_uentry_valid(&set[w], ret0, slot0, max)) {

@@ -42,8 +42,8 @@ void _mi_prof_thread_leave(void) mi_decl_hidden;
 bool _mi_prof_thread_busy(void) mi_decl_hidden;
 extern _Atomic(uint64_t) _mi_prof_generation mi_decl_hidden;
 
-/* The record of `key`, if any, takes `size` (under the lock: resize.c); false: no record. */
-bool _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) mi_decl_hidden;
+/* The record of `key`, if any, takes `size` (under the lock: resize.c). */
+void _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) mi_decl_hidden;
 
 /* ---- resize.c: in-place resizes of sampled blocks, kept per thread ------------------ */
 /* record.c: an in-place resize the thread's table does not hold. */

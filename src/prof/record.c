@@ -382,16 +382,14 @@ void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p)
   mi_prof_page_unflag(segment, page);
 }
 
-bool _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
+void _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
   mi_lock_assert_held(&mi_prof_lock);
   mi_prof_rec_t* r = mi_prof_rec_find(key);
-  if (r == NULL) return false;
-  if (r->size == size) return true;
+  if (r == NULL || r->size == size) return;
   mi_prof_stack_t* st = &mi_prof.stacks[r->stack];
   st->live_bytes = st->live_bytes - r->size + size;
   mi_prof.live_bytes = mi_prof.live_bytes - r->size + size;
   r->size = size;
-  return true;
 }
 
 /* An in-place resize of a block that its thread's table does not hold
