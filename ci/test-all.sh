@@ -69,6 +69,19 @@ pprof_profiler() {
   return $ok
 }
 
+# the memory events' positive controls (docs/memory-events.md,
+# tests/events/plant-check.sh): each planted defect (1 the first FREE of a
+# switch-on dropped, 2 a moving realloc told as ALLOCATE + FREE, 3 ALLOCATE's
+# total off by its own delta) must fail the tests that name what it breaks
+memory_events_plants() {
+  local ok=0 n
+  for n in 1 2 3; do
+    ci_build "$out/memory-events-plant$n" gcc Release "-DMI_MEMORY_EVENTS_PLANT=$n" -- test-memory-events &&
+      run_ctest "$out/memory-events-plant$n" -L '^memory-events-plant$' || ok=1
+  done
+  return $ok
+}
+
 fault_positive_control() {
   ci_build "$out/fault-plant" gcc Debug -DMI_FAULT=ON -DMI_FAULT_PLANT_UNCHECKED=ON && run_ctest "$out/fault-plant" -L fault
 }
@@ -125,6 +138,7 @@ job override-real-programs "gcc-release" run_ctest "$out/gcc-release" -L overrid
 job override-real-programs-secure "gcc-secure-release" run_ctest "$out/gcc-secure-release" -L override
 job dhat-profiler "gcc-release" run_ctest "$out/gcc-release" -L dhat
 job pprof-profiler "gcc-release gcc-secure-release gcc-debug" pprof_profiler
+job memory-events-plants "" memory_events_plants
 # sanitizers (docs/sanitizers.md): the core and teardown tests under
 # ASan+UBSan with the allocator's poisoning (the fork storm in a clang-19
 # build), the threaded and teardown tests under TSan, a subset and a short

@@ -392,6 +392,7 @@ typedef enum mi_option_e {
   mi_option_prof_seed,        /* the sampler's seed (0: random) */
   mi_option_prof_max_bytes,   /* budget of the sampler's own memory (0: none) */
   mi_option_snapshot_on_exit, /* 1: a heap snapshot at exit (docs/heap-snapshot.md); 2: with free maps */
+  mi_option_memory_events,    /* count the live heap, call the memory-events handlers (mimalloc/memory-events.h) */
   _mi_option_last,
   /* legacy names (their MIMALLOC_<NAME> is read too, docs/options.md) */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

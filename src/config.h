@@ -35,6 +35,18 @@
    | MI_PPROF        | 0/1    | sampled heap profiler in pprof's formats (src/prof) |
    | MI_PROF_PLANT_UNIFORM | 0/1 | test only: the sampler's gaps drawn uniformly |
    |                 |        | (positive control of tests/pprof's unbiasedness)    |
+   | MI_MEMORY_EVENTS | 0/1   | memory events: live-byte counts and a callback per  |
+   |                 |        | allocation, free and resize (src/events); idle      |
+   |                 |        | until switched on (docs/memory-events.md)           |
+   | MI_MEMORY_EVENTS_PLANT | 0..3 | test only: 1 a FREE dropped, 2 a moving    |
+   |                 |        | realloc told as ALLOCATE + FREE, 3 totals off by    |
+   |                 |        | one event (positive controls of tests/events)       |
+   | MI_TRACK_ETW    | 0/1    | Windows: ETW events 100/101 of the provider         |
+   |                 |        | microsoft-windows-mimalloc (docs/windows.md)        |
+   | MI_TRACK_ETW_STUB | 0/1  | test only: the ETW calls recorded in memory, a      |
+   |                 |        | session always listening (tests/win/test-etw.c)     |
+   | MI_TRACK_ETW_PLANT_ID | 0/1 | test only: the allocation event written     |
+   |                 |        | with id 102 (positive control of tests/win/test-etw)|
    | MI_DEFAULT_SHOW_ERRORS | 0/1 | default of option show_errors (mimalloc's    |
    |                 |        | CMake MI_SHOW_ERRORS); else on in debug builds      |
    | MI_DEFAULT_ALLOW_THP | 0/1 | default of option allow_thp (mimalloc's CMake  |
@@ -77,6 +89,23 @@
 #ifndef MI_PROF_PLANT_UNIFORM
 #define MI_PROF_PLANT_UNIFORM 0
 #endif
+#ifndef MI_MEMORY_EVENTS
+#define MI_MEMORY_EVENTS 0
+#endif
+#ifndef MI_MEMORY_EVENTS_PLANT
+#define MI_MEMORY_EVENTS_PLANT 0
+#endif
+#ifndef MI_TRACK_ETW
+#define MI_TRACK_ETW 0
+#endif
+#ifndef MI_TRACK_ETW_STUB
+#define MI_TRACK_ETW_STUB 0
+#endif
+#ifndef MI_TRACK_ETW_PLANT_ID
+#define MI_TRACK_ETW_PLANT_ID 0
+#endif
+/* any observer of the program's allocations built in (src/hooks.h) */
+#define MI_OBSERVERS (MI_DHAT || MI_PPROF || MI_MEMORY_EVENTS)
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0
 #endif
@@ -119,6 +148,12 @@
 #endif
 #if MI_GUARDED && !MI_SECURE
 #error "MI_GUARDED builds on secure mode: configure with MI_SECURE"
+#endif
+#if MI_TRACK_ETW && !MI_MEMORY_EVENTS
+#error "MI_TRACK_ETW writes its events where the memory events are told: configure with MI_MEMORY_EVENTS"
+#endif
+#if MI_TRACK_ETW && !defined(_WIN32)
+#error "MI_TRACK_ETW is Event Tracing for Windows: Windows builds only"
 #endif
 
 /* ---- Layout ----------------------------------------------------------------

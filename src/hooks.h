@@ -10,25 +10,30 @@
    |-----------------------------|---------------------------|--------------------------------|
    | mi_hook_process_start       | init.c, after prim init   | fault injection: read its env  |
    | mi_hook_process_init        | init.c, before the locks  | lock-order checker; secure     |
-   |                             |                           | keys and zero-size segments    |
+   |                             |                           | keys and zero-size segments;   |
+   |                             |                           | memory events' locks           |
    | mi_hook_process_ready       | init.c, set-up done       | fault report at exit; DHAT and |
    |                             |                           | pprof start; secure fault      |
-   |                             |                           | handler                        |
-   | mi_hook_process_done        | init.c, at exit           | DHAT, pprof: profiles written  |
+   |                             |                           | handler; memory events: their  |
+   |                             |                           | option, the ETW provider       |
+   | mi_hook_process_done        | init.c, at exit           | DHAT, pprof: profiles written; |
+   |                             |                           | ETW provider unregistered      |
    | mi_hook_thread_done         | init.c, thread data going | profilers: the stack cache;    |
    |                             |                           | pprof: pending resizes         |
    | mi_hook_fork_prepare/parent | init.c, fork handlers     | (none yet)                     |
    | mi_hook_fork_child          | init.c, child's locks out | lock-order checker; DHAT;      |
    |                             |                           | pprof                          |
    | mi_hook_option_changed      | options.c, mi_option_set  | guard sampler; secure zeroing  |
-   | mi_hook_segment_unmapped    | segment.c                 | secure (stale frees); DHAT     |
+   | mi_hook_segment_unmapped    | segment.c                 | secure (stale frees); DHAT;    |
+   |                             |                           | memory events (their records)  |
    | mi_hook_page_setup_begin/end| page.c, fresh page        | secure: page bitmap, seal      |
    | mi_hook_page_freed          | segment.c                 | secure: page and segment check |
    | mi_hook_block_collected     | page.c, other threads'    | secure: the block's used bit   |
    |                             | frees taken in            |                                |
    | mi_hook_page_collected      | page.c, after them        | pprof: sampled flag off        |
-   | mi_hook_heap_page_gone      | heap.c, heap destroyed    | DHAT, pprof: live blocks freed |
-   | mi_observe_*                | api/, entry points        | DHAT, pprof (later: events)    |
+   | mi_hook_heap_page_gone      | heap.c, heap destroyed    | DHAT, pprof, memory events:    |
+   |                             |                           | live blocks freed              |
+   | mi_observe_*                | api/, entry points        | DHAT, pprof, memory events     |
 
    The secure wing's own entry points (the secure malloc and free, and the
    policy it puts in place of the core's) are not events: the core chooses
@@ -42,6 +47,7 @@
 #include "secure/secure.h"
 #include "dhat/hooks.h"
 #include "prof/hooks.h"
+#include "events/hooks.h"
 #include "lockorder/lockorder.h"
 #include "prim/fault.h"
 
@@ -70,6 +76,10 @@ static inline void mi_hook_process_init(void) {
   _mi_secure_keys_init();
   _mi_zero_init();
 #endif
+#if MI_MEMORY_EVENTS
+  _mi_events_process_init();
+#endif
+  _mi_unwrapped_process_init(); /* (mi_unwrapped_*, in every build) */
 }
 
 /* The allocator is set up and may be used (these may allocate). */
@@ -83,6 +93,9 @@ static inline void mi_hook_process_ready(void) {
 #if MI_PPROF
   _mi_prof_process_init(); /* MIMALLOC_PROF=1: the sampler starts now */
 #endif
+#if MI_MEMORY_EVENTS
+  _mi_events_process_ready(); /* MIMALLOC_MEMORY_EVENTS=1; the ETW provider */
+#endif
 #if MI_SECURE
   /* a fault on one of our guard pages says what it hit before the process dies */
   mi_prim_fault_handler_install(&_mi_guard_fault_report);
@@ -95,6 +108,9 @@ static inline void mi_hook_process_done(void) {
 #endif
 #if MI_DHAT
   _mi_dhat_process_done();
+#endif
+#if MI_MEMORY_EVENTS
+  _mi_events_process_done();
 #endif
 }
 
@@ -177,6 +193,9 @@ static inline void mi_hook_segment_unmapped(const void* segment, size_t size) {
 #if MI_DHAT
   _mi_dhat_segment_unmapped(segment); /* the profiler's records kept beside it */
 #endif
+#if MI_MEMORY_EVENTS
+  _mi_events_segment_unmapped(segment); /* the memory events' records beside it */
+#endif
   (void)segment, (void)size;
 }
 
@@ -242,15 +261,18 @@ static inline void mi_hook_heap_page_gone(const mi_page_t* page) {
 #if MI_PPROF
   if (mi_unlikely(mi_prof_is_on())) _mi_prof_record_page_gone(page); /* its samples are freed */
 #endif
+#if MI_MEMORY_EVENTS
+  _mi_events_page_gone(page); /* each counted block freed (a heap destroy: no test first) */
+#endif
   (void)page;
 }
 
 /* ---- Observers of the program's allocations ------------------------------ */
 
 /* The entry points the program calls report each allocation, free and
-   resize to whatever observes them (the DHAT profiler, the pprof sampler).
-   Idle, this is one relaxed load of the word both set and a predictable
-   branch; compiled out, a constant. The entry points test mi_observing()
+   resize to whatever observes them (the DHAT profiler, the pprof sampler,
+   the memory events). Idle, this is one relaxed load of the word they set
+   and a predictable branch; compiled out, a constant. The entry points test mi_observing()
    themselves, so that their common exit stays a tail call. */
 /* The allocator itself allocates through the C library (a thread of its
    own started, whose stack and TLS the C library allocates with malloc):
@@ -267,6 +289,7 @@ static inline void mi_hook_internal_end(void) {
 extern _Atomic(uint8_t) _mi_observers mi_decl_hidden;
 #define MI_OBSERVER_DHAT 0x01
 #define MI_OBSERVER_PROF 0x02
+#define MI_OBSERVER_EVENTS 0x04 /* memory tracking on, or an ETW session listening */
 
 /* Whether frees must be reported one by one. The pprof sampler needs only
    the frees of its sampled blocks: their pages are flagged, which sends
@@ -275,8 +298,8 @@ extern _Atomic(uint8_t) _mi_observers mi_decl_hidden;
    path: there the sampler's frees take _mi_secure_free_sampling, which
    reads the page's flag once the segment is validated. */
 static inline bool mi_observing_frees(void) {
-#if MI_DHAT || MI_PPROF
-  const uint8_t mask = (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF : MI_OBSERVER_DHAT);
+#if MI_OBSERVERS
+  const uint8_t mask = (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF : MI_OBSERVER_DHAT) | MI_OBSERVER_EVENTS;
   return ((atomic_load_explicit(&_mi_observers, memory_order_relaxed) & mask) != 0);
 #else
   return false;
@@ -326,7 +349,7 @@ static inline void mi_hook_secure_sampled_free(mi_segment_t* segment, void* p) {
 /* The observers armed now (MI_OBSERVER_*): one relaxed load, which the
    entry points take once and pass on. */
 static inline uint8_t mi_observers_armed(void) {
-#if MI_DHAT || MI_PPROF
+#if MI_OBSERVERS
   return atomic_load_explicit(&_mi_observers, memory_order_relaxed);
 #else
   return 0;
@@ -373,7 +396,7 @@ void* _mi_observe_countdown_end(mi_heap_t* heap, void* p, size_t size) mi_decl_h
 void _mi_observers_changed(void) mi_decl_hidden;
 
 static inline void* mi_observe_fast(mi_heap_t* heap, void* p, size_t size) {
-#if MI_DHAT || MI_PPROF
+#if MI_OBSERVERS
   /* (written so that it compiles to a subtraction in memory and a sign test) */
   heap->observe_until -= (int64_t)size;
   if (mi_unlikely(heap->observe_until < 0)) return _mi_observe_countdown_end(heap, p, size);
@@ -386,7 +409,7 @@ static inline void* mi_observe_fast(mi_heap_t* heap, void* p, size_t size) {
    epoch ends its count (a thread that allocates only from its pages' free
    lists hears of a start within a page's worth of blocks). */
 static inline void mi_observe_refill(mi_heap_t* heap) {
-#if MI_DHAT || MI_PPROF
+#if MI_OBSERVERS
   if (mi_heap_is_initialized(heap) &&
       heap->observe_epoch != atomic_load_explicit(&_mi_observe_epoch, memory_order_relaxed)) {
     heap->observe_until = -1;
@@ -402,7 +425,7 @@ static inline void* mi_observe_alloc(uint8_t armed, void* p, size_t size) {
      common case while it runs, a subtraction without a call */
   if (armed == MI_OBSERVER_PROF && p != NULL && !mi_prof_countdown(size)) return p;
 #endif
-#if MI_DHAT || MI_PPROF
+#if MI_OBSERVERS
   return _mi_observe_alloc(p, size);
 #else
   (void)armed, (void)size;
@@ -412,10 +435,39 @@ static inline void* mi_observe_alloc(uint8_t armed, void* p, size_t size) {
 
 /* Before the block is freed: once free, another thread may get it. */
 static inline void mi_observe_free(void* p) {
-#if MI_DHAT || MI_PPROF
+#if MI_OBSERVERS
   _mi_observe_free(p);
 #else
   (void)p;
+#endif
+}
+
+/* The memory events of a free the observers see (api/free.c): the block's
+   size and record taken before the free (the secure build validates the
+   pointer first: a double free is reported before anything is told), the
+   event after it. */
+typedef struct mi_observe_free_held_s {
+#if MI_MEMORY_EVENTS
+  mi_events_held_t events;
+#else
+  int none;
+#endif
+} mi_observe_free_held_t;
+
+static inline void mi_observe_free_take(void* p, mi_observe_free_held_t* held) {
+#if MI_MEMORY_EVENTS
+  held->events.armed = false;
+  if (mi_observers_armed() & MI_OBSERVER_EVENTS) _mi_events_take(p, false, &held->events);
+#else
+  (void)p, (void)held;
+#endif
+}
+
+static inline void mi_observe_free_done(mi_observe_free_held_t* held) {
+#if MI_MEMORY_EVENTS
+  if (held->events.armed) _mi_events_free_done(&held->events);
+#else
+  (void)held;
 #endif
 }
 
@@ -430,6 +482,9 @@ typedef struct mi_observe_held_s {
 #endif
 #if MI_PPROF
   mi_prof_held_t prof;
+#endif
+#if MI_MEMORY_EVENTS
+  mi_events_held_t events;
 #endif
 } mi_observe_held_t;
 
@@ -448,6 +503,10 @@ static inline void mi_observe_realloc_take(uint8_t armed, void* p, mi_observe_he
     _mi_prof_realloc_take(p, &held->prof);
   }
 #endif
+#if MI_MEMORY_EVENTS
+  held->events.armed = false;
+  if (armed & MI_OBSERVER_EVENTS) _mi_events_take(p, true, &held->events);
+#endif
 }
 
 static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, size_t newsize) {
@@ -464,6 +523,9 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
       _mi_prof_record_alloc(newp, newsize);
     }
   }
+#endif
+#if MI_MEMORY_EVENTS
+  if (held->events.armed) _mi_events_realloc_done(&held->events, newp, newsize); /* after DHAT's */
 #endif
   (void)held, (void)newp, (void)newsize;
 }

@@ -41,10 +41,15 @@ void _mi_free_unobserved(void* p) {
   mi_free_inline(p);
 }
 
-/* The observers first: once the block is free another thread may get it. */
+/* The observers first: once the block is free another thread may get it.
+   (The memory events take the block's size and record before the free and
+   tell it after: hooks.h.) */
 mi_noinline void _mi_free_observed(void* p) {
+  mi_observe_free_held_t held;
+  mi_observe_free_take(p, &held);
   mi_observe_free(p);
   mi_free_inline(p);
+  mi_observe_free_done(&held);
 }
 
 void mi_free(void* p) {

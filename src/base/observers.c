@@ -1,14 +1,14 @@
 /* The word the entry points test to know whether anything observes the
    program's allocations (src/hooks.h: mi_observing). One byte for every
-   observer, so that idle profilers cost the other entry points one load
-   together; and the allocation fast path's countdown, which its changes
+   observer (DHAT, the pprof sampler, the memory events), so that idle ones
+   cost the other entry points one load together; and the allocation fast path's countdown, which its changes
    reset (src/hooks.h: mi_observe_fast). */
 #include "../hooks.h"
 
 _Atomic(uint8_t) _mi_observers;
 mi_decl_thread int _mi_observers_muted;
 
-#if MI_DHAT || MI_PPROF
+#if MI_OBSERVERS
 /* 1 at first, so that a heap set up (epoch 0) is set at its first count */
 _Atomic(uint64_t) _mi_observe_epoch = 1;
 
@@ -80,12 +80,17 @@ void* _mi_observe_alloc(void* p, size_t size) {
 #if MI_DHAT
   if (mi_dhat_is_on()) (void)_mi_dhat_record_alloc(p, size);
 #endif
+#if MI_PPROF || MI_MEMORY_EVENTS
+  uint8_t armed = atomic_load_explicit(&_mi_observers, memory_order_relaxed);
+#endif
 #if MI_PPROF
   /* (the sampler alone: the caller counted down already, mi_observe_alloc) */
-  if (mi_prof_is_on() &&
-      (atomic_load_explicit(&_mi_observers, memory_order_relaxed) == MI_OBSERVER_PROF || mi_prof_countdown(size))) {
+  if (mi_prof_is_on() && (armed == MI_OBSERVER_PROF || mi_prof_countdown(size))) {
     _mi_prof_record_alloc(p, size);
   }
+#endif
+#if MI_MEMORY_EVENTS
+  if (armed & MI_OBSERVER_EVENTS) _mi_events_alloc(p, size); /* after the profilers: the program's handler last */
 #endif
   return p;
 }

@@ -67,6 +67,7 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(prof_seed, 0),
     MI_OPTION(prof_max_bytes, 0),
     MI_OPTION(snapshot_on_exit, 0),
+    MI_OPTION(memory_events, 0),
 };
 
 /* Options that take words as well as numbers (upper case here). */

@@ -150,7 +150,7 @@ typedef struct mi_single_list_s mi_single_list_t;
 struct mi_heap_s {
   mi_tld_t* tld;
   uintptr_t thread_id;
-#if MI_DHAT || MI_PPROF
+#if MI_OBSERVERS
   /* The observers' countdown (src/hooks.h, mi_observe_fast): the bytes the
      fast path hands out before it tells the observers; idle, more than a
      process allocates, so idle and sampling cost the fast path the same

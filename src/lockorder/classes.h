@@ -13,10 +13,12 @@
    it. `purge-run` is held across a whole purge pass, which takes the segment
    cache and the purge list under it; the fork handler takes it so that no
    page is half-purged (state PURGING) in a child. The others are leaves:
-   nothing is taken while one of them is held. `arena` and `dhat` come last:
+   nothing is taken while one of them is held. `arena` and `dhat` come late:
    a segment may go back to its arena under any of the above (the fork child
    does so under `threads`), and the profiler's lock is taken inside
-   allocation calls and takes nothing while held. */
+   allocation calls and takes nothing while held. `memevt` follows `zero`: a
+   segment's unmapping (under any of the above) takes it to drop the memory
+   events' records of the segment. */
 #ifndef MI_LOCKORDER_CLASSES_H
 #define MI_LOCKORDER_CLASSES_H
 
@@ -32,7 +34,10 @@
   X(ARENA, "arena", 8, "chunk maps of the reserved arenas") \
   X(PROF, "prof", 9, "the pprof sampler's records and stack table") \
   X(DHAT, "dhat", 10, "the heap profiler's sites and counts") \
-  X(ZERO, "zero", 11, "zero-size allocations' slots and segments (secure builds)")
+  X(ZERO, "zero", 11, "zero-size allocations' slots and segments (secure builds)") \
+  X(MEMEVT, "memevt", 12, "the memory events' switch and the map of their records") \
+  X(MEMEVT_CB, "memevt-cb", 13, "the memory events' table of handlers") \
+  X(UNWRAPPED, "unwrapped", 14, "the mappings mi_unwrapped_malloc handed out")
 
 /* Classes that only the lock-order tests use (tests/lockorder); never part
    of the documented order nor taken by the fork handlers. */
