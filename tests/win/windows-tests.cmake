@@ -48,6 +48,17 @@ foreach(path IN LISTS mi_win_core_tests)
   set_tests_properties(${name} PROPERTIES TIMEOUT ${MI_TEST_TIMEOUT} LABELS "core;windows")
 endforeach()
 
+# ETW allocation events (docs/windows.md), in a build whose ETW calls are
+# the library's recording stub (-DMI_TRACK_ETW=ON -DMI_TRACK_ETW_STUB=ON:
+# Wine has no ETW session); ci/windows.sh builds it, and its positive
+# control (-DMI_TRACK_ETW_PLANT_ID=ON: the allocation event's id wrong).
+if(MI_TRACK_ETW AND MI_TRACK_ETW_STUB)
+  mi_win_test_target(test-etw win/test-etw.c)
+  target_include_directories(test-etw PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  add_test(NAME test-etw COMMAND test-etw)
+  set_tests_properties(test-etw PROPERTIES TIMEOUT ${MI_TEST_TIMEOUT} LABELS "windows")
+endif()
+
 # Thread exit under MinGW: 10,000 threads come and go, committed memory stays flat.
 mi_win_test_target(test-thread-exit win/test-thread-exit.c)
 add_test(NAME test-thread-exit COMMAND test-thread-exit)
