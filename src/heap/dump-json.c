@@ -37,7 +37,7 @@ static void mi_dump_add(mi_dump_t* d, const char* fmt, ...) {
   if (n <= 0 || d->failed) return;
   size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
   if (d->len + len + 1 > d->size) {
-    size_t size = (d->size == 0 ? 64 * 1024 : 2 * d->size);
+    size_t size = (d->size == 0 ? (size_t)64 * 1024 : 2 * d->size);
     while (size < d->len + len + 1) size *= 2;
     char* buf = (char*)_mi_os_alloc_meta(size);
     if (buf == NULL) {
@@ -80,7 +80,9 @@ static void mi_dump_page_close(mi_dump_t* d, const mi_heap_t* heap, bool with_bl
   d->first_entry = false;
 }
 
-/* First walk: a page entry once its blocks are counted. */
+/* First walk: a page entry once its blocks are counted. (A visitor's
+   signature: cppcheck would have `block` const.) */
+/* cppcheck-suppress constParameter */
 static bool mi_dump_page(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
   (void)block_size;
   mi_dump_t* d = (mi_dump_t*)arg;
