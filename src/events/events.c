@@ -59,7 +59,9 @@ static mi_ev_block_t mi_ev_block_of(const void* p) {
     return b;
   }
   mi_page_t* page = _mi_segment_page_of(segment, p);
-  b.key = (segment->kind == MI_SEGMENT_SINGLE ? (uintptr_t)segment : (uintptr_t)_mi_page_block_start(page, p));
+  if (segment->kind == MI_SEGMENT_SINGLE) b.key = (uintptr_t)segment;
+  else if (mi_page_flags(page) & MI_PAGE_FLAG_HAS_ALIGNED) b.key = (uintptr_t)_mi_page_block_start(page, p);
+  else b.key = (uintptr_t)p; /* (no division: the block starts at p) */
   b.usable = page->block_size;
 #if MI_SECURE
   if (!page->is_guarded) b.usable -= MI_SECURE_TRAILER;
