@@ -425,10 +425,11 @@ static inline void* mi_observe_alloc(uint8_t armed, void* p, size_t size) {
      common case while it runs, a subtraction without a call */
   if (armed == MI_OBSERVER_PROF && p != NULL && !mi_prof_countdown(size)) return p;
 #endif
+  (void)armed;
 #if MI_OBSERVERS
   return _mi_observe_alloc(p, size);
 #else
-  (void)armed, (void)size;
+  (void)size;
   return p;
 #endif
 }
