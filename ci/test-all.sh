@@ -72,10 +72,11 @@ pprof_profiler() {
 # the memory events' positive controls (docs/memory-events.md,
 # tests/events/plant-check.sh): each planted defect (1 the first FREE of a
 # switch-on dropped, 2 a moving realloc told as ALLOCATE + FREE, 3 ALLOCATE's
-# total off by its own delta) must fail the tests that name what it breaks
+# total off by its own delta, 4 a handler's nested operations counted, 5 a
+# failed realloc told) must fail the tests that name what it breaks
 memory_events_plants() {
   local ok=0 n
-  for n in 1 2 3; do
+  for n in 1 2 3 4 5; do
     ci_build "$out/memory-events-plant$n" gcc Release "-DMI_MEMORY_EVENTS_PLANT=$n" -- test-memory-events &&
       run_ctest "$out/memory-events-plant$n" -L '^memory-events-plant$' || ok=1
   done

@@ -38,9 +38,10 @@
    | MI_MEMORY_EVENTS | 0/1   | memory events: live-byte counts and a callback per  |
    |                 |        | allocation, free and resize (src/events); idle      |
    |                 |        | until switched on (docs/memory-events.md)           |
-   | MI_MEMORY_EVENTS_PLANT | 0..3 | test only: 1 a FREE dropped, 2 a moving    |
+   | MI_MEMORY_EVENTS_PLANT | 0..5 | test only: 1 a FREE dropped, 2 a moving    |
    |                 |        | realloc told as ALLOCATE + FREE, 3 totals off by    |
-   |                 |        | one event (positive controls of tests/events)       |
+   |                 |        | one event, 4 a handler's operations counted, 5 a    |
+   |                 |        | failed realloc told (controls of tests/events)      |
    | MI_TRACK_ETW    | 0/1    | Windows: ETW events 100/101 of the provider         |
    |                 |        | microsoft-windows-mimalloc (docs/windows.md)        |
    | MI_TRACK_ETW_STUB | 0/1  | test only: the ETW calls recorded in memory, a      |

@@ -70,7 +70,11 @@ static mi_ev_block_t mi_ev_block_of(const void* p) {
 }
 
 static inline bool mi_ev_suppressed(void) {
+#if MI_MEMORY_EVENTS_PLANT == 4
+  return (_mi_observers_muted != 0); /* planted: a handler's operations counted (mi_ev_tell stops their calls) */
+#else
   return (_mi_observers_muted != 0 || mi_ev_depth != 0);
+#endif
 }
 
 static inline bool mi_ev_counting(void) {
@@ -89,6 +93,9 @@ static inline bool mi_ev_etw(void) {
    called after it is released. */
 static void mi_ev_tell(mi_memory_change_kind_t kind, uint64_t total, int64_t delta, uint64_t request) {
   if (!atomic_load_explicit(&mi_ev_has_handlers, memory_order_acquire)) return;
+#if MI_MEMORY_EVENTS_PLANT == 4
+  if (mi_ev_depth != 0) return;
+#endif
   _mi_lock_acquire(&mi_events_cb_lock);
   mi_memory_change_fun* fn = mi_ev_callbacks.handlers[kind];
   void* arg = mi_ev_callbacks.args[kind];
@@ -201,6 +208,9 @@ void _mi_events_realloc_done(mi_events_held_t* held, void* newp, size_t newsize)
     if (held->counted) {
       _Atomic(uint8_t)* rec = _mi_events_record(held->key, false);
       if (rec != NULL) atomic_store_explicit(rec, held->mark, memory_order_relaxed);
+#if MI_MEMORY_EVENTS_PLANT == 5
+      mi_ev_count_resize(held->usable, held->usable, newsize); /* planted: the failure told */
+#endif
     }
     return;
   }

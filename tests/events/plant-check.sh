@@ -7,6 +7,8 @@
 #   1: the first FREE after each switch-on dropped (a record lost)
 #   2: a moving realloc told as ALLOCATE + FREE (one operation, two events)
 #   3: ALLOCATE's total reported before its own delta (a counter off by one event)
+#   4: a handler's nested operations counted (not told): suppression half gone
+#   5: a failed reallocation told (as a RESIZE of delta 0)
 set -u
 prog=$1
 plant=$2
@@ -14,6 +16,8 @@ case $plant in
   1) expect="test_free_one_event_exact_negative_delta_total test_threads_8_balanced_zero_live" ;;
   2) expect="test_realloc_moving_grow_one_resize_exact test_realloc_moving_shrink_one_resize_negative_delta" ;;
   3) expect="test_alloc_one_event_exact_kind_delta_total_request" ;;
+  4) expect="test_handler_reentrant_alloc_suppressed" ;;
+  5) expect="test_failed_alloc_and_realloc_no_event_block_still_counted" ;;
   *) echo "plant-check: unknown plant $plant"; exit 2 ;;
 esac
 log=$(mktemp)
