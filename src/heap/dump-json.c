@@ -8,6 +8,7 @@
 
 #include "../../include/mimalloc-stats.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -162,6 +163,8 @@ char* mi_heap_dump_json_ex(bool include_blocks, bool hash_addresses, size_t wait
   if (!d.failed) {
     result = (char*)mi_malloc(d.len + 1);
     if (result != NULL) memcpy(result, d.buf, d.len + 1);
+  } else {
+    errno = ENOMEM; /* fault path: the text could not grow */
   }
   if (d.buf != NULL) _mi_os_free_meta(d.buf, d.size);
   return result;

@@ -18,6 +18,7 @@
 #endif
 
 #include <mimalloc.h>
+#include <mimalloc-stats.h>
 #include <mimalloc/fault.h>
 
 #include "../../src/internal.h"
@@ -361,6 +362,32 @@ static void heap_new_fails_body(void) {
 static void test_heap_new_reserve_fails_returns_null_enomem(void** state) {
   (void)state;
   in_child(&heap_new_fails_body);
+}
+
+/* The heap's JSON dump grows its text in metadata memory: a reservation that
+   fails there gives NULL with ENOMEM, leaks nothing, and the same dump
+   succeeds once memory is back. */
+static void heap_dump_fails_body(void) {
+  mi_option_set(mi_option_retry_on_oom, 0);
+  void* live = mi_malloc(100); /* one page at least, so the dump has a line to add */
+  CHECK(live != NULL);
+  set_policy(mi_fault_reserve, 1, -1, mi_fault_error_oom);
+  errno = 0;
+  char* json = mi_heap_dump_json(true, false);
+  int err = errno;
+  mi_fault_set_policy(NULL);
+  CHECK(json == NULL && err == ENOMEM);
+  check_accounting();
+  json = mi_heap_dump_json(true, false);
+  CHECK(json != NULL && strstr(json, "\"complete\"") != NULL);
+  mi_free(json);
+  mi_free(live);
+  check_accounting();
+}
+
+static void test_heap_dump_json_reserve_fails_returns_null_enomem(void** state) {
+  (void)state;
+  in_child(&heap_dump_fails_body);
 }
 
 /* ---- OOM retry ----------------------------------------------------------------- */
@@ -980,6 +1007,7 @@ static void (*const child_bodies[])(void) = {
     &nth_and_count_body,
     &probability_body,
     &heap_new_fails_body,
+    &heap_dump_fails_body,
     &retry_transient_body,
     &retry_persistent_body,
     &retry_not_oom_body,
@@ -1061,6 +1089,7 @@ int main(int argc, char** argv) {
 #endif
     cmocka_unit_test(test_environment_startup_failures_allocations_served),
     cmocka_unit_test(test_heap_new_reserve_fails_returns_null_enomem),
+    cmocka_unit_test(test_heap_dump_json_reserve_fails_returns_null_enomem),
     cmocka_unit_test(test_retry_transient_oom_hidden_from_caller),
     cmocka_unit_test(test_retry_persistent_oom_fails_fast_until_success),
     cmocka_unit_test(test_retry_not_for_other_errors),
