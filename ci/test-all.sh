@@ -97,6 +97,32 @@ bench_smoke() {
     OURS_SECURE_LIB="$out/gcc-secure-release/libmimalloc-secure.so" bash bench/run.sh --smoke
 }
 
+# detailed statistics (docs/statistics.md): MI_STAT=2 builds, default and
+# secure, through the core and pprof tests: malloc_requested exact through
+# every kind of allocation, and the pprof accuracy test's exact-mode
+# comparison with it; the positive control: every allocation counted one
+# byte over its request must fail test-stats-api's case
+stats_detailed() {
+  local ok=0
+  local -x MI_PPROF_TOOLS=$out/pprof-tools
+  ci_build "$out/stat2" gcc Release -DMI_STAT=2 && run_ctest "$out/stat2" -L '^(core|pprof)$' || ok=1
+  ci_build "$out/stat2-secure" gcc Release -DMI_STAT=2 -DMI_SECURE=ON &&
+    run_ctest "$out/stat2-secure" -L '^(core|pprof)$' || ok=1
+  if ci_build "$out/stat2-plant" gcc Release -DMI_STAT=2 -DMI_STAT_PLANT_REQUESTED_OFF_BY_ONE=ON -- test-stats-api; then
+    if "$out/stat2-plant/tests/test-stats-api" >"$out/stat2-plant.log" 2>&1; then
+      echo "stats-detailed: the planted off-by-one was NOT caught"
+      ok=1
+    elif grep -q '^\[  FAILED  \] test_stats_malloc_requested_exact_when_detailed$' "$out/stat2-plant.log"; then
+      echo "stats-detailed: the planted off-by-one caught by test_stats_malloc_requested_exact_when_detailed"
+    else
+      echo "stats-detailed: the plant build failed otherwise"; tail -20 "$out/stat2-plant.log"; ok=1
+    fi
+  else
+    ok=1
+  fi
+  return $ok
+}
+
 # heap snapshots (docs/heap-snapshot.md): the command-line viewer and the
 # reference reader on the committed fixtures, the readers' agreement on
 # damaged copies and their planted defects; the HTML viewer in headless
@@ -166,6 +192,7 @@ job lint "" bash ci/lint.sh "$out/lint"
 job install-and-downstream "gcc-release gcc-secure-release" install_and_downstream
 job bench-smoke "gcc-release gcc-secure-release" bench_smoke
 job heap-snapshot-viewers "" heap_snapshot_viewers
+job stats-detailed "pprof-profiler" stats_detailed
 
 # ---- Running it -----------------------------------------------------------------
 

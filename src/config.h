@@ -6,7 +6,9 @@
    | MI_DEBUG        | 0..3   | 1: cheap assertions; 2: internal invariants on the  |
    |                 |        | slow paths; 3: full heap-consistency walks          |
    | MI_SECURE       | 0/1    | hardened build (see docs/secure-mode.md)            |
-   | MI_STAT         | 0/1    | per-size-class allocation counts on the fast path   |
+   | MI_STAT         | 0..2   | 1: per-size-class allocation counts on the fast     |
+   |                 |        | path; 2: also malloc_requested, exact (every block's |
+   |                 |        | requested size kept, every allocation observed)     |
    | MI_OVERRIDE     | CMake  | export malloc/free/... from the shared library (a   |
    |                 |        | choice of sources, no macro: src/api/override.c)    |
    | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard); secure  |
@@ -72,6 +74,9 @@
 #ifndef MI_STAT
 #define MI_STAT 0
 #endif
+#ifndef MI_STAT_PLANT_REQUESTED_OFF_BY_ONE
+#define MI_STAT_PLANT_REQUESTED_OFF_BY_ONE 0
+#endif
 #ifndef MI_DEFAULT_SHOW_ERRORS
 #define MI_DEFAULT_SHOW_ERRORS (MI_DEBUG > 0 ? 1 : 0)
 #endif
@@ -105,8 +110,9 @@
 #ifndef MI_TRACK_ETW_PLANT_ID
 #define MI_TRACK_ETW_PLANT_ID 0
 #endif
-/* any observer of the program's allocations built in (src/hooks.h) */
-#define MI_OBSERVERS (MI_DHAT || MI_PPROF || MI_MEMORY_EVENTS)
+/* any observer of the program's allocations built in (src/hooks.h);
+   detailed statistics are one, armed for the whole run */
+#define MI_OBSERVERS (MI_DHAT || MI_PPROF || MI_MEMORY_EVENTS || MI_STAT >= 2)
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0
 #endif

@@ -48,6 +48,7 @@
 #include "dhat/hooks.h"
 #include "prof/hooks.h"
 #include "events/hooks.h"
+#include "stats/hooks.h"
 #include "lockorder/lockorder.h"
 #include "prim/fault.h"
 
@@ -264,6 +265,9 @@ static inline void mi_hook_heap_page_gone(const mi_page_t* page) {
 #if MI_MEMORY_EVENTS
   _mi_events_page_gone(page); /* each counted block freed (a heap destroy: no test first) */
 #endif
+#if MI_STAT >= 2
+  _mi_stat_requested_page_gone(page); /* detailed statistics: its live requests */
+#endif
   (void)page;
 }
 
@@ -290,6 +294,7 @@ extern _Atomic(uint8_t) _mi_observers mi_decl_hidden;
 #define MI_OBSERVER_DHAT 0x01
 #define MI_OBSERVER_PROF 0x02
 #define MI_OBSERVER_EVENTS 0x04 /* memory tracking on, or an ETW session listening */
+#define MI_OBSERVER_STATS 0x08  /* detailed statistics (MI_STAT >= 2): set from the start, never cleared */
 
 /* Whether frees must be reported one by one. The pprof sampler needs only
    the frees of its sampled blocks: their pages are flagged, which sends
@@ -299,7 +304,8 @@ extern _Atomic(uint8_t) _mi_observers mi_decl_hidden;
    reads the page's flag once the segment is validated. */
 static inline bool mi_observing_frees(void) {
 #if MI_OBSERVERS
-  const uint8_t mask = (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF : MI_OBSERVER_DHAT) | MI_OBSERVER_EVENTS;
+  const uint8_t mask =
+      (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF : MI_OBSERVER_DHAT) | MI_OBSERVER_EVENTS | MI_OBSERVER_STATS;
   return ((atomic_load_explicit(&_mi_observers, memory_order_relaxed) & mask) != 0);
 #else
   return false;
@@ -448,10 +454,12 @@ static inline void mi_observe_free(void* p) {
    pointer first: a double free is reported before anything is told), the
    event after it. */
 typedef struct mi_observe_free_held_s {
+  int none;
 #if MI_MEMORY_EVENTS
   mi_events_held_t events;
-#else
-  int none;
+#endif
+#if MI_STAT >= 2
+  size_t requested; /* detailed statistics: the block's request */
 #endif
 } mi_observe_free_held_t;
 
@@ -459,17 +467,21 @@ static inline void mi_observe_free_take(void* p, mi_observe_free_held_t* held) {
 #if MI_MEMORY_EVENTS
   held->events.armed = false;
   if (mi_observers_armed() & MI_OBSERVER_EVENTS) _mi_events_take(p, false, &held->events);
-#else
-  (void)p, (void)held;
 #endif
+#if MI_STAT >= 2
+  held->requested = _mi_stat_requested_take(p, false);
+#endif
+  (void)p, (void)held;
 }
 
 static inline void mi_observe_free_done(mi_observe_free_held_t* held) {
 #if MI_MEMORY_EVENTS
   if (held->events.armed) _mi_events_free_done(&held->events);
-#else
-  (void)held;
 #endif
+#if MI_STAT >= 2
+  _mi_stat_requested_free_done(held->requested);
+#endif
+  (void)held;
 }
 
 /* A reallocation: the old block's record is taken out before realloc runs
@@ -486,6 +498,9 @@ typedef struct mi_observe_held_s {
 #endif
 #if MI_MEMORY_EVENTS
   mi_events_held_t events;
+#endif
+#if MI_STAT >= 2
+  size_t requested; /* detailed statistics: the old block's request */
 #endif
 } mi_observe_held_t;
 
@@ -508,6 +523,9 @@ static inline void mi_observe_realloc_take(uint8_t armed, void* p, mi_observe_he
   held->events.armed = false;
   if (armed & MI_OBSERVER_EVENTS) _mi_events_take(p, true, &held->events);
 #endif
+#if MI_STAT >= 2
+  held->requested = _mi_stat_requested_take(p, true);
+#endif
 }
 
 static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, size_t newsize) {
@@ -527,6 +545,9 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
 #endif
 #if MI_MEMORY_EVENTS
   if (held->events.armed) _mi_events_realloc_done(&held->events, newp, newsize); /* after DHAT's */
+#endif
+#if MI_STAT >= 2
+  _mi_stat_requested_realloc_done(held->p, held->requested, newp, newsize);
 #endif
   (void)held, (void)newp, (void)newsize;
 }

@@ -108,7 +108,7 @@ typedef struct mi_prof_stats_s {
   /* version 3: the allocator's exact counters */
   size_t heap_committed;
   size_t heap_reserved;
-  size_t heap_malloc_requested; /* 0 unless built with MI_STAT */
+  size_t heap_malloc_requested; /* 0 unless built with detailed statistics (MI_STAT=2) */
   size_t heap_pages;
   size_t heap_pages_abandoned;
   size_t heap_count;

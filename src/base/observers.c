@@ -5,7 +5,7 @@
    reset (src/hooks.h: mi_observe_fast). */
 #include "../hooks.h"
 
-_Atomic(uint8_t) _mi_observers;
+_Atomic(uint8_t) _mi_observers = (MI_STAT >= 2 ? MI_OBSERVER_STATS : 0);
 mi_decl_thread int _mi_observers_muted;
 
 #if MI_OBSERVERS
@@ -82,6 +82,9 @@ void* _mi_observe_alloc(void* p, size_t size) {
 #endif
 #if MI_PPROF || MI_MEMORY_EVENTS
   uint8_t armed = atomic_load_explicit(&_mi_observers, memory_order_relaxed);
+#endif
+#if MI_STAT >= 2
+  _mi_stat_requested_alloc(p, size); /* (the internal allocations too: their frees are seen) */
 #endif
 #if MI_PPROF
   /* (the sampler alone: the caller counted down already, mi_observe_alloc) */

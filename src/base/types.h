@@ -69,6 +69,9 @@ typedef struct mi_page_s {
   struct mi_page_s* prev;
   _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned; FREE_CLEAN: when it was */
   size_t committed;          /* bytes of this page's area counted as committed */
+#if MI_STAT >= 2
+  size_t stat_requested; /* single-block pages: the block's requested size (stats/requested.c) */
+#endif
 #if MI_SECURE
   uintptr_t keys[2];       /* free-list link encoding */
   uint64_t block_size_inv; /* ceil(2^40 / block_size): block index by multiplication */
@@ -207,10 +210,11 @@ typedef struct mi_process_stats_s {
   mi_stat_atomic_t abandoned;
   mi_stat_atomic_t large; /* large and huge blocks in use */
   mi_stat_atomic_t threads;
-  mi_stat_atomic_t purged;       /* bytes returned to the OS (total) */
-  mi_stat_atomic_t meta;         /* bytes reserved for the allocator's metadata (never returned) */
-  mi_stat_atomic_t arenas;       /* bytes reserved for arenas (never returned) */
-  mi_stat_atomic_t single_bytes; /* usable bytes of large and huge blocks in use */
+  mi_stat_atomic_t purged;           /* bytes returned to the OS (total) */
+  mi_stat_atomic_t meta;             /* bytes reserved for the allocator's metadata (never returned) */
+  mi_stat_atomic_t arenas;           /* bytes reserved for arenas (never returned) */
+  mi_stat_atomic_t single_bytes;     /* usable bytes of large and huge blocks in use */
+  mi_stat_atomic_t malloc_requested; /* bytes the program asked for (MI_STAT >= 2: stats/requested.c) */
   _Atomic(int64_t) mmap_calls;
   _Atomic(int64_t) commit_calls;
   _Atomic(int64_t) purge_calls;

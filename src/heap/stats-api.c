@@ -57,6 +57,9 @@ void _mi_stats_fill(mi_stats_t* stats) {
   stats->purged.total = atomic_load_explicit(&_mi_stats.purged.total, memory_order_relaxed);
   mi_count_from(&stats->threads, &_mi_stats.threads);
   mi_count_from(&stats->malloc_huge, &_mi_stats.single_bytes);
+#if MI_STAT >= 2
+  mi_count_from(&stats->malloc_requested, &_mi_stats.malloc_requested);
+#endif
   stats->mmap_calls.total = mi_counter_of(&_mi_stats.mmap_calls);
   stats->commit_calls.total = mi_counter_of(&_mi_stats.commit_calls);
   stats->purge_calls.total = mi_counter_of(&_mi_stats.purge_calls);

@@ -183,6 +183,12 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
   page->block_size_inv = (((uint64_t)1 << 40) + bsize - 1) / bsize;
 #endif
   page->reserved = (uint32_t)(area / bsize);
+#if MI_STAT >= 2
+  if (!MI_SECURE) {
+    /* room after the blocks for their requested sizes (requested.c) */
+    page->reserved = (uint32_t)(area / (bsize + sizeof(uint32_t)));
+  }
+#endif
   _mi_stat_increase(&_mi_stats.page_bins[_mi_stat_bin_of(bsize)], 1);
   page->capacity = 0;
   page->used = 0;
@@ -191,6 +197,9 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   mi_track_mem_noaccess(page->start, area); /* never-carved slack too, whatever it held before */
+#if MI_STAT >= 2
+  _mi_stat_requested_page_init(page); /* its slots after the blocks */
+#endif
   mi_page_extend(page);
 }
 

@@ -591,6 +591,10 @@ bool mi_prof_stats_get(mi_prof_stats_t* stats) {
   s.heap_pages_abandoned = (size_t)atomic_load_explicit(&_mi_stats.abandoned.current, memory_order_relaxed);
   s.heap_count = (size_t)atomic_load_explicit(&_mi_stats.threads.current, memory_order_relaxed);
   s.heap_purged = (size_t)atomic_load_explicit(&_mi_stats.purged.total, memory_order_relaxed);
+#if MI_STAT >= 2
+  s.heap_malloc_requested = (size_t)atomic_load_explicit(&_mi_stats.malloc_requested.current, memory_order_relaxed);
+  s.heap_stats_detailed = true;
+#endif
   s.size = size;
   s.version = version;
   memcpy(stats, &s, size);

@@ -85,14 +85,15 @@ bool _mi_prof_text_build(const mi_prof_snapshot_t* snap, mi_prof_buf_t* out) {
   _mi_prof_buf_str(out, "# mimalloc heap stats\n");
   mi_prof_text_stat(out, "committed", mi_prof_stat_now(&_mi_stats.committed));
   mi_prof_text_stat(out, "reserved", mi_prof_stat_now(&_mi_stats.reserved));
-  mi_prof_text_stat(out, "malloc_requested", 0); /* not kept by this allocator (yet) */
+  /* kept with detailed statistics only (MI_STAT >= 2: docs/statistics.md) */
+  mi_prof_text_stat(out, "malloc_requested", MI_STAT >= 2 ? mi_prof_stat_now(&_mi_stats.malloc_requested) : 0);
   mi_prof_text_stat(out, "pages", mi_prof_stat_now(&_mi_stats.pages));
   mi_prof_text_stat(out, "pages_abandoned", mi_prof_stat_now(&_mi_stats.abandoned));
   mi_prof_text_stat(out, "heaps", mi_prof_stat_now(&_mi_stats.threads));
   mi_prof_text_stat(out, "theaps", 0);
   mi_prof_text_stat(out, "purged", (uint64_t)atomic_load_explicit(&_mi_stats.purged.total, memory_order_relaxed));
   mi_prof_text_stat(out, "profiler_dropped_samples", snap->dropped_samples);
-  mi_prof_text_stat(out, "detailed_stats", 0);
+  mi_prof_text_stat(out, "detailed_stats", MI_STAT >= 2 ? 1 : 0);
   if (!_mi_prof_maps_text(out)) _mi_prof_buf_str(out, "MAPPED_LIBRARIES:\n");
   return !out->failed;
 }

@@ -164,6 +164,9 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
 #endif
       page->free = mi_block_next_checked(page, block);
       page->used++;
+#if MI_STAT
+      heap->stat_malloc[page->bin]++; /* (as the core's fast path counts) */
+#endif
       if (mi_unlikely(page->block_size > MI_SECURE_UAF_CHECK_MAX))
         return mi_secure_malloc_medium(page, block, size, zero);
       mi_block_prepare_small(page, block, size);

@@ -74,6 +74,9 @@ typedef enum mi_secure_op_e { MI_OP_FREE, MI_OP_REALLOC, MI_OP_USABLE_SIZE, MI_O
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
                                 size_t* size_out) mi_decl_hidden;
 void _mi_secure_free(void* p) mi_decl_hidden;
+#if MI_STAT >= 2
+size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats/requested.c */
+#endif
 /* The same while the pprof sampler runs: a sampled block's free is told
    (src/hooks.h, mi_hook_secure_sampled_free). */
 void _mi_secure_free_sampling(void* p) mi_decl_hidden;

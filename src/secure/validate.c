@@ -305,3 +305,28 @@ bool _mi_secure_visit_page(const mi_heap_t* heap, mi_page_t* page, const mi_heap
   }
   return true;
 }
+
+#if MI_STAT >= 2
+/* Detailed statistics (stats/requested.c): the bytes the program asked for
+   of a page's live blocks, from their trailers, when its heap is destroyed
+   with them. */
+size_t _mi_secure_page_requested(const mi_page_t* page) {
+  if (_mi_page_segment(page)->kind >= MI_SEGMENT_SINGLE) {
+    if (!mi_bit_get(page, 0)) return 0;
+    size_t size;
+    (void)_mi_secure_validate(page->start + page->user_start, MI_OP_VISIT, NULL, &size);
+    return (size == MI_SECURE_VISIT_SKIP ? 0 : size);
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < page->capacity; i++) {
+    if (!mi_bit_get(page, i)) continue;
+    const mi_block_t* block = (const mi_block_t*)(page->start + i * page->block_size);
+    size_t end; /* a visit names the block by its start: the request's end */
+    (void)_mi_secure_validate(block, MI_OP_VISIT, NULL, &end);
+    if (end == MI_SECURE_VISIT_SKIP) continue; /* another thread is freeing it: counted there */
+    uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
+    total += end - (size_t)mi_trailer_start(value);
+  }
+  return total;
+}
+#endif

@@ -88,6 +88,9 @@ static void mi_single_ready(mi_heap_t* heap, mi_segment_t* segment, mi_page_t* p
   page->capacity = 1;
   page->used = 1;
   page->bin = MI_BIN_FULL;
+#if MI_STAT >= 2
+  page->stat_requested = 0; /* (its allocation's observer sets it) */
+#endif
   mi_page_flags_store(page, 0);
   page->free = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
