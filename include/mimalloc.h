@@ -118,6 +118,24 @@ mi_decl_export void mi_collect(bool force) mi_attr_noexcept;
    down to a target; here it is mi_collect(true) (docs/api-compatibility.md) */
 mi_decl_export void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept;
 
+/* Memory back to the OS from pages still in use (docs/memory-return.md):
+   at an idle point, the OS pages inside the calling thread's pages whose
+   blocks are all free are discarded ("holes"), and given back to their page
+   when it needs them. mi_on_thread_idle also collects the thread's pending
+   frees and purges its free pages now. */
+mi_decl_export void mi_on_thread_idle(void) mi_attr_noexcept;
+typedef struct mi_purge_holes_stats_s {
+  size_t purged_bytes, purged_blocks; /* discarded now */
+  size_t purged_bytes_total, discard_calls, reuse_calls, pages_freed;
+  size_t ineligible_pages, ineligible_bytes, ineligible_free_bytes; /* over the last sweep */
+  size_t unformed_bytes, unformed_bytes_total, unformed_discard_calls, unformed_reuse_calls;
+  size_t pages_skipped, blocks_visited, full_sweeps;
+} mi_purge_holes_stats_t;
+mi_decl_export void mi_purge_holes_stats_get(mi_purge_holes_stats_t* stats) mi_attr_noexcept; /* NULL: ignored */
+/* Read-only: per size class, the calling thread's free bytes that live
+   blocks pin (they share an OS page with one), to the output function. */
+mi_decl_export void mi_purge_holes_report(void) mi_attr_noexcept;
+
 /* Arenas: memory reserved up front, from which segments are taken before
    the OS is asked. 0 on success, else ENOMEM (or EINVAL). */
 mi_decl_export int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noexcept;
@@ -393,6 +411,10 @@ typedef enum mi_option_e {
   mi_option_prof_max_bytes,   /* budget of the sampler's own memory (0: none) */
   mi_option_snapshot_on_exit, /* 1: a heap snapshot at exit (docs/heap-snapshot.md); 2: with free maps */
   mi_option_memory_events,    /* count the live heap, call the memory-events handlers (mimalloc/memory-events.h) */
+  mi_option_purge_holes,      /* discard the free OS pages inside used pages at an idle point (mi_on_thread_idle) */
+  mi_option_purge_holes_min_interval, /* ms from one sweep's start to the next's, per thread */
+  mi_option_purge_holes_full_every,   /* every N-th sweep also looks at pages unchanged since the last */
+  mi_option_purge_holes_eager_zero,   /* test knob: zero a hole before it is discarded */
   _mi_option_last,
   /* legacy names (their MIMALLOC_<NAME> is read too, docs/options.md) */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

@@ -68,6 +68,10 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(prof_max_bytes, 0),
     MI_OPTION(snapshot_on_exit, 0),
     MI_OPTION(memory_events, 0),
+    MI_OPTION(purge_holes, 1),
+    MI_OPTION(purge_holes_min_interval, 100),
+    MI_OPTION(purge_holes_full_every, 64),
+    MI_OPTION(purge_holes_eager_zero, MI_DEBUG > 0 ? 1 : 0),
 };
 
 /* Options that take words as well as numbers (upper case here). */

@@ -44,6 +44,11 @@ typedef enum mi_page_state_e {
 typedef struct mi_heap_s mi_heap_t;
 typedef struct mi_tld_s mi_tld_t;
 
+/* 64 hole units a page: the unit (the OS page) doubles until the page fits;
+   a bigger map would make every page, and so every segment's first page
+   (which the others' headers shorten), bigger */
+#define MI_HOLES_MAP_WORDS 1
+
 typedef struct mi_page_s {
   /* fast-path fields first */
   mi_block_t* free;       /* blocks available to the owner */
@@ -69,6 +74,16 @@ typedef struct mi_page_s {
   struct mi_page_s* prev;
   _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned; FREE_CLEAN: when it was */
   size_t committed;          /* bytes of this page's area counted as committed */
+  /* hole purge (page/holes.c): units of the page (the OS page << holes_shift,
+     from the unit holding `start`) whose memory was discarded, all of their
+     blocks free and off every list: used + free + holes_purged == capacity */
+  uint64_t holes_map[MI_HOLES_MAP_WORDS];
+  uint16_t holes_purged; /* blocks in discarded units (a page holds at most 4096) */
+  /* at the last sweep, `used` and the free list's first block (its index + 1;
+     0: none): a page unchanged since is skipped (UINT16_MAX: never swept) */
+  uint16_t holes_seen_used;
+  uint16_t holes_seen_free;
+  uint8_t holes_shift;
 #if MI_STAT >= 2
   size_t stat_requested; /* single-block pages: the block's requested size (stats/requested.c) */
 #endif
@@ -215,6 +230,10 @@ typedef struct mi_process_stats_s {
   mi_stat_atomic_t arenas;           /* bytes reserved for arenas (never returned) */
   mi_stat_atomic_t single_bytes;     /* usable bytes of large and huge blocks in use */
   mi_stat_atomic_t malloc_requested; /* bytes the program asked for (MI_STAT >= 2: stats/requested.c) */
+  mi_stat_atomic_t holes;            /* bytes discarded in holes of used pages now (page/holes.c) */
+  _Atomic(int64_t) holes_blocks;     /* blocks in those holes now */
+  _Atomic(int64_t) holes_discard_calls;
+  _Atomic(int64_t) holes_reuse_calls;
   _Atomic(int64_t) mmap_calls;
   _Atomic(int64_t) commit_calls;
   _Atomic(int64_t) purge_calls;
@@ -243,7 +262,9 @@ struct mi_tld_s {
   mi_tld_t* thread_next;          /* list of live threads (init.c, under the threads lock) */
   mi_tld_t* thread_prev;
   bool recurse;
-  bool exiting; /* in its exit hook: claims no abandoned segment on free */
+  bool exiting;          /* in its exit hook: claims no abandoned segment on free */
+  int64_t holes_last;    /* hole purge: when this thread's last sweep started (ms; 0: never) */
+  uint64_t holes_sweeps; /* sweeps so far (every purge_holes_full_every-th skips nothing) */
 #if MI_SECURE
   uintptr_t rng;
   mi_quarantined_t quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */

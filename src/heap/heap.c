@@ -362,6 +362,7 @@ static bool mi_visit_page(mi_page_t* page, const mi_visit_ctx_t* ctx) {
     size_t idx = (size_t)((uint8_t*)b - page->start) / page->block_size;
     free_map[idx / 64] |= (uint64_t)1 << (idx % 64);
   }
+  _mi_page_holes_mark_free(page, free_map); /* the blocks in its holes are free too */
   for (size_t i = 0; i < page->capacity; i++) {
     if (free_map[i / 64] & ((uint64_t)1 << (i % 64))) continue;
     if (!ctx->visitor(ctx->heap, &area, page->start + i * page->block_size, page->block_size, ctx->arg)) return false;

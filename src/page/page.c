@@ -183,6 +183,12 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
   page->block_size_inv = (((uint64_t)1 << 40) + bsize - 1) / bsize;
 #endif
   page->reserved = (uint32_t)(area / bsize);
+  /* no holes yet (holes.c): the unit for this page's size */
+  memset(page->holes_map, 0, sizeof(page->holes_map));
+  page->holes_purged = 0;
+  page->holes_shift = _mi_page_holes_shift(page->start, area);
+  page->holes_seen_used = UINT16_MAX;
+  page->holes_seen_free = 0;
 #if MI_STAT >= 2
   if (!MI_SECURE) {
     /* room after the blocks for their requested sizes (requested.c) */
@@ -303,6 +309,7 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
     mi_page_t* next = page->next;
     _mi_page_collect(page);
     if (page->free == NULL && page->capacity < page->reserved) mi_page_extend(page);
+    if (page->free == NULL && page->holes_purged != 0) _mi_page_holes_unpurge(page); /* its holes back */
     if (page->free != NULL) {
       if (page != pq->first) {
         _mi_page_queue_remove(heap, pq, page);
@@ -444,6 +451,23 @@ static bool mi_heap_free_empty(mi_heap_t* heap, mi_bin_set_t empty, bool keep_on
 
 void _mi_heap_collect_pages(mi_heap_t* heap) {
   mi_heap_free_empty(heap, mi_heap_collect_all(heap), false);
+}
+
+/* Hole purge of the heap's pages (holes.c), its other threads' frees
+   collected and its empty pages freed first. Returns the bytes discarded. */
+size_t _mi_heap_holes_sweep(mi_heap_t* heap, bool full, bool eager_zero) {
+  mi_heap_scan_full(heap, SIZE_MAX); /* full pages that got blocks back are swept too */
+  size_t pages = heap->page_count;
+  _mi_heap_collect_pages(heap);
+  if (heap->page_count < pages) _mi_holes_note_pages_freed(pages - heap->page_count);
+  size_t discarded = 0;
+  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    for (mi_page_t* page = (pq->last != NULL ? pq->first : NULL); page != NULL; page = page->next) {
+      discarded += _mi_page_holes_sweep(page, full, eager_zero);
+    }
+  }
+  return discarded;
 }
 
 /* The thread of `heap` (its backing heap, which holds all its pages by now)

@@ -101,6 +101,19 @@ static inline size_t _mi_bin(size_t size) {
   size_t b = mi_bsr64((unsigned long long)s);
   return 9 + (b - 7) * 8 + ((s >> (b - 3)) & 7);
 }
+/* holes.c: hole purge, the free OS pages inside used pages (docs/memory-return.md) */
+uint8_t _mi_page_holes_shift(const uint8_t* start, size_t area) mi_decl_hidden;
+size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) mi_decl_hidden;
+void _mi_page_holes_unpurge(mi_page_t* page) mi_decl_hidden;
+void _mi_page_holes_mark_free(const mi_page_t* page, uint64_t* map) mi_decl_hidden;
+void _mi_page_holes_census(const mi_page_t* page, size_t* free_bytes, size_t* hole_bytes,
+                           size_t* pinned_bytes) mi_decl_hidden;
+void _mi_holes_sweep_begin(void) mi_decl_hidden;
+void _mi_holes_note_sweep(bool full) mi_decl_hidden;
+void _mi_holes_note_pages_freed(size_t n) mi_decl_hidden;
+/* page.c: a heap's pages swept; the bytes discarded */
+size_t _mi_heap_holes_sweep(mi_heap_t* heap, bool full, bool eager_zero) mi_decl_hidden;
+
 /* the block size of a bin: the largest request _mi_bin gives it (page.c) */
 size_t _mi_bin_size(size_t bin) mi_decl_hidden;
 

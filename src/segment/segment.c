@@ -364,12 +364,25 @@ bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena)
   return true;
 }
 
+/* The page's holes (page/holes.c) go with it: no longer counted (their
+   memory stays committed and reads zero). */
+static void mi_segment_page_holes_forget(mi_page_t* page) {
+  if (page->holes_purged == 0) return;
+  size_t units = 0;
+  for (size_t i = 0; i < MI_HOLES_MAP_WORDS; i++) units += (size_t)__builtin_popcountll(page->holes_map[i]);
+  _mi_stat_decrease(&_mi_stats.holes, (int64_t)(units * (_mi_os_page_size() << page->holes_shift)));
+  atomic_fetch_sub_explicit(&_mi_stats.holes_blocks, (int64_t)page->holes_purged, memory_order_relaxed);
+  memset(page->holes_map, 0, sizeof(page->holes_map));
+  page->holes_purged = 0;
+}
+
 /* A page's blocks are all back: return the slot to its segment and schedule
    its memory to go back to the OS after the purge delay. */
 
 void _mi_segment_page_free(mi_page_t* page) {
   mi_segment_t* segment = _mi_page_segment(page);
   mi_hook_page_freed(segment, page);
+  mi_segment_page_holes_forget(page);
   mi_assert_internal(mi_page_slot_taken(atomic_load_explicit(&page->state, memory_order_relaxed)));
   mi_assert_internal(segment->kind != MI_SEGMENT_SINGLE && segment->used_pages >= 1 &&
                      segment->used_pages <= segment->page_count);

@@ -150,7 +150,9 @@ static void test_stale_free_after_allocations_of_other_sizes_is_double_free(void
 static void case_stale_free_after_more_destroyed_heaps(bool misuse) {
   vary_random_state(case_run);
   void* p = destroyed_block(case_size);
-  for (int i = 0; i < HELD_PAGES - 1; i++) sink = destroyed_block(16 + (size_t)i * 16);
+  /* (sizes whose 11 blocks fit a segment's first page, which the segment's
+     header shortens to 8 KiB: one page per heap) */
+  for (int i = 0; i < HELD_PAGES - 1; i++) sink = destroyed_block(16 + (size_t)(i % 32) * 16);
   void** keep = allocate_after(case_size, fill_count(case_size), false);
   if (misuse) mi_free(p);
   if (!misuse) free_all(keep, fill_count(case_size));
