@@ -124,6 +124,33 @@ mi_decl_export void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexce
    when it needs them. mi_on_thread_idle also collects the thread's pending
    frees and purges its free pages now. */
 mi_decl_export void mi_on_thread_idle(void) mi_attr_noexcept;
+/* A thread about to block hands its heaps over: another thread (the
+   background thread, mi_purge_all) may sweep their holes until it takes
+   them back. It must not call the allocator in between. False: nothing was
+   handed over (and _end need not be called). */
+mi_decl_export bool mi_on_thread_idle_start(void) mi_attr_noexcept;
+mi_decl_export void mi_on_thread_idle_end(void) mi_attr_noexcept;
+
+/* From any thread: free pages and cached segments purged now, the holes of
+   the caller's pages and of every parked thread's swept; what could not be
+   reached is said. The report's `size` is set by the caller (it may grow). */
+typedef enum mi_purge_flags_e { MI_PURGE_FORCE = 1 } mi_purge_flags_t;
+typedef struct mi_purge_all_report_s {
+  size_t size;            /* sizeof(mi_purge_all_report_t), set by the caller */
+  size_t arena_bytes;     /* returned by purging free pages and cached segments */
+  size_t hole_bytes;      /* returned by hole purge (the purged_bytes_total it added) */
+  size_t theaps_swept;    /* threads whose pages were swept, the caller's included */
+  size_t theaps_pending;  /* threads running in the allocator, not reached within wait_ms */
+  size_t theaps_orphaned; /* threads a fork child does not have: never touched (0 here) */
+  bool gated;             /* built with an owner gate (not in this build) */
+  bool complete;          /* theaps_pending == 0 && theaps_orphaned == 0 */
+} mi_purge_all_report_t;
+#define MI_PURGE_OK 0      /* every registered thread reached */
+#define MI_PURGE_PARTIAL 1 /* some were not (running) when wait_ms ran out; everything reachable was */
+#define MI_PURGE_BUSY 2    /* another purge in flight, or called from inside one: nothing done */
+mi_decl_export int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms,
+                                   mi_purge_all_report_t* report) mi_attr_noexcept;
+mi_decl_export void mi_purge_all(bool force) mi_attr_noexcept; /* mi_purge_all_ex(force ? FORCE : 0, 100, NULL) */
 typedef struct mi_purge_holes_stats_s {
   size_t purged_bytes, purged_blocks; /* discarded now */
   size_t purged_bytes_total, discard_calls, reuse_calls, pages_freed;

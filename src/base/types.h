@@ -253,6 +253,10 @@ typedef struct mi_quarantined_s {
 } mi_quarantined_t;
 #endif
 
+#define MI_PARK_RUNNING 0  /* the thread may use its heaps */
+#define MI_PARK_PARKED 1   /* it promised not to until mi_on_thread_idle_end */
+#define MI_PARK_SWEEPING 2 /* another thread sweeps its pages; _end waits for it */
+
 struct mi_tld_s {
   uintptr_t thread_id;
   mi_heap_t* heap_backing;
@@ -265,6 +269,10 @@ struct mi_tld_s {
   bool exiting;          /* in its exit hook: claims no abandoned segment on free */
   int64_t holes_last;    /* hole purge: when this thread's last sweep started (ms; 0: never) */
   uint64_t holes_sweeps; /* sweeps so far (every purge_holes_full_every-th skips nothing) */
+  /* MI_PARK_*: parked between mi_on_thread_idle_start and _end, when another
+     thread may sweep its pages (heap/idle.c) */
+  _Atomic(int) park;
+  uint64_t purge_gen; /* the last mi_purge_all that swept it */
 #if MI_SECURE
   uintptr_t rng;
   mi_quarantined_t quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */

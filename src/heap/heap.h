@@ -15,6 +15,11 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
 void _mi_heap_destroy_all_at_exit(void) mi_decl_hidden; /* destroy_on_exit */
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
+/* idle.c and init.c: hole purge of a thread's pages, by itself or, parked, by another */
+bool _mi_tld_holes_sweep(mi_tld_t* tld, bool force) mi_decl_hidden;
+void _mi_threads_sweep_parked(const mi_tld_t* self, uint64_t gen, bool force, size_t* swept,
+                              size_t* running) mi_decl_hidden;
+void _mi_idle_background_work(void) mi_decl_hidden;
 void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 /* one of the calling thread's pages: bit i of `map` set when block i is free */
 bool _mi_page_free_map(mi_page_t* page, uint8_t* map, size_t nbytes) mi_decl_hidden;

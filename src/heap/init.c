@@ -48,6 +48,28 @@ static void mi_threads_unlink_locked(mi_tld_t* tld) {
   tld->thread_next = tld->thread_prev = NULL;
 }
 
+/* The parked threads' pages swept by the caller (heap/idle.c: the
+   background thread, mi_purge_all), each at most once per `gen`, under the
+   threads lock: a parked thread cannot go before it takes its heaps back,
+   which waits for the sweep. Counts the threads swept and those running
+   (neither the caller nor an exiting thread). */
+void _mi_threads_sweep_parked(const mi_tld_t* self, uint64_t gen, bool force, size_t* swept, size_t* running) {
+  _mi_lock_acquire(&mi_threads_lock);
+  for (mi_tld_t* tld = mi_threads_first; tld != NULL; tld = tld->thread_next) {
+    if (tld == self || tld->exiting || tld->purge_gen == gen) continue;
+    int expected = MI_PARK_PARKED;
+    if (atomic_compare_exchange_strong_explicit(&tld->park, &expected, MI_PARK_SWEEPING, memory_order_acquire,
+                                                memory_order_relaxed)) {
+      if (_mi_tld_holes_sweep(tld, force)) (*swept)++;
+      tld->purge_gen = gen;
+      atomic_store_explicit(&tld->park, MI_PARK_PARKED, memory_order_release);
+    } else if (expected == MI_PARK_RUNNING) {
+      (*running)++;
+    }
+  }
+  _mi_lock_release(&mi_threads_lock);
+}
+
 static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (tld->thread_id != _mi_thread_id()) return;
@@ -189,7 +211,7 @@ void _mi_process_init_once(void) {
   _mi_segments_abandoned_init();
   _mi_arenas_init();
   _mi_purge_init();
-  _mi_background_init(&_mi_segments_abandoned_cleanup);
+  _mi_background_init(&_mi_idle_background_work); /* the abandoned segments' cleanup, the parked threads' holes */
   mi_prim_thread_exit_hook_init(&mi_thread_exit_hook);
   _mi_process_is_initialized = true;
   atomic_store_explicit(&mi_process_state, 2, memory_order_release);

@@ -453,17 +453,24 @@ void _mi_heap_collect_pages(mi_heap_t* heap) {
   mi_heap_free_empty(heap, mi_heap_collect_all(heap), false);
 }
 
-/* Hole purge of the heap's pages (holes.c), its other threads' frees
-   collected and its empty pages freed first. Returns the bytes discarded. */
-size_t _mi_heap_holes_sweep(mi_heap_t* heap, bool full, bool eager_zero) {
-  mi_heap_scan_full(heap, SIZE_MAX); /* full pages that got blocks back are swept too */
-  size_t pages = heap->page_count;
-  _mi_heap_collect_pages(heap);
-  if (heap->page_count < pages) _mi_holes_note_pages_freed(pages - heap->page_count);
+/* Hole purge of the heap's pages (holes.c), the blocks other threads freed
+   collected first. By the heap's owner (`owner`), its full pages that got
+   blocks back and its empty pages are seen to first; by a thread that
+   sweeps a parked owner's heap, nothing but the pages' own lists changes
+   (no page changes queue or goes back to its segment). Returns the bytes
+   discarded. */
+size_t _mi_heap_holes_sweep(mi_heap_t* heap, bool owner, bool full, bool eager_zero) {
+  if (owner) {
+    mi_heap_scan_full(heap, SIZE_MAX); /* full pages that got blocks back are swept too */
+    size_t pages = heap->page_count;
+    _mi_heap_collect_pages(heap);
+    if (heap->page_count < pages) _mi_holes_note_pages_freed(pages - heap->page_count);
+  }
   size_t discarded = 0;
   for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
     mi_page_queue_t* pq = &heap->pages[bin];
     for (mi_page_t* page = (pq->last != NULL ? pq->first : NULL); page != NULL; page = page->next) {
+      if (!owner) _mi_page_collect(page);
       discarded += _mi_page_holes_sweep(page, full, eager_zero);
     }
   }

@@ -112,7 +112,7 @@ void _mi_holes_sweep_begin(void) mi_decl_hidden;
 void _mi_holes_note_sweep(bool full) mi_decl_hidden;
 void _mi_holes_note_pages_freed(size_t n) mi_decl_hidden;
 /* page.c: a heap's pages swept; the bytes discarded */
-size_t _mi_heap_holes_sweep(mi_heap_t* heap, bool full, bool eager_zero) mi_decl_hidden;
+size_t _mi_heap_holes_sweep(mi_heap_t* heap, bool owner, bool full, bool eager_zero) mi_decl_hidden;
 
 /* the block size of a bin: the largest request _mi_bin gives it (page.c) */
 size_t _mi_bin_size(size_t bin) mi_decl_hidden;
