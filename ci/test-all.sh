@@ -123,6 +123,32 @@ stats_detailed() {
   return $ok
 }
 
+# hole purge's positive controls (docs/memory-return.md): a discard one OS
+# page too far, and a block in a hole left on its page's free list, must each
+# make the named cases of tests/purge/test-purge-holes.c fail
+purge_holes_plants() {
+  local ok=0 plant log
+  for plant in OVERREACH LISTED; do
+    log="$out/purge-holes-plant-$plant.log"
+    if ! ci_build "$out/purge-holes-plant-$plant" gcc Release "-DMI_HOLES_PLANT_$plant=ON" -- test-purge-holes; then
+      ok=1
+      continue
+    fi
+    if "$out/purge-holes-plant-$plant/tests/test-purge-holes" >"$log" 2>&1; then
+      echo "purge-holes-plants: $plant was NOT caught"
+      ok=1
+    elif grep -q '^\[  FAILED  \] test_holes_eager_zero_survivors_intact$' "$log" &&
+      grep -q '^\[  FAILED  \] test_holes_seed_workload_returns_most_survivors_intact$' "$log"; then
+      echo "purge-holes-plants: $plant caught by test_holes_eager_zero_survivors_intact and test_holes_seed_workload_returns_most_survivors_intact"
+    else
+      echo "purge-holes-plants: $plant failed otherwise"
+      tail -20 "$log"
+      ok=1
+    fi
+  done
+  return $ok
+}
+
 # heap snapshots (docs/heap-snapshot.md): the command-line viewer and the
 # reference reader on the committed fixtures, the readers' agreement on
 # damaged copies and their planted defects; the HTML viewer in headless
@@ -193,6 +219,7 @@ job install-and-downstream "gcc-release gcc-secure-release" install_and_downstre
 job bench-smoke "gcc-release gcc-secure-release" bench_smoke
 job heap-snapshot-viewers "" heap_snapshot_viewers
 job stats-detailed "pprof-profiler" stats_detailed
+job purge-holes-plants "" purge_holes_plants
 
 # ---- Running it -----------------------------------------------------------------
 
