@@ -134,6 +134,11 @@ static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
   return _mi_ptr_segment(page);
 }
 
+/* A page's holes (page/holes.c), kept beside the segment's pages. */
+static inline mi_page_holes_t* _mi_page_holes(const mi_page_t* page) {
+  return &_mi_page_segment(page)->holes[page->index];
+}
+
 static inline size_t _mi_align_up(size_t n, size_t align) {
   return (n + align - 1) & ~(align - 1);
 }

@@ -49,6 +49,20 @@ typedef struct mi_tld_s mi_tld_t;
    (which the others' headers shorten), bigger */
 #define MI_HOLES_MAP_WORDS 1
 
+/* A page's holes (page/holes.c): the units of the page (the OS page <<
+   shift, from the unit holding its first block) whose memory was
+   discarded, all of their blocks free and off every list:
+   used + |free| + purged == capacity. */
+typedef struct mi_page_holes_s {
+  uint64_t map[MI_HOLES_MAP_WORDS];
+  uint16_t purged; /* blocks in discarded units (a page holds at most 4096) */
+  /* at the last sweep, `used` and the free list's first block (its index +
+     1; 0: none): a page unchanged since is skipped (UINT16_MAX: never swept) */
+  uint16_t seen_used;
+  uint16_t seen_free;
+  uint8_t shift;
+} mi_page_holes_t;
+
 typedef struct mi_page_s {
   /* fast-path fields first */
   mi_block_t* free;       /* blocks available to the owner */
@@ -74,16 +88,6 @@ typedef struct mi_page_s {
   struct mi_page_s* prev;
   _Atomic(int64_t) purge_at; /* FREE_DIRTY: when its memory may be returned; FREE_CLEAN: when it was */
   size_t committed;          /* bytes of this page's area counted as committed */
-  /* hole purge (page/holes.c): units of the page (the OS page << holes_shift,
-     from the unit holding `start`) whose memory was discarded, all of their
-     blocks free and off every list: used + free + holes_purged == capacity */
-  uint64_t holes_map[MI_HOLES_MAP_WORDS];
-  uint16_t holes_purged; /* blocks in discarded units (a page holds at most 4096) */
-  /* at the last sweep, `used` and the free list's first block (its index + 1;
-     0: none): a page unchanged since is skipped (UINT16_MAX: never swept) */
-  uint16_t holes_seen_used;
-  uint16_t holes_seen_free;
-  uint8_t holes_shift;
 #if MI_STAT >= 2
   size_t stat_requested; /* single-block pages: the block's requested size (stats/requested.c) */
 #endif
@@ -156,6 +160,10 @@ typedef struct mi_segment_s {
   struct mi_segment_s* purge_next; /* global list of segments with dirty free pages */
   struct mi_segment_s* purge_prev;
   mi_page_t pages[MI_SMALL_PAGES_PER_SEGMENT];
+  /* each page's holes (page/holes.c), apart from the pages: a bigger
+     mi_page_t would cost free's fast path its page lookup (96 bytes a page
+     is an index times 3 shifted, 112 one more instruction) */
+  mi_page_holes_t holes[MI_SMALL_PAGES_PER_SEGMENT];
 } mi_segment_t;
 
 typedef struct mi_page_queue_s {

@@ -31,7 +31,7 @@ static void mi_check_page(const mi_heap_t* heap, const mi_page_t* page, size_t b
   else mi_assert(page->bin == bin && !(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL));
   size_t free_count = mi_check_free_list(page);
   /* blocks freed by other threads are still counted in `used` */
-  mi_assert(page->used + free_count + page->holes_purged == page->capacity); /* (holes: page/holes.c) */
+  mi_assert(page->used + free_count + _mi_page_holes(page)->purged == page->capacity); /* (holes: page/holes.c) */
 }
 
 void _mi_heap_check(const mi_heap_t* heap) {

@@ -3,14 +3,15 @@
    lived block no longer pins its whole 64 KiB or 512 KiB page.
 
    A page is cut into units, the OS page doubled until the page has at most
-   64 of them (holes_shift), counted from the unit that holds the page's
+   64 of them (the page's holes' `shift`), counted from the unit that holds the page's
    first block. A unit wholly inside the carved blocks whose every block is
    free becomes a hole: its memory is discarded (MADV_DONTNEED, or a
    decommit and recommit on Windows: holes never change commit state), and
    every block that overlaps it leaves the page's free list, since its link
    may lie in the discarded memory. The free list is walked before anything
    is discarded and rebuilt after, from the map of free blocks. The page's
-   count of such blocks keeps used + |free| + holes_purged == capacity.
+   count of such blocks (`purged`, in mi_page_holes_t, kept beside the
+   segment's pages) keeps used + |free| + purged == capacity.
    When the free list runs dry, the page takes back its first run of holes
    (_mi_page_holes_unpurge); when the page goes back to its segment, its
    holes go with it (mi_segment_page_holes_forget, segment.c). Only the
@@ -33,7 +34,7 @@ typedef struct mi_holes_geo_s {
 } mi_holes_geo_t;
 
 static size_t mi_holes_unit(const mi_page_t* page) {
-  return _mi_os_page_size() << page->holes_shift;
+  return _mi_os_page_size() << _mi_page_holes(page)->shift;
 }
 
 static void mi_holes_geometry(const mi_page_t* page, mi_holes_geo_t* g) {
@@ -79,21 +80,21 @@ static bool mi_holes_block_in_hole(const mi_page_t* page, const mi_holes_geo_t* 
   size_t u0, u1;
   mi_holes_block_units(page, g, idx, &u0, &u1);
   for (size_t u = u0; u <= u1 && u < MI_HOLES_UNITS; u++) {
-    if (mi_bit(page->holes_map, u)) return true;
+    if (mi_bit(_mi_page_holes(page)->map, u)) return true;
   }
   return false;
 }
 
 static size_t mi_holes_count(const mi_page_t* page) {
   size_t n = 0;
-  for (size_t i = 0; i < MI_HOLES_MAP_WORDS; i++) n += (size_t)__builtin_popcountll(page->holes_map[i]);
+  for (size_t i = 0; i < MI_HOLES_MAP_WORDS; i++) n += (size_t)__builtin_popcountll(_mi_page_holes(page)->map[i]);
   return n;
 }
 
 /* The blocks in holes, marked free in a map of the page's blocks (a visit
    or a snapshot sees them as the free blocks they are). */
 void _mi_page_holes_mark_free(const mi_page_t* page, uint64_t* map) {
-  if (page->holes_purged == 0) return;
+  if (_mi_page_holes(page)->purged == 0) return;
   mi_holes_geo_t g;
   mi_holes_geometry(page, &g);
   for (size_t i = 0; i < page->capacity; i++) {
@@ -178,7 +179,8 @@ static size_t mi_holes_free_map(const mi_page_t* page, uint64_t* map) {
    unchanged since the last sweep. Returns the bytes discarded. */
 size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) {
   if (page->capacity == 0 || page->used == 0) return 0;
-  if (!full && page->used == page->holes_seen_used && mi_holes_free_mark(page) == page->holes_seen_free) {
+  if (!full && page->used == _mi_page_holes(page)->seen_used &&
+      mi_holes_free_mark(page) == _mi_page_holes(page)->seen_free) {
     atomic_fetch_add_explicit(&mi_holes_pages_skipped, 1, memory_order_relaxed);
     return 0;
   }
@@ -194,7 +196,7 @@ size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) {
     uint64_t candidates[MI_HOLES_MAP_WORDS] = {0};
     size_t pinned = 0;
     for (size_t u = g.first; u < g.last; u++) {
-      if (mi_bit(page->holes_map, u)) continue;
+      if (mi_bit(_mi_page_holes(page)->map, u)) continue;
       size_t lo = u * g.unit - (size_t)(page->start - g.base);
       size_t hi = lo + g.unit;
       size_t b0 = lo / page->block_size, b1 = (hi - 1) / page->block_size;
@@ -222,21 +224,21 @@ size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) {
       size_t v = u;
       while (v < g.last && mi_bit(candidates, v)) v++;
       if (mi_holes_discard(page, &g, u, v, eager_zero)) {
-        for (size_t w = u; w < v; w++) mi_bit_on(page->holes_map, w);
+        for (size_t w = u; w < v; w++) mi_bit_on(_mi_page_holes(page)->map, w);
         discarded += (v - u) * g.unit;
       }
       u = v;
     }
     if (discarded > 0) {
-      uint32_t before = page->holes_purged;
-      page->holes_purged = (uint16_t)mi_holes_relist(page, &g, free_map);
+      uint32_t before = _mi_page_holes(page)->purged;
+      _mi_page_holes(page)->purged = (uint16_t)mi_holes_relist(page, &g, free_map);
       _mi_stat_increase(&_mi_stats.holes, (int64_t)discarded);
-      atomic_fetch_add_explicit(&_mi_stats.holes_blocks, (int64_t)page->holes_purged - (int64_t)before,
+      atomic_fetch_add_explicit(&_mi_stats.holes_blocks, (int64_t)_mi_page_holes(page)->purged - (int64_t)before,
                                 memory_order_relaxed);
     }
   }
-  page->holes_seen_used = (uint16_t)page->used;
-  page->holes_seen_free = mi_holes_free_mark(page);
+  _mi_page_holes(page)->seen_used = (uint16_t)page->used;
+  _mi_page_holes(page)->seen_free = mi_holes_free_mark(page);
   return discarded;
 }
 
@@ -247,13 +249,13 @@ size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) {
 void _mi_page_holes_unpurge(mi_page_t* page) {
   mi_holes_geo_t g;
   mi_holes_geometry(page, &g);
-  while (page->free == NULL && page->holes_purged > 0) {
+  while (page->free == NULL && _mi_page_holes(page)->purged > 0) {
     size_t u = 0;
-    while (u < MI_HOLES_UNITS && !mi_bit(page->holes_map, u)) u++;
+    while (u < MI_HOLES_UNITS && !mi_bit(_mi_page_holes(page)->map, u)) u++;
     if (u == MI_HOLES_UNITS) break;
     size_t v = u;
-    while (v < MI_HOLES_UNITS && mi_bit(page->holes_map, v)) v++;
-    for (size_t w = u; w < v; w++) mi_bit_off(page->holes_map, w);
+    while (v < MI_HOLES_UNITS && mi_bit(_mi_page_holes(page)->map, v)) v++;
+    for (size_t w = u; w < v; w++) mi_bit_off(_mi_page_holes(page)->map, w);
     _mi_stat_decrease(&_mi_stats.holes, (int64_t)((v - u) * g.unit));
     atomic_fetch_add_explicit(&_mi_stats.holes_reuse_calls, 1, memory_order_relaxed);
     /* the blocks of [u, v) that touch no hole left, listed in address order */
@@ -277,11 +279,11 @@ void _mi_page_holes_unpurge(mi_page_t* page) {
       mi_block_set_next(page, tail, page->free);
       page->free = head;
     }
-    mi_assert_internal(back <= page->holes_purged);
-    page->holes_purged = (uint16_t)(page->holes_purged - back);
+    mi_assert_internal(back <= _mi_page_holes(page)->purged);
+    _mi_page_holes(page)->purged = (uint16_t)(_mi_page_holes(page)->purged - back);
     atomic_fetch_sub_explicit(&_mi_stats.holes_blocks, (int64_t)back, memory_order_relaxed);
   }
-  page->holes_seen_used = UINT16_MAX;
+  _mi_page_holes(page)->seen_used = UINT16_MAX;
 }
 
 void _mi_holes_note_sweep(bool full) {
@@ -326,13 +328,13 @@ void mi_purge_holes_stats_get(mi_purge_holes_stats_t* stats) {
 void _mi_page_holes_census(const mi_page_t* page, size_t* free_bytes, size_t* hole_bytes, size_t* pinned_bytes) {
   uint64_t free_map[MI_HOLES_FREE_WORDS];
   size_t nfree = mi_holes_free_map(page, free_map);
-  *free_bytes += nfree * page->block_size + (size_t)page->holes_purged * page->block_size;
+  *free_bytes += nfree * page->block_size + (size_t)_mi_page_holes(page)->purged * page->block_size;
   mi_holes_geo_t g;
   mi_holes_geometry(page, &g);
   *hole_bytes += mi_holes_count(page) * g.unit;
   _mi_page_holes_mark_free(page, free_map);
   for (size_t u = g.first; u < g.last; u++) {
-    if (mi_bit(page->holes_map, u)) continue;
+    if (mi_bit(_mi_page_holes(page)->map, u)) continue;
     size_t lo = u * g.unit - (size_t)(page->start - g.base);
     size_t b0 = lo / page->block_size, b1 = (lo + g.unit - 1) / page->block_size;
     bool any_live = false;

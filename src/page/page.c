@@ -184,11 +184,10 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
 #endif
   page->reserved = (uint32_t)(area / bsize);
   /* no holes yet (holes.c): the unit for this page's size */
-  memset(page->holes_map, 0, sizeof(page->holes_map));
-  page->holes_purged = 0;
-  page->holes_shift = _mi_page_holes_shift(page->start, area);
-  page->holes_seen_used = UINT16_MAX;
-  page->holes_seen_free = 0;
+  mi_page_holes_t* holes = _mi_page_holes(page);
+  memset(holes, 0, sizeof(*holes));
+  holes->shift = _mi_page_holes_shift(page->start, area);
+  holes->seen_used = UINT16_MAX;
 #if MI_STAT >= 2
   if (!MI_SECURE) {
     /* room after the blocks for their requested sizes (requested.c) */
@@ -309,7 +308,7 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t bin) {
     mi_page_t* next = page->next;
     _mi_page_collect(page);
     if (page->free == NULL && page->capacity < page->reserved) mi_page_extend(page);
-    if (page->free == NULL && page->holes_purged != 0) _mi_page_holes_unpurge(page); /* its holes back */
+    if (page->free == NULL && _mi_page_holes(page)->purged != 0) _mi_page_holes_unpurge(page); /* its holes back */
     if (page->free != NULL) {
       if (page != pq->first) {
         _mi_page_queue_remove(heap, pq, page);

@@ -367,13 +367,13 @@ bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena)
 /* The page's holes (page/holes.c) go with it: no longer counted (their
    memory stays committed and reads zero). */
 static void mi_segment_page_holes_forget(mi_page_t* page) {
-  if (page->holes_purged == 0) return;
+  if (_mi_page_holes(page)->purged == 0) return;
   size_t units = 0;
-  for (size_t i = 0; i < MI_HOLES_MAP_WORDS; i++) units += (size_t)__builtin_popcountll(page->holes_map[i]);
-  _mi_stat_decrease(&_mi_stats.holes, (int64_t)(units * (_mi_os_page_size() << page->holes_shift)));
-  atomic_fetch_sub_explicit(&_mi_stats.holes_blocks, (int64_t)page->holes_purged, memory_order_relaxed);
-  memset(page->holes_map, 0, sizeof(page->holes_map));
-  page->holes_purged = 0;
+  for (size_t i = 0; i < MI_HOLES_MAP_WORDS; i++) units += (size_t)__builtin_popcountll(_mi_page_holes(page)->map[i]);
+  _mi_stat_decrease(&_mi_stats.holes, (int64_t)(units * (_mi_os_page_size() << _mi_page_holes(page)->shift)));
+  atomic_fetch_sub_explicit(&_mi_stats.holes_blocks, (int64_t)_mi_page_holes(page)->purged, memory_order_relaxed);
+  memset(_mi_page_holes(page)->map, 0, sizeof(_mi_page_holes(page)->map));
+  _mi_page_holes(page)->purged = 0;
 }
 
 /* A page's blocks are all back: return the slot to its segment and schedule
