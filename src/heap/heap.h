@@ -20,6 +20,7 @@ bool _mi_tld_holes_sweep(mi_tld_t* tld, bool force) mi_decl_hidden;
 void _mi_threads_sweep_parked(const mi_tld_t* self, uint64_t gen, bool force, size_t* swept,
                               size_t* running) mi_decl_hidden;
 void _mi_idle_background_work(void) mi_decl_hidden;
+void _mi_tld_unpark(mi_tld_t* tld) mi_decl_hidden;
 void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) mi_decl_hidden;
 /* one of the calling thread's pages: bit i of `map` set when block i is free */
 bool _mi_page_free_map(mi_page_t* page, uint8_t* map, size_t nbytes) mi_decl_hidden;

@@ -70,7 +70,11 @@ bool mi_on_thread_idle_start(void) {
 void mi_on_thread_idle_end(void) {
   mi_heap_t* heap = mi_get_default_heap();
   if (!mi_heap_is_initialized(heap)) return;
-  mi_tld_t* tld = heap->tld;
+  _mi_tld_unpark(heap->tld);
+}
+
+/* The thread's heaps back to it, once a sweep of them by another ends. */
+void _mi_tld_unpark(mi_tld_t* tld) {
   for (;;) {
     int expected = MI_PARK_PARKED;
     if (atomic_compare_exchange_weak_explicit(&tld->park, &expected, MI_PARK_RUNNING, memory_order_acquire,

@@ -51,12 +51,12 @@ static void mi_threads_unlink_locked(mi_tld_t* tld) {
 /* The parked threads' pages swept by the caller (heap/idle.c: the
    background thread, mi_purge_all), each at most once per `gen`, under the
    threads lock: a parked thread cannot go before it takes its heaps back,
-   which waits for the sweep. Counts the threads swept and those running
-   (neither the caller nor an exiting thread). */
+   which waits for the sweep (so does its exit). Counts the threads swept
+   and those running (an exiting one is running until it is off the list). */
 void _mi_threads_sweep_parked(const mi_tld_t* self, uint64_t gen, bool force, size_t* swept, size_t* running) {
   _mi_lock_acquire(&mi_threads_lock);
   for (mi_tld_t* tld = mi_threads_first; tld != NULL; tld = tld->thread_next) {
-    if (tld == self || tld->exiting || tld->purge_gen == gen) continue;
+    if (tld == self || tld->purge_gen == gen) continue;
     int expected = MI_PARK_PARKED;
     if (atomic_compare_exchange_strong_explicit(&tld->park, &expected, MI_PARK_SWEEPING, memory_order_acquire,
                                                 memory_order_relaxed)) {
@@ -74,6 +74,7 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (tld->thread_id != _mi_thread_id()) return;
   tld->exiting = true; /* a segment claimed on free from here on would stay with a dead thread */
+  _mi_tld_unpark(tld); /* parked and never taken back: a sweep of its pages ends first */
   _mi_heap_free_all_of_thread(tld);
   mi_hook_thread_done();
   /* off the list only now: a fork before this point orphans the rest of

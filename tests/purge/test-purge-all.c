@@ -203,6 +203,33 @@ static void case_nested_busy(void) {
   TU_CHECK(mi_purge_all_ex(0, 0, NULL) == MI_PURGE_OK);
 }
 
+/* A thread that parks and exits without taking its heaps back (a misuse
+   the allocator survives): its exit waits for a sweep of its pages, and
+   once it is gone no purge waits for it. */
+static void* park_and_exit(void* arg) {
+  (void)arg;
+  for (int i = 0; i < 20000; i++) {
+    void* p = mi_malloc(100 + (size_t)(i % 7) * 100);
+    if (i % 20 != 0) mi_free(p);
+  }
+  TU_CHECK(mi_on_thread_idle_start());
+  return NULL;
+}
+
+static void case_parked_thread_exits(void) {
+  for (int round = 0; round < 20; round++) {
+    pthread_t t;
+    TU_CHECK(pthread_create(&t, NULL, &park_and_exit, NULL) == 0);
+    mi_purge_all_report_t r;
+    r.size = sizeof(r);
+    (void)mi_purge_all_ex(MI_PURGE_FORCE, 0, &r); /* (races with its exit) */
+    pthread_join(t, NULL);
+    int status = mi_purge_all_ex(MI_PURGE_FORCE, 0, &r);
+    check_report(&r, status);
+    TU_CHECK(status == MI_PURGE_OK);
+  }
+}
+
 static void run_in_child(void (*body)(void)) {
   fflush(NULL);
   pid_t pid = fork();
@@ -236,12 +263,18 @@ static void test_purge_all_nested_call_busy_short_report_kept(void** state) {
   run_in_child(&case_nested_busy);
 }
 
+static void test_purge_all_parked_thread_exited_not_pending(void** state) {
+  (void)state;
+  run_in_child(&case_parked_thread_exits);
+}
+
 int main(void) {
   mi_child_save_signals();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_purge_all_nested_call_busy_short_report_kept),
       cmocka_unit_test(test_purge_all_busy_workers_partial_pending_counted),
       cmocka_unit_test(test_purge_all_parked_workers_ok_most_returned_intact),
+      cmocka_unit_test(test_purge_all_parked_thread_exited_not_pending),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
