@@ -266,14 +266,26 @@ H_CASE case_write_after_free_large_reuse(bool misuse) {
 }
 
 /* A write into a freed 128-byte block, then enough blocks of its size that
-   it is handed out again (and checked on the way). */
+   it is handed out again (and checked on the way). Every other block is
+   kept: a churn that only frees what it takes can go on in another page
+   for good once the block's page has all its free blocks in the quarantine
+   (a page of fewer blocks than the quarantine holds, as a segment's first
+   page may be); blocks kept use up every free block, the block's too. */
 static void h_write_after_free_small(bool reuse, bool misuse) {
   char* p = (char*)h_malloc(128);
   h_check(p != NULL);
   h_free(h_launder(p));
   char* q = reuse ? (char*)h_malloc(128) : NULL;
   if (misuse) ((volatile char*)h_launder(p))[65] = 'a';
-  for (int i = 0; i < 100000; i++) h_free(h_launder(h_malloc(128)));
+  enum { KEPT = 20000 };
+  static char* kept[KEPT];
+  for (int i = 0; i < 2 * KEPT; i++) {
+    char* b = (char*)h_malloc(128);
+    h_check(b != NULL);
+    if (i % 2 == 0) kept[i / 2] = b;
+    else h_free(h_launder(b));
+  }
+  for (int i = 0; i < KEPT; i++) h_free(kept[i]);
   if (q != NULL) h_free(q);
 }
 H_CASE case_write_after_free_small(bool misuse) {
