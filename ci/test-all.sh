@@ -123,25 +123,35 @@ stats_detailed() {
   return $ok
 }
 
-# hole purge's positive controls (docs/memory-return.md): a discard one OS
-# page too far, and a block in a hole left on its page's free list, must each
-# make the named cases of tests/purge/test-purge-holes.c fail
+# memory return's positive controls (docs/memory-return.md): a discard one
+# OS page too far, and a block in a hole left on its page's free list, must
+# each make the named cases of tests/purge/test-purge-holes.c fail; an arena
+# given back while it holds a live segment, the named case of
+# tests/purge/test-purge-reclaim.c
 purge_holes_plants() {
-  local ok=0 plant log
-  for plant in OVERREACH LISTED; do
-    log="$out/purge-holes-plant-$plant.log"
-    if ! ci_build "$out/purge-holes-plant-$plant" gcc Release "-DMI_HOLES_PLANT_$plant=ON" -- test-purge-holes; then
+  local ok=0 entry plant test cases log c missing
+  for entry in "HOLES_PLANT_OVERREACH test-purge-holes test_holes_eager_zero_survivors_intact test_holes_seed_workload_returns_most_survivors_intact" \
+    "HOLES_PLANT_LISTED test-purge-holes test_holes_eager_zero_survivors_intact test_holes_seed_workload_returns_most_survivors_intact" \
+    "RECLAIM_PLANT_LIVE_ARENA test-purge-reclaim test_reclaim_empty_arenas_given_back_reserved_exact"; do
+    read -r plant test cases <<<"$entry"
+    log="$out/purge-plant-$plant.log"
+    if ! ci_build "$out/purge-plant-$plant" gcc Release "-DMI_$plant=ON" -- "$test"; then
       ok=1
       continue
     fi
-    if "$out/purge-holes-plant-$plant/tests/test-purge-holes" >"$log" 2>&1; then
+    if "$out/purge-plant-$plant/tests/$test" >"$log" 2>&1; then
       echo "purge-holes-plants: $plant was NOT caught"
       ok=1
-    elif grep -q '^\[  FAILED  \] test_holes_eager_zero_survivors_intact$' "$log" &&
-      grep -q '^\[  FAILED  \] test_holes_seed_workload_returns_most_survivors_intact$' "$log"; then
-      echo "purge-holes-plants: $plant caught by test_holes_eager_zero_survivors_intact and test_holes_seed_workload_returns_most_survivors_intact"
+      continue
+    fi
+    missing=""
+    for c in $cases; do
+      grep -q "^\[  FAILED  \] $c\$" "$log" || missing="$missing $c"
+    done
+    if [ -z "$missing" ]; then
+      echo "purge-holes-plants: $plant caught by $cases"
     else
-      echo "purge-holes-plants: $plant failed otherwise"
+      echo "purge-holes-plants: $plant failed otherwise (not failed:$missing)"
       tail -20 "$log"
       ok=1
     fi

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ThreadSanitizer job (docs/sanitizers.md): the multi-threaded tests
-# (test-stress, test-threads, and the teardown protocol's forced
-# interleavings) built with clang -fsanitize=thread, library included, run as
-# they are and (stress, threads) with the heap profiler on, then the positive
-# control: a planted data race on a mi_malloc block that TSan must report.
+# (test-stress, test-threads, the teardown protocol's forced interleavings,
+# empty arenas given back while another thread allocates) built with clang
+# -fsanitize=thread, library included, run as they are and (stress, threads)
+# with the heap profiler on, then the positive control: a planted data race
+# on a mi_malloc block that TSan must report.
 #   ci/tsan.sh OUT_DIR
 # No fork tests: TSan does not support fork in a multi-threaded process.
 # (Each teardown case runs in a child forked while the process has one
@@ -19,7 +20,7 @@ status=0
 # MI_FAULT=ON: the schedule points the teardown tests force interleavings at
 flags="-fsanitize=thread -fno-omit-frame-pointer"
 ci_build "$dir" clang Release -DMI_BUILD_SHARED=OFF -DMI_TSAN_PLANT=ON -DMI_FAULT=ON -DCMAKE_C_FLAGS="$flags" \
-  -- test-stress test-threads test-teardown tsan-plant || exit 1
+  -- test-stress test-threads test-teardown test-purge-reclaim tsan-plant || exit 1
 
 # halt_on_error: the first report fails the test (exit code 66)
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -33,6 +34,9 @@ echo "tsan: test-stress and test-threads with the heap profiler on"
 ls "$dir"/dhat-*.json >/dev/null 2>&1 || { echo "tsan: the profiled runs wrote no profile"; status=1; }
 # a report in a teardown case's child fails the case (exit 66)
 (cd "$dir" && ctest --output-on-failure -L '^teardown$') || status=1
+# the arena table given back and taken again while another thread frees into
+# it and looks segments up (docs/memory-return.md); each case in a child
+(cd "$dir" && ctest --output-on-failure -R '^test-purge-reclaim$') || status=1
 
 # positive control: the planted race must be reported, anchored on TSan's
 # report header; the control (the writers joined in turn) must run clean

@@ -133,8 +133,11 @@ mi_decl_export void mi_on_thread_idle_end(void) mi_attr_noexcept;
 
 /* From any thread: free pages and cached segments purged now, the holes of
    the caller's pages and of every parked thread's swept; what could not be
-   reached is said. The report's `size` is set by the caller (it may grow). */
-typedef enum mi_purge_flags_e { MI_PURGE_FORCE = 1 } mi_purge_flags_t;
+   reached is said. The report's `size` is set by the caller (it may grow).
+   MI_PURGE_RECLAIM then also gives back every reservation that holds no
+   live segment: the cached segments, and the empty arenas of ours whose id
+   no caller holds (not exclusive, not pinned, not the caller's memory). */
+typedef enum mi_purge_flags_e { MI_PURGE_FORCE = 1, MI_PURGE_RECLAIM = 2 } mi_purge_flags_t;
 typedef struct mi_purge_all_report_s {
   size_t size;            /* sizeof(mi_purge_all_report_t), set by the caller */
   size_t arena_bytes;     /* returned by purging free pages and cached segments */
@@ -144,10 +147,17 @@ typedef struct mi_purge_all_report_s {
   size_t theaps_orphaned; /* threads a fork child does not have: never touched (0 here) */
   bool gated;             /* built with an owner gate (not in this build) */
   bool complete;          /* theaps_pending == 0 && theaps_orphaned == 0 */
+  /* MI_PURGE_RECLAIM (all 0 without it) */
+  bool reclaimed;             /* the pass ran */
+  size_t arena_reclaim_bytes; /* unmapped: what `reserved` fell by (arenas and cached segments) */
+  size_t arenas_reclaimed;    /* empty arenas given back */
+  size_t arenas_kept;         /* empty arenas not ours to give back (an id held, exclusive, ...) */
+  size_t segments_reclaimed;  /* cached segments unmapped (or given back to their arena) */
 } mi_purge_all_report_t;
-#define MI_PURGE_OK 0      /* every registered thread reached */
-#define MI_PURGE_PARTIAL 1 /* some were not (running) when wait_ms ran out; everything reachable was */
-#define MI_PURGE_BUSY 2    /* another purge in flight, or called from inside one: nothing done */
+#define MI_PURGE_OK 0 /* every registered thread reached */
+#define MI_PURGE_PARTIAL \
+  1 /* some were not (running) when wait_ms ran out, or the OS refused a reclaim; everything reachable was */
+#define MI_PURGE_BUSY 2 /* another purge in flight, or called from inside one: nothing done */
 mi_decl_export int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms,
                                    mi_purge_all_report_t* report) mi_attr_noexcept;
 mi_decl_export void mi_purge_all(bool force) mi_attr_noexcept; /* mi_purge_all_ex(force ? FORCE : 0, 100, NULL) */

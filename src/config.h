@@ -74,6 +74,9 @@
 #ifndef MI_STAT
 #define MI_STAT 0
 #endif
+#ifndef MI_RECLAIM_PLANT_LIVE_ARENA
+#define MI_RECLAIM_PLANT_LIVE_ARENA 0
+#endif
 #ifndef MI_HOLES_PLANT_OVERREACH
 #define MI_HOLES_PLANT_OVERREACH 0
 #endif

@@ -102,6 +102,20 @@ static _Atomic(uint64_t) mi_purge_all_gen;
 static mi_prim_event_t mi_purge_all_event; /* never signalled: a timed wait */
 static bool mi_purge_all_event_ready;
 
+typedef struct mi_reclaim_s {
+  size_t bytes, arenas, kept, segments;
+  bool refused;
+} mi_reclaim_t;
+
+/* The reservations that hold no live segment, given back: the cached
+   segments first (arena memory among them goes back to its arena), then the
+   arenas left empty. No thread need stop: the cache and the arena table are
+   each changed under their lock, where every allocation looks. */
+static void mi_reclaim(mi_reclaim_t* r) {
+  r->bytes = _mi_segment_cache_release(&r->segments);
+  r->bytes += _mi_arenas_reclaim(&r->arenas, &r->kept, &r->refused);
+}
+
 int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms, mi_purge_all_report_t* report) {
   bool idle = false;
   if (!atomic_compare_exchange_strong_explicit(&mi_purge_all_running, &idle, true, memory_order_acquire,
@@ -137,6 +151,9 @@ int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms, mi_purge_all_report_
     }
     _mi_purge_run(force); /* what the sweeps freed */
   }
+  mi_reclaim_t reclaim;
+  memset(&reclaim, 0, sizeof(reclaim));
+  if ((flags & MI_PURGE_RECLAIM) != 0) mi_reclaim(&reclaim);
   if (report != NULL && report->size >= sizeof(size_t)) {
     mi_purge_all_report_t r;
     memset(&r, 0, sizeof(r));
@@ -150,13 +167,18 @@ int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms, mi_purge_all_report_
     r.theaps_orphaned = 0;
     r.gated = false;
     r.complete = (running == 0);
+    r.reclaimed = ((flags & MI_PURGE_RECLAIM) != 0);
+    r.arena_reclaim_bytes = reclaim.bytes;
+    r.arenas_reclaimed = reclaim.arenas;
+    r.arenas_kept = reclaim.kept;
+    r.segments_reclaimed = reclaim.segments;
     size_t n = (report->size < sizeof(r) ? report->size : sizeof(r));
     size_t given = report->size;
     memcpy(report, &r, n);
     report->size = (given < sizeof(r) ? given : sizeof(r));
   }
   atomic_store_explicit(&mi_purge_all_running, false, memory_order_release);
-  return (running == 0 ? MI_PURGE_OK : MI_PURGE_PARTIAL);
+  return (running == 0 && !reclaim.refused ? MI_PURGE_OK : MI_PURGE_PARTIAL);
 }
 
 void mi_purge_all(bool force) {

@@ -14,7 +14,14 @@
    memory of mi_manage_os_memory is the caller's: its chunks are purged, not
    remapped, when given back, and it is never unmapped here. An exclusive
    arena serves only the heaps created in it (mi_heap_new_in_arena); a heap in
-   an arena takes no memory from anywhere else. */
+   an arena takes no memory from anywhere else.
+
+   mi_purge_all_ex(MI_PURGE_RECLAIM) gives back the arenas of ours that hold
+   no segment and whose id no caller holds (_mi_arenas_reclaim); the slot is
+   then vacant and a later arena takes it. Readers that do not take the lock
+   (a segment freed, a cached segment matched to a heap) find an arena by its
+   span, one word, so a slot given back and taken again is never seen half
+   written. */
 #include "os.h"
 #include "../prim/fault.h"
 
@@ -24,23 +31,56 @@
 
 typedef struct mi_arena_s {
   uint8_t* start;
-  size_t chunk_count;
+  size_t chunk_count;                 /* 0: a vacant slot (given back) */
+  size_t reserved_size;               /* what was reserved (is_owned): given back whole */
   bool is_pinned;                     /* large or huge pages: always committed */
   bool is_committed;                  /* reserved committed: chunks never need a commit */
   bool is_exclusive;                  /* only for heaps created in it */
   bool is_owned;                      /* mapped by us (not mi_manage_os_memory's) */
+  bool is_held;                       /* its id went to the caller: never given back */
   uint64_t in_use[MI_ARENA_WORDS];    /* under mi_arena_lock */
   uint64_t committed[MI_ARENA_WORDS]; /* chunks committed (or all, if is_committed) */
   uint64_t dirty[MI_ARENA_WORDS];     /* chunks not known to be zero: cleared when handed out */
 } mi_arena_t;
 
 static mi_arena_t mi_arenas[MI_ARENA_MAX];
-static _Atomic(size_t) mi_arena_count;
+/* start | (chunk_count - 1) << 2 | is_exclusive << 1 | 1 (live); 0: vacant.
+   Written under mi_arena_lock, after (or before, when vacated) the slot. */
+static _Atomic(uintptr_t) mi_arena_spans[MI_ARENA_MAX];
+static _Atomic(size_t) mi_arena_count; /* slots used so far (vacant ones included) */
+static _Atomic(size_t) mi_arenas_made;
 static _Atomic(bool) mi_arena_any_exclusive; /* else every segment suits a heap of no arena */
 static mi_lock_t mi_arena_lock;
 
 void _mi_arenas_init(void) {
   _mi_lock_init(&mi_arena_lock, MI_LOCK_ARENA);
+}
+
+_Static_assert(MI_ARENA_CHUNK >= ((size_t)MI_ARENA_MAX_CHUNKS << 2), "an arena's span needs its low bits");
+
+typedef struct mi_arena_range_s {
+  uint8_t* start;
+  size_t chunks;
+  bool exclusive;
+} mi_arena_range_t;
+
+static uintptr_t mi_arena_span_of(const mi_arena_t* arena) {
+  return ((uintptr_t)arena->start | ((uintptr_t)(arena->chunk_count - 1) << 2) | ((uintptr_t)arena->is_exclusive << 1) |
+          1);
+}
+
+/* Slot `a` as a reader without the lock sees it; false: vacant. */
+static bool mi_arena_range(size_t a, mi_arena_range_t* range) {
+  uintptr_t span = atomic_load_explicit(&mi_arena_spans[a], memory_order_acquire);
+  if ((span & 1) == 0) return false;
+  range->start = (uint8_t*)(span & ~(uintptr_t)(MI_ARENA_CHUNK - 1));
+  range->chunks = (size_t)((span >> 2) & (MI_ARENA_MAX_CHUNKS - 1)) + 1;
+  range->exclusive = ((span >> 1) & 1) != 0;
+  return true;
+}
+
+static bool mi_arena_range_has(const mi_arena_range_t* range, const void* p) {
+  return ((const uint8_t*)p >= range->start && (const uint8_t*)p < range->start + range->chunks * MI_ARENA_CHUNK);
 }
 
 static bool mi_bit(const uint64_t* map, size_t i) {
@@ -67,17 +107,20 @@ typedef struct mi_arena_kind_s {
   bool is_zero;
   bool is_exclusive;
   bool is_owned;
+  bool is_held;
 } mi_arena_kind_t;
 
-/* Register a reserved range (chunk aligned) as an arena; its id, or 0 if the
-   table is full. */
+/* Register a reserved range (chunk aligned) as an arena, in the first
+   vacant slot; its id, or 0 if the table is full. */
 static mi_arena_id_t mi_arena_add(void* start, size_t size, mi_arena_kind_t kind) {
   bool is_committed = kind.is_committed, is_pinned = kind.is_pinned;
   size_t chunks = size / MI_ARENA_CHUNK;
   if (chunks > MI_ARENA_MAX_CHUNKS) chunks = MI_ARENA_MAX_CHUNKS;
   if (chunks == 0) return 0;
   _mi_lock_acquire(&mi_arena_lock);
-  size_t i = atomic_load_explicit(&mi_arena_count, memory_order_relaxed);
+  size_t count = atomic_load_explicit(&mi_arena_count, memory_order_relaxed);
+  size_t i = 0;
+  while (i < count && mi_arenas[i].chunk_count != 0) i++;
   if (i >= MI_ARENA_MAX) {
     _mi_lock_release(&mi_arena_lock);
     return 0;
@@ -86,6 +129,8 @@ static mi_arena_id_t mi_arena_add(void* start, size_t size, mi_arena_kind_t kind
   memset(arena, 0, sizeof(*arena));
   arena->start = (uint8_t*)start;
   arena->chunk_count = chunks;
+  arena->reserved_size = size;
+  arena->is_held = kind.is_held;
   arena->is_pinned = is_pinned;
   arena->is_committed = is_committed || is_pinned;
   arena->is_exclusive = kind.is_exclusive;
@@ -93,7 +138,9 @@ static mi_arena_id_t mi_arena_add(void* start, size_t size, mi_arena_kind_t kind
   if (arena->is_committed) mi_bits_set(arena->committed, 0, chunks, true);
   if (!kind.is_zero) mi_bits_set(arena->dirty, 0, chunks, true);
   if (kind.is_exclusive) atomic_store_explicit(&mi_arena_any_exclusive, true, memory_order_release);
-  atomic_store_explicit(&mi_arena_count, i + 1, memory_order_release);
+  atomic_store_explicit(&mi_arena_spans[i], mi_arena_span_of(arena), memory_order_release);
+  if (i == count) atomic_store_explicit(&mi_arena_count, i + 1, memory_order_release);
+  atomic_fetch_add_explicit(&mi_arenas_made, 1, memory_order_relaxed);
   _mi_lock_release(&mi_arena_lock);
   _mi_verbose_message("arena %zu: %zu MiB at %p (committed: %d, pinned: %d, exclusive: %d)\n", i + 1,
                       chunks * (MI_ARENA_CHUNK >> 20), start, arena->is_committed, is_pinned, kind.is_exclusive);
@@ -122,6 +169,7 @@ static void* mi_arena_alloc_from(size_t size, mi_arena_id_t req, bool* is_pinned
   _mi_lock_acquire(&mi_arena_lock);
   for (size_t a = 0; a < count && arena == NULL; a++) {
     mi_arena_t* candidate = &mi_arenas[a];
+    if (candidate->chunk_count == 0) continue;       /* vacant */
     if (MI_SECURE && candidate->is_pinned) continue; /* no guard pages in pinned memory */
     if (!mi_arena_serves(candidate, a, req, shared)) continue;
     size_t run = 0;
@@ -189,22 +237,24 @@ void* _mi_arena_alloc(size_t size, mi_arena_id_t req, bool* is_pinned) {
 bool _mi_arena_suits(const void* p, mi_arena_id_t req) {
   if (req == 0 && !atomic_load_explicit(&mi_arena_any_exclusive, memory_order_acquire)) return true;
   size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+  mi_arena_range_t range;
   for (size_t a = 0; a < count; a++) {
-    const mi_arena_t* arena = &mi_arenas[a];
-    if ((const uint8_t*)p >= arena->start && (const uint8_t*)p < arena->start + arena->chunk_count * MI_ARENA_CHUNK) {
-      return (arena->is_exclusive || req != 0 ? (size_t)req == a + 1 : true);
+    if (mi_arena_range(a, &range) && mi_arena_range_has(&range, p)) {
+      return (range.exclusive || req != 0 ? (size_t)req == a + 1 : true);
     }
   }
   return (req == 0);
 }
 
+/* The arena `p` lies in: a slot holding memory in use (p's) is never
+   vacated, so its fields stay as the span published them. */
 static mi_arena_t* mi_arena_of(const void* p, size_t* chunk) {
   size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+  mi_arena_range_t range;
   for (size_t a = 0; a < count; a++) {
-    mi_arena_t* arena = &mi_arenas[a];
-    if ((const uint8_t*)p >= arena->start && (const uint8_t*)p < arena->start + arena->chunk_count * MI_ARENA_CHUNK) {
-      *chunk = (size_t)((const uint8_t*)p - arena->start) / MI_ARENA_CHUNK;
-      return arena;
+    if (mi_arena_range(a, &range) && mi_arena_range_has(&range, p)) {
+      *chunk = (size_t)((const uint8_t*)p - range.start) / MI_ARENA_CHUNK;
+      return &mi_arenas[a];
     }
   }
   return NULL;
@@ -265,8 +315,12 @@ int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclus
     _mi_warning_message("unable to reserve %zu MiB of OS memory for an arena\n", size >> 20); /* fault path */
     return ENOMEM;
   }
-  mi_arena_kind_t kind = {
-      .is_committed = commit, .is_pinned = is_pinned, .is_zero = true, .is_exclusive = exclusive, .is_owned = true};
+  mi_arena_kind_t kind = {.is_committed = commit,
+                          .is_pinned = is_pinned,
+                          .is_zero = true,
+                          .is_exclusive = exclusive,
+                          .is_owned = true,
+                          .is_held = (id != NULL)};
   mi_arena_id_t added = mi_arena_add(p, size, kind);
   if (added == 0) {
     _mi_os_free(p, size); /* fault path */
@@ -311,7 +365,8 @@ int _mi_arena_manage(void* start, size_t size, bool is_committed, bool is_large,
                           .is_pinned = is_large,
                           .is_zero = is_zero,
                           .is_exclusive = exclusive,
-                          .is_owned = false};
+                          .is_owned = false,
+                          .is_held = (id != NULL)};
   mi_arena_id_t added = mi_arena_add((void*)first, (size_t)(end - first), kind);
   if (added == 0) return ENOMEM;
   if (id != NULL) *id = added;
@@ -321,14 +376,16 @@ int _mi_arena_manage(void* start, size_t size, bool is_committed, bool is_large,
 void* _mi_arena_area(mi_arena_id_t id, size_t* size) {
   if (size != NULL) *size = 0;
   size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
-  if (id <= 0 || (size_t)id > count) return NULL;
-  const mi_arena_t* arena = &mi_arenas[id - 1];
-  if (size != NULL) *size = arena->chunk_count * MI_ARENA_CHUNK;
-  return arena->start;
+  mi_arena_range_t range;
+  if (id <= 0 || (size_t)id > count || !mi_arena_range((size_t)id - 1, &range)) return NULL;
+  if (size != NULL) *size = range.chunks * MI_ARENA_CHUNK;
+  return range.start;
 }
 
 bool _mi_arena_id_valid(mi_arena_id_t id) {
-  return (id > 0 && (size_t)id <= atomic_load_explicit(&mi_arena_count, memory_order_acquire));
+  mi_arena_range_t range;
+  return (id > 0 && (size_t)id <= atomic_load_explicit(&mi_arena_count, memory_order_acquire) &&
+          mi_arena_range((size_t)id - 1, &range));
 }
 
 void _mi_arenas_print(void) {
@@ -337,6 +394,11 @@ void _mi_arenas_print(void) {
   for (size_t a = 0; a < count; a++) {
     const mi_arena_t* arena = &mi_arenas[a];
     _mi_lock_acquire(&mi_arena_lock);
+    if (arena->chunk_count == 0) {
+      _mi_lock_release(&mi_arena_lock);
+      _mi_message("arena %zu: given back\n", a + 1);
+      continue;
+    }
     size_t in_use = 0;
     for (size_t i = 0; i < arena->chunk_count; i++) in_use += mi_bit(arena->in_use, i);
     _mi_lock_release(&mi_arena_lock);
@@ -364,8 +426,12 @@ int _mi_arena_reserve_huge(size_t pages, bool exclusive, mi_arena_id_t* id) {
   }
   atomic_fetch_add_explicit(&_mi_stats.mmap_calls, 1, memory_order_relaxed);
   _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);
-  mi_arena_kind_t kind = {
-      .is_committed = true, .is_pinned = true, .is_zero = true, .is_exclusive = exclusive, .is_owned = true};
+  mi_arena_kind_t kind = {.is_committed = true,
+                          .is_pinned = true,
+                          .is_zero = true,
+                          .is_exclusive = exclusive,
+                          .is_owned = true,
+                          .is_held = (id != NULL)};
   mi_arena_id_t added = mi_arena_add(p, size, kind);
   if (added == 0) {
     _mi_os_free(p, size);
@@ -393,6 +459,44 @@ void _mi_arenas_reserve_from_options(void) {
   }
 }
 
+/* ---- Given back (mi_purge_all_ex with MI_PURGE_RECLAIM) ------------------------- */
+
+/* Every arena of ours that holds no segment, unmapped whole; the bytes given
+   back (what `reserved` falls by). Kept, and counted in `kept`: an empty
+   arena whose id a caller holds (it must stay valid), an exclusive one, the
+   caller's memory, pinned (huge page) memory. Done under the lock: an
+   allocation waits, then finds the slot vacant; a release the OS refuses
+   leaves the arena as it was (`refused`). */
+size_t _mi_arenas_reclaim(size_t* reclaimed, size_t* kept, bool* refused) {
+  size_t bytes = 0;
+  size_t count = atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+  _mi_lock_acquire(&mi_arena_lock);
+  for (size_t a = 0; a < count; a++) {
+    mi_arena_t* arena = &mi_arenas[a];
+    bool empty = (arena->chunk_count != 0 && !mi_bits_any(arena->in_use, 0, arena->chunk_count, true));
+#if MI_RECLAIM_PLANT_LIVE_ARENA
+    empty = (arena->chunk_count != 0); /* the planted bug: an arena holding a live segment given back */
+#endif
+    if (!empty) continue;
+    if (!arena->is_owned || arena->is_pinned || arena->is_exclusive || arena->is_held) {
+      (*kept)++;
+      continue;
+    }
+    atomic_store_explicit(&mi_arena_spans[a], 0, memory_order_release);
+    if (!_mi_os_free(arena->start, arena->reserved_size)) {
+      atomic_store_explicit(&mi_arena_spans[a], mi_arena_span_of(arena), memory_order_release); /* fault path */
+      *refused = true;
+      continue;
+    }
+    _mi_stat_decrease(&_mi_stats.arenas, (int64_t)arena->reserved_size);
+    bytes += arena->reserved_size;
+    arena->chunk_count = 0;
+    (*reclaimed)++;
+  }
+  _mi_lock_release(&mi_arena_lock);
+  return bytes;
+}
+
 size_t _mi_arenas_count(void) {
-  return atomic_load_explicit(&mi_arena_count, memory_order_acquire);
+  return atomic_load_explicit(&mi_arenas_made, memory_order_relaxed);
 }

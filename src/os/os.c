@@ -119,9 +119,12 @@ static bool mi_os_release(void* p, size_t size) {
   return true;
 }
 
-void _mi_os_free(void* p, size_t size) {
-  if (p == NULL || size == 0) return;
-  if (mi_os_release(p, size)) _mi_stat_decrease(&_mi_stats.reserved, (int64_t)size);
+/* False: the OS refused (the range stays mapped and counted). */
+bool _mi_os_free(void* p, size_t size) {
+  if (p == NULL || size == 0) return true;
+  if (!mi_os_release(p, size)) return false;
+  _mi_stat_decrease(&_mi_stats.reserved, (int64_t)size);
+  return true;
 }
 
 /* ---- Large OS pages -------------------------------------------------------------

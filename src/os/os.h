@@ -14,7 +14,7 @@ void _mi_meta_free(void* p) mi_decl_hidden;
 void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allow_large,
                            bool* is_pinned) mi_decl_hidden;
 void* _mi_os_reserve_aligned_at(size_t size, size_t alignment, size_t offset) mi_decl_hidden;
-void _mi_os_free(void* p, size_t size) mi_decl_hidden;
+bool _mi_os_free(void* p, size_t size) mi_decl_hidden; /* false: refused, still mapped */
 bool _mi_os_purge(void* p, size_t size) mi_decl_hidden;
 
 /* os-thp.c: huge pages for large blocks the program uses in whole */
@@ -33,8 +33,10 @@ void _mi_os_reset_breaker(void) mi_decl_hidden;
 /* arena.c */
 void _mi_arenas_init(void) mi_decl_hidden;
 void _mi_arenas_reserve_from_options(void) mi_decl_hidden;
-size_t _mi_arenas_count(void) mi_decl_hidden; /* arenas made so far (never removed) */
-#define MI_ARENA_CHUNK MI_SEGMENT_SIZE        /* an arena's unit: one segment */
+size_t _mi_arenas_count(void) mi_decl_hidden; /* arenas made so far (given back ones included) */
+/* mi_purge_all_ex(MI_PURGE_RECLAIM): the empty arenas of ours unmapped; the bytes */
+size_t _mi_arenas_reclaim(size_t* reclaimed, size_t* kept, bool* refused) mi_decl_hidden;
+#define MI_ARENA_CHUNK MI_SEGMENT_SIZE /* an arena's unit: one segment */
 #define MI_HUGE_OS_PAGE_SIZE ((size_t)1 << 30)
 /* reservations, without the process set-up the public entries do first (api/reserve.c) */
 int _mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* id) mi_decl_hidden;

@@ -252,3 +252,28 @@ int64_t _mi_segment_cache_purge(bool force, const mi_purge_pass_t* pass) {
   if (refused && again < next_due) next_due = again;
   return next_due;
 }
+
+/* Every cached segment not being purged right now, unmapped: the cache's
+   reservations given back (mi_purge_all_ex with MI_PURGE_RECLAIM). The bytes
+   the OS took back; arena memory goes back to its arena, to be given back
+   with it. One slot at a time, the system call outside the lock. */
+size_t _mi_segment_cache_release(size_t* released) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
+    _mi_lock_acquire(&mi_cache_lock);
+    mi_cache_slot_t* slot = &mi_cache[i];
+    bool take = (slot->segment != NULL && !slot->purging);
+    bool dirty = take && slot->dirty;
+    size_t size = slot->size;
+    mi_segment_t* segment = (take ? mi_cache_take(slot) : NULL);
+    _mi_lock_release(&mi_cache_lock);
+    if (segment == NULL) continue;
+    if (dirty) {
+      bytes += _mi_segment_unmap(segment);
+    } else {
+      bytes += _mi_segment_unmap_clean(segment, size);
+    }
+    (*released)++;
+  }
+  return bytes;
+}

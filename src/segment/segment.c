@@ -109,18 +109,31 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
   }
 }
 
-void _mi_segment_unmap(mi_segment_t* segment) {
-  _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
+/* What the segment's address range is given back to: its arena, or the OS.
+   The bytes the OS took back (0: arena memory, or refused). */
+static size_t mi_segment_range_free(mi_segment_t* segment, size_t size) {
   _mi_stat_decrease(&_mi_stats.segments, 1);
-  size_t size = segment->segment_size;
   _mi_segment_map_set(segment, size, false);
-  /* an arena hands the range out again, maybe to small segments (os-thp.c) */
-  if (segment->thp_hinted && _mi_arena_contains(segment)) _mi_os_hint_huge_pages(segment, size, false);
   /* whoever maps this range next must not inherit our poisoned blocks (the
      header is not read after this: memcheck would see it as undefined) */
   mi_track_mem_undefined(segment, size);
   mi_hook_segment_unmapped(segment, size);
-  if (!_mi_arena_free(segment, size)) _mi_os_free(segment, size);
+  if (_mi_arena_free(segment, size)) return 0;
+  return (_mi_os_free(segment, size) ? size : 0);
+}
+
+size_t _mi_segment_unmap(mi_segment_t* segment) {
+  _mi_stat_decrease(&_mi_stats.committed, _mi_segment_committed(segment));
+  size_t size = segment->segment_size;
+  /* an arena hands the range out again, maybe to small segments (os-thp.c) */
+  if (segment->thp_hinted && _mi_arena_contains(segment)) _mi_os_hint_huge_pages(segment, size, false);
+  return mi_segment_range_free(segment, size);
+}
+
+/* A cached segment whose memory was purged: its header reads as zero, and
+   its committed bytes were counted off then. */
+size_t _mi_segment_unmap_clean(mi_segment_t* segment, size_t size) {
+  return mi_segment_range_free(segment, size);
 }
 
 /* A segment of `kind`: a cached one of the same kind keeps its page states

@@ -13,6 +13,7 @@ void _mi_segment_cache_init(void) mi_decl_hidden;
 mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t want,
                                     mi_arena_id_t arena) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
+size_t _mi_segment_cache_release(size_t* released) mi_decl_hidden; /* all unmapped: the bytes */
 
 /* segment.c: the life of a segment */
 void _mi_segments_init(void) mi_decl_hidden;
@@ -57,7 +58,8 @@ mi_segment_t* _mi_segment_alloc_in(mi_segment_kind_t kind, size_t segment_size, 
 mi_segment_t* _mi_segment_alloc_sparse(size_t segment_size, size_t aligned_at, size_t alignment,
                                        size_t commit_at) mi_decl_hidden;
 void _mi_segment_release(mi_segment_t* segment) mi_decl_hidden;
-void _mi_segment_unmap(mi_segment_t* segment) mi_decl_hidden;
+size_t _mi_segment_unmap(mi_segment_t* segment) mi_decl_hidden; /* the bytes the OS took back */
+size_t _mi_segment_unmap_clean(mi_segment_t* segment, size_t size) mi_decl_hidden;
 void _mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;
 void _mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;
 bool _mi_page_claim_slot(mi_page_t* page, bool* was_clean) mi_decl_hidden;

@@ -784,6 +784,35 @@ static void test_release_failure_range_stays_counted(void** state) {
   in_child(&release_fails_body);
 }
 
+/* mi_purge_all_ex(MI_PURGE_RECLAIM) where the OS refuses an empty arena's
+   release: the arena stays as it was (counted, listed), the status says
+   PARTIAL; the next pass gives it back. */
+static void reclaim_release_fails_body(void) {
+  mi_free(mi_malloc(16));
+  CHECK(mi_purge_all_ex(MI_PURGE_FORCE | MI_PURGE_RECLAIM, 0, NULL) == MI_PURGE_OK); /* the cache emptied */
+  CHECK(mi_reserve_os_memory(16 << 20, false, false) == 0);
+  int64_t reserved = atomic_load(&_mi_stats.reserved.current);
+  set_policy(mi_fault_release, 1, -1, mi_fault_error_other);
+  mi_purge_all_report_t r;
+  r.size = sizeof(r);
+  CHECK(mi_purge_all_ex(MI_PURGE_FORCE | MI_PURGE_RECLAIM, 0, &r) == MI_PURGE_PARTIAL);
+  CHECK(r.reclaimed && r.arenas_reclaimed == 0 && r.arena_reclaim_bytes == 0);
+  CHECK(atomic_load(&_mi_stats.reserved.current) == reserved);
+  mi_fault_set_policy(NULL);
+  size_t size = 0;
+  void* area = mi_arena_area(1, &size);
+  CHECK(area != NULL && size == (16 << 20));
+  CHECK(mi_purge_all_ex(MI_PURGE_FORCE | MI_PURGE_RECLAIM, 0, &r) == MI_PURGE_OK);
+  CHECK(r.arenas_reclaimed == 1 && r.arena_reclaim_bytes == (16 << 20));
+  CHECK(mi_arena_area(1, NULL) == NULL);
+  check_accounting();
+}
+
+static void test_reclaim_release_fails_arena_kept_partial(void** state) {
+  (void)state;
+  in_child(&reclaim_release_fails_body);
+}
+
 #if MI_SECURE
 static int protect_error;
 static void on_error(int err, void* arg) {
@@ -1024,6 +1053,7 @@ static void (*const child_bodies[])(void) = {
     &decommit_fails_body,
     &purge_fails_body,
     &release_fails_body,
+    &reclaim_release_fails_body,
 #if MI_SECURE
     &protect_fails_body,
 #endif
@@ -1106,6 +1136,7 @@ int main(int argc, char** argv) {
     cmocka_unit_test(test_decommit_failure_chunk_stays_committed),
     cmocka_unit_test(test_purge_failure_page_stays_committed),
     cmocka_unit_test(test_release_failure_range_stays_counted),
+    cmocka_unit_test(test_reclaim_release_fails_arena_kept_partial),
 #if MI_SECURE
     cmocka_unit_test(test_protect_failure_reported),
 #if MI_GUARDED
