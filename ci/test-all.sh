@@ -125,13 +125,15 @@ stats_detailed() {
 
 # memory return's positive controls (docs/memory-return.md): a discard one
 # OS page too far, and a block in a hole left on its page's free list, must
-# each make the named cases of tests/purge/test-purge-holes.c fail; an arena
+# each make the named cases of tests/purge/test-purge-holes.c fail (the
+# first also tests/purge/test-purge-tails.c's, a page's tail); an arena
 # given back while it holds a live segment, the named case of
 # tests/purge/test-purge-reclaim.c
 purge_holes_plants() {
   local ok=0 entry plant test cases log c missing
   for entry in "HOLES_PLANT_OVERREACH test-purge-holes test_holes_eager_zero_survivors_intact test_holes_seed_workload_returns_most_survivors_intact" \
     "HOLES_PLANT_LISTED test-purge-holes test_holes_eager_zero_survivors_intact test_holes_seed_workload_returns_most_survivors_intact" \
+    "HOLES_PLANT_OVERREACH test-purge-tails test_tails_reused_pages_discarded_blocks_intact" \
     "RECLAIM_PLANT_LIVE_ARENA test-purge-reclaim test_reclaim_empty_arenas_given_back_reserved_exact"; do
     read -r plant test cases <<<"$entry"
     log="$out/purge-plant-$plant.log"

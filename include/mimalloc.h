@@ -153,6 +153,7 @@ typedef struct mi_purge_all_report_s {
   size_t arenas_reclaimed;    /* empty arenas given back */
   size_t arenas_kept;         /* empty arenas not ours to give back (an id held, exclusive, ...) */
   size_t segments_reclaimed;  /* cached segments unmapped (or given back to their arena) */
+  size_t unformed_bytes;      /* returned by discarding never-carved page tails (unformed_bytes_total's change) */
 } mi_purge_all_report_t;
 #define MI_PURGE_OK 0 /* every registered thread reached */
 #define MI_PURGE_PARTIAL \

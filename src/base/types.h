@@ -61,7 +61,11 @@ typedef struct mi_page_holes_s {
   uint16_t seen_used;
   uint16_t seen_free;
   uint8_t shift;
+  /* the never-carved tail (holes.c): MI_HOLES_TAIL_DIRTY (on reused memory,
+     not discarded yet), else the first unit of it discarded + 1 (0: none) */
+  uint8_t tail;
 } mi_page_holes_t;
+#define MI_HOLES_TAIL_DIRTY 0x80
 
 typedef struct mi_page_s {
   /* fast-path fields first */
@@ -242,6 +246,9 @@ typedef struct mi_process_stats_s {
   _Atomic(int64_t) holes_blocks;     /* blocks in those holes now */
   _Atomic(int64_t) holes_discard_calls;
   _Atomic(int64_t) holes_reuse_calls;
+  mi_stat_atomic_t unformed; /* bytes of never-carved page tails discarded, not carved since (page/holes.c) */
+  _Atomic(int64_t) unformed_discard_calls;
+  _Atomic(int64_t) unformed_reuse_calls;
   _Atomic(int64_t) mmap_calls;
   _Atomic(int64_t) commit_calls;
   _Atomic(int64_t) purge_calls;

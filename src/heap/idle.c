@@ -129,6 +129,7 @@ int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms, mi_purge_all_report_
   const bool force = ((flags & MI_PURGE_FORCE) != 0);
   const int64_t purged0 = atomic_load_explicit(&_mi_stats.purged.total, memory_order_relaxed);
   const int64_t holes0 = atomic_load_explicit(&_mi_stats.holes.total, memory_order_relaxed);
+  const int64_t unformed0 = atomic_load_explicit(&_mi_stats.unformed.total, memory_order_relaxed);
   const bool purging = (mi_option_get(mi_option_purge_delay) >= 0);
   size_t swept = 0, running = 0;
   if (purging) {
@@ -160,8 +161,11 @@ int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms, mi_purge_all_report_
     r.size = sizeof(r);
     int64_t holes = atomic_load_explicit(&_mi_stats.holes.total, memory_order_relaxed) - holes0;
     int64_t purged = atomic_load_explicit(&_mi_stats.purged.total, memory_order_relaxed) - purged0;
+    int64_t unformed = atomic_load_explicit(&_mi_stats.unformed.total, memory_order_relaxed) - unformed0;
     r.hole_bytes = (size_t)(holes > 0 ? holes : 0);
-    r.arena_bytes = (size_t)(purged > holes ? purged - holes : 0); /* (a hole's discard is counted as purged too) */
+    r.unformed_bytes = (size_t)(unformed > 0 ? unformed : 0);
+    /* (a hole's or a tail's discard is counted as purged too) */
+    r.arena_bytes = (size_t)(purged > holes + unformed ? purged - holes - unformed : 0);
     r.theaps_swept = swept;
     r.theaps_pending = running;
     r.theaps_orphaned = 0;

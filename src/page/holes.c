@@ -130,7 +130,7 @@ static uint32_t mi_holes_relist(mi_page_t* page, const mi_holes_geo_t* g, const 
 }
 
 /* Discard units [u, v) of the page: false if the OS refused. */
-static bool mi_holes_discard(const mi_page_t* page, const mi_holes_geo_t* g, size_t u, size_t v, bool eager_zero) {
+static bool mi_holes_discard(const mi_holes_geo_t* g, size_t u, size_t v, bool eager_zero) {
   uint8_t* p = g->base + u * g->unit;
   size_t size = (v - u) * g->unit;
 #if MI_HOLES_PLANT_OVERREACH
@@ -142,8 +142,6 @@ static bool mi_holes_discard(const mi_page_t* page, const mi_holes_geo_t* g, siz
     memset(p, 0, size);
     mi_track_mem_noaccess(p, size);
   }
-  (void)page;
-  atomic_fetch_add_explicit(&_mi_stats.holes_discard_calls, 1, memory_order_relaxed);
   return _mi_os_purge(p, size);
 }
 
@@ -172,6 +170,28 @@ static size_t mi_holes_free_map(const mi_page_t* page, uint64_t* map) {
     n++;
   }
   return n;
+}
+
+/* The never-carved tail of a page on reused memory (what the page before
+   left there may be resident): its units wholly past the carved blocks and
+   within the page's blocks, discarded once. The blocks carved into it later
+   find it committed and zero. A discard the OS refuses is tried again at
+   the next sweep that looks at the page. */
+static size_t mi_holes_tail_sweep(mi_page_t* page, const mi_holes_geo_t* g, bool eager_zero) {
+  size_t lo = (size_t)(page->start - g->base);
+  size_t first = (lo + (size_t)page->capacity * page->block_size + g->unit - 1) / g->unit;
+  size_t last = (lo + (size_t)page->reserved * page->block_size) / g->unit;
+  if (last > MI_HOLES_UNITS) last = MI_HOLES_UNITS;
+  if (last <= first) {
+    _mi_page_holes(page)->tail = 0; /* nothing whole left to discard */
+    return 0;
+  }
+  atomic_fetch_add_explicit(&_mi_stats.unformed_discard_calls, 1, memory_order_relaxed);
+  if (!mi_holes_discard(g, first, last, eager_zero)) return 0; /* fault path */
+  _mi_page_holes(page)->tail = (uint8_t)(first + 1);
+  size_t bytes = (last - first) * g->unit;
+  _mi_stat_increase(&_mi_stats.unformed, (int64_t)bytes);
+  return bytes;
 }
 
 /* Sweep one page of the caller's (its other threads' frees collected
@@ -215,7 +235,10 @@ size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) {
                                 memory_order_relaxed);
       atomic_fetch_add_explicit(&mi_holes_ineligible_free_bytes, (int64_t)pinned, memory_order_relaxed);
     }
-    /* discard each run of candidates; a run the OS refuses stays as it was */
+    /* discard each run of candidates; a run the OS refuses stays as it was
+       (but for the eager-zero knob, which zeroed its blocks' links: the
+       list is rebuilt then too) */
+    bool relist = false;
     for (size_t u = g.first; u < g.last;) {
       if (!mi_bit(candidates, u)) {
         u++;
@@ -223,13 +246,15 @@ size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) {
       }
       size_t v = u;
       while (v < g.last && mi_bit(candidates, v)) v++;
-      if (mi_holes_discard(page, &g, u, v, eager_zero)) {
+      atomic_fetch_add_explicit(&_mi_stats.holes_discard_calls, 1, memory_order_relaxed);
+      relist = relist || eager_zero;
+      if (mi_holes_discard(&g, u, v, eager_zero)) {
         for (size_t w = u; w < v; w++) mi_bit_on(_mi_page_holes(page)->map, w);
         discarded += (v - u) * g.unit;
       }
       u = v;
     }
-    if (discarded > 0) {
+    if (discarded > 0 || relist) {
       uint32_t before = _mi_page_holes(page)->purged;
       _mi_page_holes(page)->purged = (uint16_t)mi_holes_relist(page, &g, free_map);
       _mi_stat_increase(&_mi_stats.holes, (int64_t)discarded);
@@ -237,9 +262,21 @@ size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) {
                                 memory_order_relaxed);
     }
   }
+  if ((_mi_page_holes(page)->tail & MI_HOLES_TAIL_DIRTY) != 0) discarded += mi_holes_tail_sweep(page, &g, eager_zero);
   _mi_page_holes(page)->seen_used = (uint16_t)page->used;
   _mi_page_holes(page)->seen_free = mi_holes_free_mark(page);
   return discarded;
+}
+
+/* Blocks were carved into the page's discarded tail: those bytes are the
+   page's again (committed, reading zero: no OS call). */
+void _mi_page_holes_tail_carved(mi_page_t* page, size_t before) {
+  size_t after = _mi_page_tail_discarded(page);
+  if (after < before) {
+    _mi_stat_decrease(&_mi_stats.unformed, (int64_t)(before - after));
+    atomic_fetch_add_explicit(&_mi_stats.unformed_reuse_calls, 1, memory_order_relaxed);
+  }
+  if (after == 0) _mi_page_holes(page)->tail = 0;
 }
 
 /* The page's free list ran dry and it has holes: its first run of holes
@@ -321,6 +358,10 @@ void mi_purge_holes_stats_get(mi_purge_holes_stats_t* stats) {
   stats->pages_skipped = mi_holes_read(&mi_holes_pages_skipped);
   stats->blocks_visited = mi_holes_read(&mi_holes_blocks_visited);
   stats->full_sweeps = mi_holes_read(&mi_holes_full_sweeps);
+  stats->unformed_bytes = mi_holes_read(&_mi_stats.unformed.current);
+  stats->unformed_bytes_total = mi_holes_read(&_mi_stats.unformed.total);
+  stats->unformed_discard_calls = mi_holes_read(&_mi_stats.unformed_discard_calls);
+  stats->unformed_reuse_calls = mi_holes_read(&_mi_stats.unformed_reuse_calls);
 }
 
 /* Per size class of one page: free bytes, those in holes, those that live

@@ -156,6 +156,9 @@ static void mi_page_extend(mi_page_t* page) {
   if (MI_SECURE && want > MI_SECURE_CARVE_MAX) want = MI_SECURE_CARVE_MAX;
   if (want > avail) want = avail;
   uint8_t* start = page->start + (size_t)page->capacity * bsize;
+  /* carving into a tail hole purge discarded (holes.c): it reads zero and
+     is committed, so nothing is asked of the OS; only counted */
+  size_t tail_before = (_mi_page_holes(page)->tail != 0 ? _mi_page_tail_discarded(page) : 0);
   mi_block_t* first = (mi_block_t*)start;
   mi_block_t* last = first;
   if (MI_SECURE) {
@@ -171,6 +174,7 @@ static void mi_page_extend(mi_page_t* page) {
   page->free = first;
   page->capacity += (uint32_t)want;
   mi_assert_internal(page->capacity <= page->reserved);
+  if (tail_before > 0) _mi_page_holes_tail_carved(page, tail_before);
   mi_track_mem_noaccess(start, want * bsize);
 }
 
@@ -223,9 +227,11 @@ static mi_page_t* mi_page_fresh(mi_heap_t* heap, size_t bin) {
     if (page != NULL) {
       uint8_t* start;
       size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
-      mi_hook_page_setup_begin(heap, page, page->committed != 0, area / _mi_bin_size(bin));
+      bool reused = (page->committed != 0); /* its memory may hold what a page before left */
+      mi_hook_page_setup_begin(heap, page, reused, area / _mi_bin_size(bin));
       _mi_segment_page_setup(page, area, start);
       mi_page_init(heap, page, bin, area);
+      if (reused) _mi_page_holes(page)->tail = MI_HOLES_TAIL_DIRTY; /* its tail discarded at the next sweep */
       mi_hook_page_setup_end(page);
       return page;
     }

@@ -105,6 +105,8 @@ static inline size_t _mi_bin(size_t size) {
 uint8_t _mi_page_holes_shift(const uint8_t* start, size_t area) mi_decl_hidden;
 size_t _mi_page_holes_sweep(mi_page_t* page, bool full, bool eager_zero) mi_decl_hidden;
 void _mi_page_holes_unpurge(mi_page_t* page) mi_decl_hidden;
+/* blocks were carved into its discarded tail, which held `before` bytes */
+void _mi_page_holes_tail_carved(mi_page_t* page, size_t before) mi_decl_hidden;
 void _mi_page_holes_mark_free(const mi_page_t* page, uint64_t* map) mi_decl_hidden;
 void _mi_page_holes_census(const mi_page_t* page, size_t* free_bytes, size_t* hole_bytes,
                            size_t* pinned_bytes) mi_decl_hidden;

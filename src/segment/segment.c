@@ -377,9 +377,28 @@ bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena)
   return true;
 }
 
+/* The bytes of the page's never-carved tail that hole purge discarded
+   (page/holes.c) and no block was carved in since: the units from the one
+   recorded, or past the carved blocks, to the last wholly in the page's
+   blocks. */
+size_t _mi_page_tail_discarded(const mi_page_t* page) {
+  uint8_t tail = _mi_page_holes(page)->tail;
+  if (tail == 0 || (tail & MI_HOLES_TAIL_DIRTY) != 0) return 0;
+  size_t unit = _mi_os_page_size() << _mi_page_holes(page)->shift;
+  size_t lo = (size_t)((uintptr_t)page->start & (unit - 1)); /* from the unit holding the first block */
+  size_t from = (lo + (size_t)page->capacity * page->block_size + unit - 1) / unit;
+  size_t last = (lo + (size_t)page->reserved * page->block_size) / unit;
+  if (from < (size_t)tail - 1) from = (size_t)tail - 1;
+  if (last > (size_t)MI_HOLES_MAP_WORDS * 64) last = (size_t)MI_HOLES_MAP_WORDS * 64;
+  return (last > from ? (last - from) * unit : 0);
+}
+
 /* The page's holes (page/holes.c) go with it: no longer counted (their
    memory stays committed and reads zero). */
 static void mi_segment_page_holes_forget(mi_page_t* page) {
+  size_t tail = _mi_page_tail_discarded(page);
+  if (tail > 0) _mi_stat_decrease(&_mi_stats.unformed, (int64_t)tail);
+  _mi_page_holes(page)->tail = 0;
   if (_mi_page_holes(page)->purged == 0) return;
   size_t units = 0;
   for (size_t i = 0; i < MI_HOLES_MAP_WORDS; i++) units += (size_t)__builtin_popcountll(_mi_page_holes(page)->map[i]);

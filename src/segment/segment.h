@@ -14,6 +14,8 @@ mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t 
                                     mi_arena_id_t arena) mi_decl_hidden;
 bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 size_t _mi_segment_cache_release(size_t* released) mi_decl_hidden; /* all unmapped: the bytes */
+/* segment.c: of a page's never-carved tail, the bytes discarded and not carved since (page/holes.c) */
+size_t _mi_page_tail_discarded(const mi_page_t* page) mi_decl_hidden;
 
 /* segment.c: the life of a segment */
 void _mi_segments_init(void) mi_decl_hidden;
