@@ -134,6 +134,7 @@ int mi_purge_all_ex(mi_purge_flags_t flags, size_t wait_ms, mi_purge_all_report_
   size_t swept = 0, running = 0;
   if (purging) {
     _mi_purge_run(force);
+    _mi_segments_abandoned_sweep(force); /* the exited threads' pages: empty ones freed, holes swept */
     mi_heap_t* heap = mi_get_default_heap();
     const mi_tld_t* self = NULL;
     if (mi_heap_is_initialized(heap)) {

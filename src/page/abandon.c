@@ -264,11 +264,15 @@ void _mi_segments_abandoned_fork_child(void) {
 }
 
 /* For the background thread: release abandoned segments whose blocks have all been
-   freed since, without adopting the others. The list is walked under its
-   lock (the page and segment releases take only locks of higher rank), so
-   a fork never finds a segment on neither list. */
-void _mi_segments_abandoned_cleanup(void) {
+   freed since, without adopting the others, whose pages still in use have
+   their holes swept (hole purge, holes.c: their thread is gone, so they are
+   idle; `full`: pages unchanged since the last sweep too). The list is
+   walked under its lock (the page and segment releases take only locks of
+   higher rank), so a fork never finds a segment on neither list. */
+void _mi_segments_abandoned_sweep(bool full) {
   if (atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) == 0) return;
+  const bool holes = (mi_option_is_enabled(mi_option_purge_holes) && mi_option_get(mi_option_purge_delay) >= 0);
+  const bool eager_zero = mi_option_is_enabled(mi_option_purge_holes_eager_zero);
   size_t released = 0;
   _mi_lock_acquire(&mi_abandoned_lock);
   mi_segment_t* segment = mi_abandoned_first;
@@ -287,7 +291,11 @@ void _mi_segments_abandoned_cleanup(void) {
       if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
       left--;
       _mi_page_collect(page);
-      if (page->used == 0) _mi_segment_page_free(page); /* its memory is purged in time */
+      if (page->used == 0) {
+        _mi_segment_page_free(page); /* its memory is purged in time */
+      } else if (holes) {
+        (void)_mi_page_holes_sweep(page, full, eager_zero);
+      }
     }
     if (segment->used_pages == 0) {
       mi_abandoned_unlink_locked(segment);
@@ -301,6 +309,10 @@ void _mi_segments_abandoned_cleanup(void) {
   }
   _mi_lock_release(&mi_abandoned_lock);
   if (released > 0) _mi_stat_decrease(&_mi_stats.abandoned, (int64_t)released);
+}
+
+void _mi_segments_abandoned_cleanup(void) {
+  _mi_segments_abandoned_sweep(false);
 }
 
 /* mi_abandoned_visit_blocks: `fn` on every page in use of the listed

@@ -15,7 +15,8 @@ void _mi_segments_take_over(mi_heap_t* heap, size_t bin) mi_decl_hidden;
 bool _mi_segment_has_live_blocks(const mi_segment_t* segment) mi_decl_hidden;
 bool _mi_segment_claim_on_free(mi_segment_t* segment) mi_decl_hidden;
 void _mi_segments_abandoned_fork_child(void) mi_decl_hidden;
-void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;
+void _mi_segments_abandoned_cleanup(void) mi_decl_hidden;    /* _sweep(false) */
+void _mi_segments_abandoned_sweep(bool full) mi_decl_hidden; /* and their pages' holes */
 bool _mi_segments_abandoned_visit(bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
 
 /* A free into a small or medium segment of no thread (`owner` 0): with

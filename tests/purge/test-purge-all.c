@@ -9,7 +9,10 @@
      60% of the peak back; the workers take their heaps back
      (mi_on_thread_idle_end) and find every kept byte intact;
    - a purge called from inside a purge (a deferred-free callback) is BUSY
-     and does nothing.
+     and does nothing;
+   - a worker that exits with its kept blocks live: a purge from the main
+     thread sweeps the holes of its abandoned pages (none with hole purge
+     off, the control), and the kept blocks are intact.
    Each case runs in a child process (its RSS its own), under a watchdog:
    a deadlock fails the case instead of hanging it. */
 #define _GNU_SOURCE
@@ -230,6 +233,70 @@ static void case_parked_thread_exits(void) {
   }
 }
 
+/* A thread that did its share of the workload and exited with its kept
+   blocks live: its segments are abandoned, and a purge from the main
+   thread sweeps their pages' holes (hole purge off: none, the control). The
+   main thread then frees the kept blocks, every byte intact. */
+static void* share_and_exit(void* arg) {
+  worker_t* w = (worker_t*)arg;
+  for (size_t i = 0; i < N_BLOCKS; i++) {
+    w->blocks[i] = (uint8_t*)mi_malloc(size_of(i));
+    memset(w->blocks[i], 0x5A, size_of(i));
+  }
+  for (size_t i = 0; i < N_BLOCKS; i++) {
+    if (kept(w->id, i)) {
+      for (size_t j = 0; j < size_of(i); j++) w->blocks[i][j] = pattern(w->id, i, j);
+    } else {
+      mi_free(w->blocks[i]);
+      w->blocks[i] = NULL;
+    }
+  }
+  return NULL;
+}
+
+static void abandoned_holes(bool holes) {
+  prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+  mi_option_set(mi_option_allow_thp, 0);
+  mi_option_set(mi_option_purge_thread, 0); /* no background cleanup: the purge's own sweep is measured */
+  if (!holes) mi_option_set(mi_option_purge_holes, 0);
+  mi_free(mi_malloc(16));
+  size_t base = tu_rss();
+  pthread_t t;
+  workers[0].id = 0;
+  TU_CHECK(pthread_create(&t, NULL, &share_and_exit, &workers[0]) == 0);
+  pthread_join(t, NULL);
+  size_t peak = tu_rss();
+  mi_purge_all_report_t r;
+  r.size = sizeof(r);
+  int status = mi_purge_all_ex(MI_PURGE_FORCE, 0, &r);
+  size_t after = tu_rss();
+  check_report(&r, status);
+  fprintf(stderr, "abandoned (holes %d): RSS %zu KiB -> %zu KiB -> %zu KiB, holes %zu KiB\n", holes, base >> 10,
+          peak >> 10, after >> 10, r.hole_bytes >> 10);
+  if (holes) {
+    TU_CHECK(r.hole_bytes > (peak - base) / 2);
+#if !defined(MI_TEST_TRACK_ASAN)
+    TU_CHECK(peak - after >= r.hole_bytes / 2);
+#endif
+  } else {
+    TU_CHECK(r.hole_bytes == 0);
+  }
+  worker_t* w = &workers[0];
+  for (size_t i = 0; i < N_BLOCKS; i++) {
+    if (w->blocks[i] == NULL) continue;
+    for (size_t j = 0; j < size_of(i); j++) TU_CHECK(w->blocks[i][j] == pattern(w->id, i, j));
+    mi_free(w->blocks[i]);
+  }
+}
+
+static void case_abandoned_holes_swept(void) {
+  abandoned_holes(true);
+}
+
+static void case_abandoned_holes_off_control(void) {
+  abandoned_holes(false);
+}
+
 static void run_in_child(void (*body)(void)) {
   fflush(NULL);
   pid_t pid = fork();
@@ -268,6 +335,16 @@ static void test_purge_all_parked_thread_exited_not_pending(void** state) {
   run_in_child(&case_parked_thread_exits);
 }
 
+static void test_purge_all_exited_thread_pages_holes_swept_intact(void** state) {
+  (void)state;
+  run_in_child(&case_abandoned_holes_swept);
+}
+
+static void test_purge_all_exited_thread_holes_off_none_swept(void** state) {
+  (void)state;
+  run_in_child(&case_abandoned_holes_off_control);
+}
+
 int main(void) {
   mi_child_save_signals();
   const struct CMUnitTest tests[] = {
@@ -275,6 +352,8 @@ int main(void) {
       cmocka_unit_test(test_purge_all_busy_workers_partial_pending_counted),
       cmocka_unit_test(test_purge_all_parked_workers_ok_most_returned_intact),
       cmocka_unit_test(test_purge_all_parked_thread_exited_not_pending),
+      cmocka_unit_test(test_purge_all_exited_thread_pages_holes_swept_intact),
+      cmocka_unit_test(test_purge_all_exited_thread_holes_off_none_swept),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
