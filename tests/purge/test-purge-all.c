@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "../testutil.h"
 #include "../child.h"
+#include "purge-child.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -58,8 +59,9 @@ static inline uint8_t pattern(size_t id, size_t i, size_t j) {
   return (uint8_t)(id * 31u + i * 131u + j * 7u + 1u);
 }
 
-static void* worker_main(void* arg) {
-  worker_t* w = (worker_t*)arg;
+/* A worker's share of the workload: allocated and touched, then all but
+   the kept blocks freed, those filled with their pattern. */
+static void do_share(worker_t* w) {
   for (size_t i = 0; i < N_BLOCKS; i++) {
     w->blocks[i] = (uint8_t*)mi_malloc(size_of(i));
     memset(w->blocks[i], 0x5A, size_of(i));
@@ -72,6 +74,11 @@ static void* worker_main(void* arg) {
       w->blocks[i] = NULL;
     }
   }
+}
+
+static void* worker_main(void* arg) {
+  worker_t* w = (worker_t*)arg;
+  do_share(w);
   bool parked = (parking && mi_on_thread_idle_start());
   pthread_mutex_lock(&mu);
   ready++;
@@ -238,19 +245,7 @@ static void case_parked_thread_exits(void) {
    thread sweeps their pages' holes (hole purge off: none, the control). The
    main thread then frees the kept blocks, every byte intact. */
 static void* share_and_exit(void* arg) {
-  worker_t* w = (worker_t*)arg;
-  for (size_t i = 0; i < N_BLOCKS; i++) {
-    w->blocks[i] = (uint8_t*)mi_malloc(size_of(i));
-    memset(w->blocks[i], 0x5A, size_of(i));
-  }
-  for (size_t i = 0; i < N_BLOCKS; i++) {
-    if (kept(w->id, i)) {
-      for (size_t j = 0; j < size_of(i); j++) w->blocks[i][j] = pattern(w->id, i, j);
-    } else {
-      mi_free(w->blocks[i]);
-      w->blocks[i] = NULL;
-    }
-  }
+  do_share((worker_t*)arg);
   return NULL;
 }
 
@@ -295,24 +290,6 @@ static void case_abandoned_holes_swept(void) {
 
 static void case_abandoned_holes_off_control(void) {
   abandoned_holes(false);
-}
-
-static void run_in_child(void (*body)(void)) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    mi_child_restore_signals();
-    alarm(120); /* the watchdog: a deadlock dies of SIGALRM */
-    body();
-    fflush(NULL);
-    _exit(tu_failures == 0 ? 0 : 1);
-  }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  if (!WIFEXITED(status)) print_error("the case died with signal %d\n", WTERMSIG(status));
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_purge_all_busy_workers_partial_pending_counted(void** state) {

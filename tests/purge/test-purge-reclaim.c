@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "../testutil.h"
 #include "../child.h"
+#include "purge-child.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -251,24 +252,6 @@ static void case_reclaim_while_allocating(void) {
      last freed blocks' segments: never given back while they wait) */
   for (mi_arena_id_t id = 1; id <= 16; id++) TU_CHECK(mi_arena_area(id, NULL) == NULL);
 #endif
-}
-
-static void run_in_child(void (*body)(void)) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    mi_child_restore_signals();
-    alarm(120); /* the watchdog: a deadlock dies of SIGALRM */
-    body();
-    fflush(NULL);
-    _exit(tu_failures == 0 ? 0 : 1);
-  }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  if (!WIFEXITED(status)) print_error("the case died with signal %d\n", WTERMSIG(status));
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_reclaim_empty_arenas_given_back_reserved_exact(void** state) {

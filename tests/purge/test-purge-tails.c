@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "../testutil.h"
 #include "../child.h"
+#include "purge-child.h"
 
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -103,37 +104,31 @@ static void tails_body(tails_case_t which) {
   TU_CHECK(destroyed.unformed_bytes == 0);
 }
 
-static void run_in_child(tails_case_t which) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    mi_child_restore_signals();
-    alarm(120); /* the watchdog */
-    tails_body(which);
-    fflush(NULL);
-    _exit(tu_failures == 0 ? 0 : 1);
-  }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  if (!WIFEXITED(status)) print_error("the case died with signal %d\n", WTERMSIG(status));
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+static void case_reused(void) {
+  tails_body(TAILS_REUSED);
+}
+
+static void case_holes_off(void) {
+  tails_body(TAILS_HOLES_OFF);
+}
+
+static void case_fresh(void) {
+  tails_body(TAILS_FRESH);
 }
 
 static void test_tails_reused_pages_discarded_blocks_intact(void** state) {
   (void)state;
-  run_in_child(TAILS_REUSED);
+  run_in_child(&case_reused);
 }
 
 static void test_tails_holes_off_nothing_discarded(void** state) {
   (void)state;
-  run_in_child(TAILS_HOLES_OFF);
+  run_in_child(&case_holes_off);
 }
 
 static void test_tails_fresh_memory_nothing_discarded(void** state) {
   (void)state;
-  run_in_child(TAILS_FRESH);
+  run_in_child(&case_fresh);
 }
 
 int main(void) {
