@@ -232,6 +232,7 @@ job bench-smoke "gcc-release gcc-secure-release" bench_smoke
 job heap-snapshot-viewers "" heap_snapshot_viewers
 job stats-detailed "pprof-profiler" stats_detailed
 job purge-holes-plants "" purge_holes_plants
+job rust-crate "" bash ci/rust.sh "$out/rust-crate"
 
 # ---- Running it -----------------------------------------------------------------
 

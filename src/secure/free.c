@@ -310,11 +310,11 @@ void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   return mi_secure_realloc(heap, p, newsize, zero, false);
 }
 
-#if MI_PPROF
+/* (defined without the pprof sampler too: an unoptimized build keeps the
+   call site the sampler's absence makes dead) */
 void* _mi_secure_realloc_sampling(mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   return mi_secure_realloc(heap, p, newsize, zero, true);
 }
-#endif
 
 size_t _mi_secure_quarantine_count(const mi_tld_t* tld) {
   size_t n = 0;
