@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Rust crate (rust/mimalloc-pprof, docs/rust.md): formatted, built and
-# tested offline (it has no dependencies), in its default build, with the
-# secure feature and with override, warnings as errors. The toolchain is the
-# one on the machine (root's ~/.cargo/bin), else Debian's (apt-get install
-# cargo rustc); the job says which.
+# tested offline (it has no dependencies), in its default build and with
+# each feature, warnings as errors, with the toolchain on the machine
+# (root's ~/.cargo/bin; else Debian's); then with Debian's rustc 1.63 too.
+# The job says which toolchains ran.
 #   ci/rust.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +23,17 @@ status=0
 if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --check || { echo "rust: cargo fmt --check: the crate is not formatted"; status=1; }
 fi
-for features in "" secure override; do
+for features in "" secure override stats; do
   echo "rust: cargo test --offline${features:+ --features $features}"
   cargo test --offline ${features:+--features "$features"} || status=1
 done
+# Debian's toolchain (1.63, ci/install-deps.sh), the oldest the crate
+# supports: the tests but the layout one (offset_of!, 1.77), and the crate
+# with every feature
+if [ -x /usr/bin/cargo ] && [ "$(/usr/bin/rustc --version)" != "$(rustc --version)" ]; then
+  echo "rust: and $(/usr/bin/rustc --version): cargo test --offline --features secure,override; cargo build --offline --features stats"
+  PATH=/usr/bin:/bin CARGO_TARGET_DIR="$out/target-debian" /usr/bin/cargo test --offline --features secure,override ||
+    status=1
+  PATH=/usr/bin:/bin CARGO_TARGET_DIR="$out/target-debian" /usr/bin/cargo build --offline --features stats || status=1
+fi
 exit $status

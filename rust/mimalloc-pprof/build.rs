@@ -53,12 +53,17 @@ fn main() {
         groups.push("override");
         groups.push("override-shared");
     }
-    let files = sources(&root, &groups);
+    let mut files = sources(&root, &groups);
+    // the layout test's helper (tests/stats_layout.rs)
+    files.push(crate_dir.join("csrc").join("stats-layout.c"));
 
     let mut defines = vec!["_GNU_SOURCE", "MI_DEBUG=0", "MI_MEMORY_EVENTS=1"];
     if secure {
         defines.push("MI_SECURE=1");
         defines.push("MI_GUARDED=1");
+    }
+    if feature("stats") {
+        defines.push("MI_STAT=1");
     }
     if windows {
         defines.push("__USE_MINGW_ANSI_STDIO=1");
@@ -153,6 +158,7 @@ fn main() {
     );
     println!("cargo:rerun-if-changed={}", root.join("src").display());
     println!("cargo:rerun-if-changed={}", root.join("include").display());
+    println!("cargo:rerun-if-changed={}", crate_dir.join("csrc").display());
     println!("cargo:rerun-if-env-changed=CC");
     println!("cargo:rerun-if-env-changed=AR");
     println!("cargo:rerun-if-env-changed=CFLAGS");

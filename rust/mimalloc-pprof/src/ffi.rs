@@ -150,6 +150,68 @@ pub struct mi_prof_module_info_t {
     pub size: usize,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct mi_stat_count_t {
+    pub total: i64,
+    pub peak: i64,
+    pub current: i64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct mi_stat_counter_t {
+    pub total: i64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct mi_stats_t {
+    pub size: usize,
+    pub version: usize,
+    pub pages: mi_stat_count_t,
+    pub reserved: mi_stat_count_t,
+    pub committed: mi_stat_count_t,
+    pub reset: mi_stat_counter_t,
+    pub purged: mi_stat_counter_t,
+    pub page_committed: mi_stat_count_t,
+    pub pages_abandoned: mi_stat_count_t,
+    pub threads: mi_stat_count_t,
+    pub malloc_normal: mi_stat_count_t,
+    pub malloc_huge: mi_stat_count_t,
+    pub malloc_requested: mi_stat_count_t,
+    pub mmap_calls: mi_stat_counter_t,
+    pub commit_calls: mi_stat_counter_t,
+    pub reset_calls: mi_stat_counter_t,
+    pub purge_calls: mi_stat_counter_t,
+    pub arena_count: mi_stat_counter_t,
+    pub malloc_normal_count: mi_stat_counter_t,
+    pub malloc_huge_count: mi_stat_counter_t,
+    pub malloc_guarded_count: mi_stat_counter_t,
+    pub arena_rollback_count: mi_stat_counter_t,
+    pub arena_purges: mi_stat_counter_t,
+    pub pages_extended: mi_stat_counter_t,
+    pub pages_retire: mi_stat_counter_t,
+    pub page_searches: mi_stat_counter_t,
+    pub page_searches_count: mi_stat_counter_t,
+    pub segments: mi_stat_count_t,
+    pub segments_abandoned: mi_stat_count_t,
+    pub segments_cache: mi_stat_count_t,
+    pub _segments_reserved: mi_stat_count_t,
+    pub heaps: mi_stat_count_t,
+    pub theaps: mi_stat_count_t,
+    pub pages_reclaim_on_alloc: mi_stat_counter_t,
+    pub pages_reclaim_on_free: mi_stat_counter_t,
+    pub pages_reabandon_full: mi_stat_counter_t,
+    pub pages_unabandon_busy_wait: mi_stat_counter_t,
+    pub heaps_delete_wait: mi_stat_counter_t,
+    pub _stat_reserved: [mi_stat_count_t; 4],
+    pub _stat_counter_reserved: [mi_stat_counter_t; 4],
+    pub malloc_bins: [mi_stat_count_t; 74],
+    pub page_bins: [mi_stat_count_t; 74],
+    pub chunk_bins: [mi_stat_count_t; 6],
+}
+
 extern "C" {
     pub fn mi_malloc(size: usize) -> *mut c_void;
     pub fn mi_calloc(count: usize, size: usize) -> *mut c_void;
@@ -465,6 +527,21 @@ extern "C" {
         visitor: Option<unsafe extern "C" fn(*const mi_prof_module_info_t, *mut c_void) -> bool>,
         arg: *mut c_void,
     ) -> bool;
+    pub fn mi_stats_get(stats: *mut mi_stats_t) -> bool;
+    pub fn mi_stats_get_json(buf_size: usize, buf: *mut c_char) -> *mut c_char;
+    pub fn mi_stats_as_json(stats: *mut mi_stats_t, buf_size: usize, buf: *mut c_char) -> *mut c_char;
+    pub fn mi_stats_get_bin_size(bin: usize) -> usize;
+    pub fn mi_heap_stats_get(heap: *mut mi_heap_t, stats: *mut mi_stats_t) -> bool;
+    pub fn mi_heap_stats_get_json(heap: *mut mi_heap_t, buf_size: usize, buf: *mut c_char) -> *mut c_char;
+    pub fn mi_heap_stats_print_out(
+        heap: *mut mi_heap_t,
+        out: Option<unsafe extern "C" fn(*const c_char, *mut c_void)>,
+        arg: *mut c_void,
+    );
+    pub fn mi_subproc_stats_get(subproc: mi_subproc_id_t, stats: *mut mi_stats_t) -> bool;
+    pub fn mi_subproc_stats_get_json(subproc: mi_subproc_id_t, buf_size: usize, buf: *mut c_char) -> *mut c_char;
+    pub fn mi_heap_dump_json(include_blocks: bool, hash_addresses: bool) -> *mut c_char;
+    pub fn mi_heap_dump_json_ex(include_blocks: bool, hash_addresses: bool, wait_ms: usize) -> *mut c_char;
 }
 
 pub const MI_PURGE_FORCE: mi_purge_flags_t = 1;
@@ -534,3 +611,10 @@ pub const mi_option_reset_delay: mi_option_t = 15;
 pub const mi_option_abandoned_page_reset: mi_option_t = 12;
 pub const mi_option_limit_os_alloc: mi_option_t = 17;
 pub const mi_option_decommit_delay: mi_option_t = 15;
+pub const MI_MALLOC_VERSION: c_int = 20401;
+pub const MI_PURGE_OK: c_int = 0;
+pub const MI_PURGE_PARTIAL: c_int = 1;
+pub const MI_PURGE_BUSY: c_int = 2;
+pub const MI_STAT_VERSION: usize = 5;
+pub const MI_BIN_HUGE: usize = 73;
+pub const MI_CBIN_COUNT: usize = 6;

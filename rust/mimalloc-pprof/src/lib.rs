@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub mod ffi;
 mod option_names;
+#[cfg(feature = "stats")]
+pub mod stats;
 
 /// Every block is at least this aligned (`MI_MAX_ALIGN_SIZE`): a smaller
 /// alignment needs no aligned allocation.
