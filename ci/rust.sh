@@ -23,7 +23,7 @@ status=0
 if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --check || { echo "rust: cargo fmt --check: the crate is not formatted"; status=1; }
 fi
-for features in "" secure override stats; do
+for features in "" secure override stats pprof dhat; do
   echo "rust: cargo test --offline${features:+ --features $features}"
   cargo test --offline ${features:+--features "$features"} || status=1
 done
@@ -31,8 +31,8 @@ done
 # supports: the tests but the layout one (offset_of!, 1.77), and the crate
 # with every feature
 if [ -x /usr/bin/cargo ] && [ "$(/usr/bin/rustc --version)" != "$(rustc --version)" ]; then
-  echo "rust: and $(/usr/bin/rustc --version): cargo test --offline --features secure,override; cargo build --offline --features stats"
-  PATH=/usr/bin:/bin CARGO_TARGET_DIR="$out/target-debian" /usr/bin/cargo test --offline --features secure,override ||
+  echo "rust: and $(/usr/bin/rustc --version): cargo test --offline --features secure,override,pprof,dhat; cargo build --offline --features stats"
+  PATH=/usr/bin:/bin CARGO_TARGET_DIR="$out/target-debian" /usr/bin/cargo test --offline --features secure,override,pprof,dhat ||
     status=1
   PATH=/usr/bin:/bin CARGO_TARGET_DIR="$out/target-debian" /usr/bin/cargo build --offline --features stats || status=1
 fi

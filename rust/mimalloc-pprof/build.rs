@@ -53,6 +53,22 @@ fn main() {
         groups.push("override");
         groups.push("override-shared");
     }
+    let pprof = feature("pprof");
+    let dhat = feature("dhat") && !windows; // (DHAT's dump reads ELF and DWARF)
+    if pprof {
+        groups.push("pprof");
+        if windows {
+            groups.push("pprof-windows");
+        }
+    }
+    if dhat {
+        groups.push("dhat");
+    }
+    if pprof || dhat {
+        // the stack capture and symbolisation both profilers use
+        groups.push(if windows { "stacks-windows" } else { "stacks-unix" });
+        groups.push("stacks");
+    }
     let mut files = sources(&root, &groups);
     // the layout test's helper (tests/stats_layout.rs)
     files.push(crate_dir.join("csrc").join("stats-layout.c"));
@@ -64,6 +80,12 @@ fn main() {
     }
     if feature("stats") {
         defines.push("MI_STAT=1");
+    }
+    if pprof {
+        defines.push("MI_PPROF=1");
+    }
+    if dhat {
+        defines.push("MI_DHAT=1");
     }
     if windows {
         defines.push("__USE_MINGW_ANSI_STDIO=1");
@@ -88,6 +110,10 @@ fn main() {
     ];
     if !windows {
         flags.push("-ftls-model=initial-exec".to_string());
+    }
+    if pprof || dhat {
+        // the profilers walk frame pointers through the allocator's own frames
+        flags.push("-fno-omit-frame-pointer".to_string());
     }
     flags.extend(defines.iter().map(|d| format!("-D{}", d)));
 
@@ -150,6 +176,7 @@ fn main() {
         println!("cargo:rustc-link-lib=dylib=advapi32");
     } else {
         println!("cargo:rustc-link-lib=dylib=pthread");
+        println!("cargo:rustc-link-lib=dylib=dl");
     }
     println!("cargo:include={}", root.join("include").display());
     println!(

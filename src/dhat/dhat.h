@@ -61,6 +61,9 @@ void _mi_dhat_symbolize_done(void) mi_decl_hidden;
    the OS's, but for the C library's own when lines.c first loads zlib for a
    compressed line table. Call between _mi_dhat_symbolizer_enter and _leave,
    then _mi_dhat_symbolize_done. */
+/* demangle-rust.c: a legacy-mangled Rust symbol's readable name; false for
+   any other symbol (`out` then unspecified) */
+bool _mi_dhat_demangle_rust(const char* sym, char* out, size_t size) mi_decl_hidden;
 bool _mi_dhat_symbol_parts(uintptr_t addr, char* name, size_t nsize, char* file, size_t fsize,
                            int* line) mi_decl_hidden;
 /* One user of the symboliser's caches at a time (the DHAT dump, the pprof

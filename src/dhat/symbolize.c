@@ -200,6 +200,17 @@ static bool mi_dhat_is_allocator_name(const char* name) {
   if (mi_dhat_has_prefix(name, "mi_") || mi_dhat_has_prefix(name, "_mi_") || mi_dhat_has_prefix(name, "__libc_")) {
     return true;
   }
+  /* Rust's global allocator shims (`__rust_alloc`, or v0-mangled
+     `__rustc::__rust_alloc`), and the Rust crate's GlobalAlloc
+     (rust/mimalloc-pprof: `<mimalloc_pprof::MiMalloc as GlobalAlloc>::alloc`,
+     in either mangling) */
+  if (strstr(name, "__rust_alloc") != NULL || strstr(name, "__rust_realloc") != NULL ||
+      strstr(name, "__rdl_alloc") != NULL || strstr(name, "__rdl_realloc") != NULL ||
+      strstr(name, "__rg_alloc") != NULL || strstr(name, "__rg_realloc") != NULL ||
+      (strstr(name, "mimalloc_pprof") != NULL && strstr(name, "MiMalloc") != NULL &&
+       strstr(name, "GlobalAlloc") != NULL)) {
+    return true;
+  }
   for (size_t i = 0; names[i] != NULL; i++) {
     if (strcmp(name, names[i]) == 0) return true;
   }

@@ -224,8 +224,12 @@ static uint64_t mi_pb_loc(mi_pb_writer_t* w, uintptr_t addr) {
 }
 
 #if MI_PROF_SYMBOLS
-/* The function id of (name, file), written to the Function table on first use. */
-static uint64_t mi_pb_function(mi_pb_writer_t* w, const char* name, const char* file) {
+/* The function id of (symbol, file), written to the Function table on first
+   use: its name demangled where it is Rust's, its system name the symbol. */
+static uint64_t mi_pb_function(mi_pb_writer_t* w, const char* symbol, const char* file) {
+  char readable[1024];
+  const char* name = (_mi_dhat_demangle_rust(symbol, readable, sizeof(readable)) ? readable : symbol);
+  uint64_t sys_idx = mi_pb_str(w, symbol);
   uint64_t name_idx = mi_pb_str(w, name);
   uint64_t file_idx = mi_pb_str(w, file);
   if (w->failed || !mi_pb_table_reserve(&w->fn_tab)) {
@@ -233,21 +237,21 @@ static uint64_t mi_pb_function(mi_pb_writer_t* w, const char* name, const char* 
     return 0;
   }
   mi_pb_table_t* t = &w->fn_tab;
-  uint64_t h = mi_pb_mix(name_idx * 0x9E3779B97F4A7C15ULL + file_idx);
+  uint64_t h = mi_pb_mix(sys_idx * 0x9E3779B97F4A7C15ULL + file_idx);
   size_t i = (size_t)h & (t->cap - 1);
   for (; t->slots[i].v != 0; i = (i + 1) & (t->cap - 1)) {
-    if (t->slots[i].a == name_idx && t->slots[i].b == file_idx) return t->slots[i].v;
+    if (t->slots[i].a == sys_idx && t->slots[i].b == file_idx) return t->slots[i].v;
   }
   uint64_t id = ++w->fn_count;
   t->slots[i].h = h;
-  t->slots[i].a = name_idx;
+  t->slots[i].a = sys_idx;
   t->slots[i].b = file_idx;
   t->slots[i].v = id;
   t->count++;
   w->msg.len = 0;
   mi_pb_uint(&w->msg, 1, id);
   mi_pb_uint(&w->msg, 2, name_idx);
-  mi_pb_uint(&w->msg, 3, name_idx); /* system_name: the symbol as the object has it */
+  mi_pb_uint(&w->msg, 3, sys_idx); /* system_name: the symbol as the object has it */
   mi_pb_uint(&w->msg, 4, file_idx);
   mi_pb_msg(&w->funcs, 5, &w->msg);
   return id;

@@ -542,6 +542,10 @@ extern "C" {
     pub fn mi_subproc_stats_get_json(subproc: mi_subproc_id_t, buf_size: usize, buf: *mut c_char) -> *mut c_char;
     pub fn mi_heap_dump_json(include_blocks: bool, hash_addresses: bool) -> *mut c_char;
     pub fn mi_heap_dump_json_ex(include_blocks: bool, hash_addresses: bool, wait_ms: usize) -> *mut c_char;
+    pub fn mi_dhat_start() -> bool;
+    pub fn mi_dhat_stop();
+    pub fn mi_dhat_dump(path: *const c_char) -> bool;
+    pub fn mi_dhat_is_running() -> bool;
 }
 
 pub const MI_PURGE_FORCE: mi_purge_flags_t = 1;
@@ -618,3 +622,9 @@ pub const MI_PURGE_BUSY: c_int = 2;
 pub const MI_STAT_VERSION: usize = 5;
 pub const MI_BIN_HUGE: usize = 73;
 pub const MI_CBIN_COUNT: usize = 6;
+pub const MI_PROF_CONFIG_VERSION: c_int = 1;
+pub const MI_PROF_CONFIG_FALLBACK: c_int = 0;
+pub const MI_PROF_CONFIG_OVERRIDE: c_int = 1;
+pub const MI_PROF_FORMAT_TEXT: c_int = 0;
+pub const MI_PROF_FORMAT_PROTO: c_int = 1;
+pub const MI_PROF_STAT_VERSION: c_int = 3;

@@ -19,8 +19,12 @@ use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[cfg(feature = "dhat")]
+pub mod dhat;
 pub mod ffi;
 mod option_names;
+#[cfg(feature = "pprof")]
+pub mod prof;
 #[cfg(feature = "stats")]
 pub mod stats;
 

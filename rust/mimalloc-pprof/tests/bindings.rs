@@ -1,6 +1,6 @@
 //! src/ffi.rs against the headers: every function `mimalloc.h` exports (the
 //! profiler's `mimalloc/profile.h`, which it includes, too) and
-//! `mimalloc-stats.h` exports has its binding,
+//! `mimalloc-stats.h` and `mimalloc/dhat.h` export has its binding,
 //! and no binding names a function the header no longer has. When this
 //! fails after the header changed: `python3 tools/gen-ffi.py`.
 use std::collections::BTreeSet;
@@ -51,6 +51,7 @@ fn bindings_cover_every_header_function() {
     let mut header = exported(&root.join("include").join("mimalloc.h"));
     header.extend(exported(&root.join("include").join("mimalloc").join("profile.h")));
     header.extend(exported(&root.join("include").join("mimalloc-stats.h")));
+    header.extend(exported(&root.join("include").join("mimalloc").join("dhat.h")));
     let ffi = bound(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join("ffi.rs"));
     let missing: Vec<_> = header.difference(&ffi).collect();
     let stale: Vec<_> = ffi.difference(&header).collect();

@@ -16,7 +16,8 @@ import sys
 
 CRATE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(CRATE))
-HEADERS = ["mimalloc.h", "mimalloc-stats.h"]
+HEADERS = ["mimalloc.h", "mimalloc-stats.h", "mimalloc/dhat.h"]
+CONST_HEADERS = HEADERS + ["mimalloc/profile.h"]
 
 SCALARS = {
     "bool": "bool", "char": "c_char", "signed char": "i8", "unsigned char": "c_uchar",
@@ -168,9 +169,11 @@ def main():
             f.write("pub const %s: %s = %s;\n" % (name, ty, value))
     # the headers' constants the safe API uses
     consts = {"MI_MALLOC_VERSION": "c_int", "MI_PURGE_OK": "c_int", "MI_PURGE_PARTIAL": "c_int",
-              "MI_PURGE_BUSY": "c_int", "MI_STAT_VERSION": "usize", "MI_BIN_HUGE": "usize", "MI_CBIN_COUNT": "usize"}
+              "MI_PURGE_BUSY": "c_int", "MI_STAT_VERSION": "usize", "MI_BIN_HUGE": "usize", "MI_CBIN_COUNT": "usize",
+              "MI_PROF_CONFIG_VERSION": "c_int", "MI_PROF_CONFIG_FALLBACK": "c_int", "MI_PROF_CONFIG_OVERRIDE": "c_int",
+              "MI_PROF_FORMAT_TEXT": "c_int", "MI_PROF_FORMAT_PROTO": "c_int", "MI_PROF_STAT_VERSION": "c_int"}
     with open(os.path.join(CRATE, "src", "ffi.rs"), "a") as f:
-        for h in HEADERS:
+        for h in CONST_HEADERS:
             for m in re.finditer(r"^#define (MI_[A-Z_]+)[ \t]*(?:\\\n[ \t]*)?(\d+)", open(os.path.join(ROOT, "include", h)).read(), re.M):
                 if m.group(1) in consts:
                     f.write("pub const %s: %s = %s;\n" % (m.group(1), consts[m.group(1)], m.group(2)))
