@@ -27,6 +27,8 @@ for features in "" secure override stats pprof dhat; do
   echo "rust: cargo test --offline${features:+ --features $features}"
   cargo test --offline ${features:+--features "$features"} || status=1
 done
+# the Rust benchmark runs (bench/rust-bench.sh --smoke: one round, tiny)
+BENCH_OUT="$out/bench" BENCH_BUILD_DIR="$out/bench-build" bash ../../bench/rust-bench.sh --smoke || status=1
 # Debian's toolchain (1.63, ci/install-deps.sh), the oldest the crate
 # supports: the tests but the layout one (offset_of!, 1.77), and the crate
 # with every feature
