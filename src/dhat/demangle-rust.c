@@ -112,7 +112,8 @@ static void mi_v0_puts(mi_v0_t* d, const char* s) {
   mi_v0_put(d, s, strlen(s));
 }
 static char mi_v0_peek(const mi_v0_t* d) {
-  return (d->pos < d->n ? d->s[d->pos] : 0);
+  if (d->pos >= d->n) return 0;
+  return d->s[d->pos];
 }
 static bool mi_v0_eat(mi_v0_t* d, char c) {
   if (mi_v0_peek(d) != c) return false;
