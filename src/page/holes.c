@@ -178,10 +178,8 @@ static size_t mi_holes_free_map(const mi_page_t* page, uint64_t* map) {
    find it committed and zero. A discard the OS refuses is tried again at
    the next sweep that looks at the page. */
 static size_t mi_holes_tail_sweep(mi_page_t* page, const mi_holes_geo_t* g, bool eager_zero) {
-  size_t lo = (size_t)(page->start - g->base);
-  size_t first = (lo + (size_t)page->capacity * page->block_size + g->unit - 1) / g->unit;
-  size_t last = (lo + (size_t)page->reserved * page->block_size) / g->unit;
-  if (last > MI_HOLES_UNITS) last = MI_HOLES_UNITS;
+  size_t first, last;
+  (void)_mi_page_tail_units(page, &first, &last); /* (the unit is g's) */
   if (last <= first) {
     _mi_page_holes(page)->tail = 0; /* nothing whole left to discard */
     return 0;

@@ -377,19 +377,26 @@ bool _mi_segment_new(mi_tld_t* tld, mi_segment_kind_t kind, mi_arena_id_t arena)
   return true;
 }
 
-/* The bytes of the page's never-carved tail that hole purge discarded
-   (page/holes.c) and no block was carved in since: the units from the one
-   recorded, or past the carved blocks, to the last wholly in the page's
-   blocks. */
+/* The units of the page's never-carved tail, counted from the unit holding
+   its first block: [*first, *last), those wholly past the carved blocks and
+   within the page's blocks (hole purge, page/holes.c); the unit's size. */
+size_t _mi_page_tail_units(const mi_page_t* page, size_t* first, size_t* last) {
+  size_t unit = _mi_os_page_size() << _mi_page_holes(page)->shift;
+  size_t lo = (size_t)((uintptr_t)page->start & (unit - 1));
+  *first = (lo + (size_t)page->capacity * page->block_size + unit - 1) / unit;
+  *last = (lo + (size_t)page->reserved * page->block_size) / unit;
+  if (*last > (size_t)MI_HOLES_MAP_WORDS * 64) *last = (size_t)MI_HOLES_MAP_WORDS * 64;
+  return unit;
+}
+
+/* The bytes of the tail that hole purge discarded and no block was carved
+   in since: from the unit recorded, or past the carved blocks. */
 size_t _mi_page_tail_discarded(const mi_page_t* page) {
   uint8_t tail = _mi_page_holes(page)->tail;
   if (tail == 0 || (tail & MI_HOLES_TAIL_DIRTY) != 0) return 0;
-  size_t unit = _mi_os_page_size() << _mi_page_holes(page)->shift;
-  size_t lo = (size_t)((uintptr_t)page->start & (unit - 1)); /* from the unit holding the first block */
-  size_t from = (lo + (size_t)page->capacity * page->block_size + unit - 1) / unit;
-  size_t last = (lo + (size_t)page->reserved * page->block_size) / unit;
+  size_t from, last;
+  size_t unit = _mi_page_tail_units(page, &from, &last);
   if (from < (size_t)tail - 1) from = (size_t)tail - 1;
-  if (last > (size_t)MI_HOLES_MAP_WORDS * 64) last = (size_t)MI_HOLES_MAP_WORDS * 64;
   return (last > from ? (last - from) * unit : 0);
 }
 

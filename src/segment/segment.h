@@ -16,6 +16,7 @@ bool _mi_segment_cache_push(mi_segment_t* segment) mi_decl_hidden;
 size_t _mi_segment_cache_release(size_t* released) mi_decl_hidden; /* all unmapped: the bytes */
 /* segment.c: of a page's never-carved tail, the bytes discarded and not carved since (page/holes.c) */
 size_t _mi_page_tail_discarded(const mi_page_t* page) mi_decl_hidden;
+size_t _mi_page_tail_units(const mi_page_t* page, size_t* first, size_t* last) mi_decl_hidden; /* the unit's size */
 
 /* segment.c: the life of a segment */
 void _mi_segments_init(void) mi_decl_hidden;

@@ -1,11 +1,10 @@
 //! The exact heap profiler in Valgrind DHAT's file format (docs/profiling.md)
 //! from safe Rust: every allocation, resize and free counted while it runs;
 //! the file opens in Valgrind's viewer (dh_view.html).
-use std::ffi::CString;
 use std::io;
 use std::path::Path;
 
-use crate::ffi;
+use crate::{c_path, ffi};
 
 /// Start recording (again: the profile restarts empty).
 pub fn start() -> io::Result<()> {
@@ -30,8 +29,7 @@ pub fn is_running() -> bool {
 
 /// The profile so far, written to `path` ("%p": the process id).
 pub fn dump(path: &Path) -> io::Result<()> {
-    let p = CString::new(path.to_string_lossy().into_owned().into_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+    let p = c_path(path)?;
     if unsafe { ffi::mi_dhat_dump(p.as_ptr()) } {
         Ok(())
     } else {

@@ -102,6 +102,13 @@ pub fn is_in_heap_region<T: ?Sized>(ptr: *const T) -> bool {
     unsafe { ffi::mi_is_in_heap_region(ptr as *const u8 as *const c_void) }
 }
 
+/// A path for the C API (the profilers' dumps).
+#[cfg(any(feature = "pprof", feature = "dhat"))]
+fn c_path(path: &std::path::Path) -> std::io::Result<std::ffi::CString> {
+    std::ffi::CString::new(path.to_string_lossy().into_owned().into_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path with a NUL byte"))
+}
+
 /// An option (`MIMALLOC_<NAME>` in the environment): `MiOption::PURGE_DELAY`
 /// and so on, one constant per option of `mimalloc.h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,12 +3,11 @@
 //! the path ends in ".gz"), read its statistics. Go pprof and google-pprof
 //! read the dumps; Rust's frames are found by the platform unwinder where
 //! there are no frame pointers, and named by the dump's own symbolizer.
-use std::ffi::CString;
 use std::io;
 use std::os::raw::{c_char, c_void};
 use std::path::Path;
 
-use crate::ffi;
+use crate::{c_path, ffi};
 
 pub use crate::ffi::mi_prof_stats_t as ProfStats;
 
@@ -49,11 +48,6 @@ pub fn is_enabled() -> bool {
 /// Zero the cumulative counters.
 pub fn reset() {
     unsafe { ffi::mi_prof_reset() }
-}
-
-fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.to_string_lossy().into_owned().into_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
 }
 
 fn dumped(ok: bool, what: &str) -> io::Result<()> {
