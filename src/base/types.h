@@ -282,6 +282,12 @@ struct mi_tld_s {
   mi_tld_t* thread_prev;
   bool recurse;
   bool exiting;          /* in its exit hook: claims no abandoned segment on free */
+  /* set up after its thread's exit hook ran (init.c): `thread_id` is no
+     thread's, and `late_mark` (when `late_marked`) tells when the thread has
+     ended, if no exit hook comes again */
+  bool late;
+  bool late_marked;
+  mi_prim_thread_mark_t late_mark;
   int64_t holes_last;    /* hole purge: when this thread's last sweep started (ms; 0: never) */
   uint64_t holes_sweeps; /* sweeps so far (every purge_holes_full_every-th skips nothing) */
   /* MI_PARK_*: parked between mi_on_thread_idle_start and _end, when another

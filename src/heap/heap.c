@@ -248,6 +248,7 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
   _mi_heap_check(heap);
   _mi_heap_collect_pages(heap);
   if (force) {
+    _mi_threads_finish_ended();
     _mi_segments_reclaim(heap->tld->heap_backing, SIZE_MAX, true);
     _mi_heap_collect_pages(heap->tld->heap_backing);
   } else {
@@ -280,6 +281,7 @@ void _mi_heap_destroy_all_at_exit(void) {
 void mi_collect(bool force) {
   mi_heap_t* heap = mi_get_default_heap();
   if (!mi_heap_is_initialized(heap)) {
+    if (force) _mi_threads_finish_ended();
     _mi_purge_run(force);
     return;
   }

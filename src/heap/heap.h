@@ -9,6 +9,8 @@
 /* init.c */
 mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
 void _mi_process_init_once(void) mi_decl_hidden;
+/* the exits of late threads that ended without their hook, finished for them */
+void _mi_threads_finish_ended(void) mi_decl_hidden;
 
 /* heap.c */
 void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;

@@ -89,6 +89,7 @@ void _mi_tld_unpark(mi_tld_t* tld) {
 /* The background thread's work besides the purge pass: the abandoned
    segments' cleanup, then the parked threads' holes. */
 void _mi_idle_background_work(void) {
+  _mi_threads_finish_ended(); /* their segments abandoned first, for the cleanup below */
   _mi_segments_abandoned_cleanup();
   static _Atomic(uint64_t) gen = ((uint64_t)1 << 63); /* (apart from mi_purge_all's) */
   size_t swept = 0, running = 0;

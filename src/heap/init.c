@@ -70,9 +70,82 @@ void _mi_threads_sweep_parked(const mi_tld_t* self, uint64_t gen, bool force, si
   _mi_lock_release(&mi_threads_lock);
 }
 
+/* ---- Late thread data ------------------------------------------------------------- */
+
+/* A thread's exit hook runs among the thread's other thread-exit work: the
+   destructors of other thread-specific keys (POSIX runs them in rounds, up
+   to PTHREAD_DESTRUCTOR_ITERATIONS, while any key is set again), other DLLs'
+   detach. Those may allocate again after the hook ran, and each time the
+   thread is set up anew. Its new data is "late": the hook comes again only
+   if another round comes, so when it does not, the thread ends owning
+   segments nobody collects, with its thread id on them; and a thread that
+   starts later on the same stack has that id and took them for its own (a
+   free of one of their blocks went the owner's way into another thread's
+   page, and the secure build reported a corrupted segment header).
+   So late data gets an id no thread has (an odd address: ids are aligned),
+   and every free into its segments goes the cross-thread way, its own
+   included; and its thread holds a mark (prim.h) that tells another thread
+   when it has ended. If the hook does run again, the thread finishes as any
+   thread does and drops the mark; if not, the first thread that looks
+   after that (a thread's set-up, mi_collect(true), the background thread)
+   finishes its exit for it: its segments are abandoned for others to
+   adopt, as its exit hook would have done. Nothing is leaked and no segment
+   has two owners. (docs/teardown-protocol.md, "Late thread data".) */
+static mi_decl_thread bool mi_thread_exited; /* this thread's exit hook has run */
+static _Atomic(size_t) mi_late_marked;       /* late thread data holding a mark, not finished */
+
+static void mi_thread_data_make_late(mi_tld_t* tld) {
+  tld->late = true;
+  tld->thread_id = (uintptr_t)tld | 1;
+  tld->late_marked = mi_prim_thread_mark_take(&tld->late_mark);
+  if (tld->late_marked) atomic_fetch_add_explicit(&mi_late_marked, 1, memory_order_relaxed);
+}
+
+static void mi_thread_data_late_done(mi_tld_t* tld) {
+  if (!tld->late_marked) return;
+  tld->late_marked = false;
+  atomic_fetch_sub_explicit(&mi_late_marked, 1, memory_order_relaxed);
+}
+
+/* Finish the exit of a late thread that has ended, for it: what its exit
+   hook does but for the hooks of the profilers, whose per-thread state was
+   the dead thread's own. Its pages are freed and its segments abandoned as
+   their owner would, so the checks that a page's owner is the calling
+   thread see its heap as the default one meanwhile. */
+static void mi_thread_data_finish_for(mi_tld_t* tld) {
+  mi_heap_t* self = _mi_heap_default;
+  _mi_heap_default = tld->heap_backing;
+  tld->exiting = true;
+  _mi_tld_unpark(tld);
+  _mi_heap_free_all_of_thread(tld);
+  _mi_heap_default = self;
+  mi_thread_data_late_done(tld);
+  _mi_stat_decrease(&_mi_stats.threads, 1);
+  _mi_meta_free(tld->heap_backing); /* the thread data's slot starts with its backing heap */
+}
+
+/* Late thread data whose thread has ended, each finished for it. Cheap when
+   there is none (one relaxed load). */
+void _mi_threads_finish_ended(void) {
+  while (atomic_load_explicit(&mi_late_marked, memory_order_relaxed) != 0) {
+    mi_tld_t* ended = NULL;
+    _mi_lock_acquire(&mi_threads_lock);
+    for (mi_tld_t* tld = mi_threads_first; tld != NULL; tld = tld->thread_next) {
+      if (tld->late_marked && mi_prim_thread_mark_ended(&tld->late_mark)) {
+        mi_threads_unlink_locked(tld);
+        ended = tld;
+        break;
+      }
+    }
+    _mi_lock_release(&mi_threads_lock);
+    if (ended == NULL) return;
+    mi_thread_data_finish_for(ended);
+  }
+}
+
 static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
-  if (tld->thread_id != _mi_thread_id()) return;
+  if (!tld->late && tld->thread_id != _mi_thread_id()) return;
   tld->exiting = true; /* a segment claimed on free from here on would stay with a dead thread */
   _mi_tld_unpark(tld); /* parked and never taken back: a sweep of its pages ends first */
   _mi_heap_free_all_of_thread(tld);
@@ -84,10 +157,13 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   _mi_lock_release(&mi_threads_lock);
   _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
   _mi_stat_decrease(&_mi_stats.threads, 1);
+  if (tld->late_marked) mi_prim_thread_mark_drop(&tld->late_mark);
+  mi_thread_data_late_done(tld);
   _mi_meta_free(td);
 }
 
 static void mi_thread_exit_hook(void* value) {
+  mi_thread_exited = true; /* what it allocates from now on is late */
   if (value != NULL) mi_thread_data_done((mi_thread_data_t*)value);
 }
 
@@ -95,12 +171,14 @@ mi_heap_t* _mi_heap_init_thread(void) {
   _mi_process_init_once();
   mi_heap_t* heap = _mi_heap_default;
   if (mi_heap_is_initialized(heap)) return heap;
+  _mi_threads_finish_ended(); /* a new thread may start on the stack of one that ended late */
   mi_thread_data_t* td = (mi_thread_data_t*)_mi_meta_alloc();
   if (td == NULL) {
     return NULL; /* fault path */
   }
   mi_tld_t* tld = &td->tld;
   tld->thread_id = _mi_thread_id();
+  if (mi_unlikely(mi_thread_exited)) mi_thread_data_make_late(tld);
   tld->heap_backing = &td->heap;
   _mi_heap_init(&td->heap, tld, true);
   tld->heaps = &td->heap;

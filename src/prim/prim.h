@@ -116,6 +116,17 @@ void mi_prim_thread_join(void* handle);
 void mi_prim_thread_exit_hook_init(void (*done)(void* value));
 void mi_prim_thread_exit_hook_set(void* value);
 void mi_prim_yield(void);
+/* A mark the calling thread holds until it ends, however it ends, so that
+   another thread can tell afterwards that it is gone (init.c: the data of a
+   thread that allocated again after its exit hook ran). Taken and dropped by
+   the thread itself; `ended` may be asked by any other thread, and once it
+   has answered true the mark is released and must not be asked again. */
+typedef struct mi_prim_thread_mark_s {
+  _Alignas(8) unsigned char opaque[48];
+} mi_prim_thread_mark_t;
+bool mi_prim_thread_mark_take(mi_prim_thread_mark_t* mark); /* false: none to be had */
+bool mi_prim_thread_mark_ended(mi_prim_thread_mark_t* mark);
+void mi_prim_thread_mark_drop(mi_prim_thread_mark_t* mark);
 /* Install a handler for memory faults (SIGSEGV/SIGBUS). `report(addr)` runs
    first; whatever it returns, the fault then takes its course as if the
    handler were not there (the previous handler, or death by the signal). */

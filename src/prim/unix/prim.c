@@ -465,6 +465,43 @@ void mi_prim_yield(void) {
   sched_yield();
 }
 
+/* The mark is a robust mutex the thread locks: when a thread ends holding
+   one, the kernel (or the C library) marks it, and the next trylock answers
+   EOWNERDEAD, whatever the thread was doing when it ended. */
+_Static_assert(sizeof(pthread_mutex_t) <= sizeof(((mi_prim_thread_mark_t*)0)->opaque), "mark too small");
+
+bool mi_prim_thread_mark_take(mi_prim_thread_mark_t* mark) {
+  pthread_mutex_t* mutex = (pthread_mutex_t*)mark->opaque;
+  pthread_mutexattr_t attr;
+  if (pthread_mutexattr_init(&attr) != 0) return false;
+  bool ok = (pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) == 0 && pthread_mutex_init(mutex, &attr) == 0);
+  pthread_mutexattr_destroy(&attr);
+  if (ok && pthread_mutex_lock(mutex) != 0) {
+    pthread_mutex_destroy(mutex);
+    ok = false;
+  }
+  return ok;
+}
+
+bool mi_prim_thread_mark_ended(mi_prim_thread_mark_t* mark) {
+  pthread_mutex_t* mutex = (pthread_mutex_t*)mark->opaque;
+  int err = pthread_mutex_trylock(mutex);
+  if (err != EOWNERDEAD) {
+    if (err == 0) pthread_mutex_unlock(mutex); /* not held (never taken): nothing tells */
+    return false;
+  }
+  pthread_mutex_consistent(mutex);
+  pthread_mutex_unlock(mutex);
+  pthread_mutex_destroy(mutex);
+  return true;
+}
+
+void mi_prim_thread_mark_drop(mi_prim_thread_mark_t* mark) {
+  pthread_mutex_t* mutex = (pthread_mutex_t*)mark->opaque;
+  pthread_mutex_unlock(mutex);
+  pthread_mutex_destroy(mutex);
+}
+
 static void (*prim_fault_report)(void* addr);
 static struct sigaction prim_prev_segv;
 static struct sigaction prim_prev_bus;

@@ -22,6 +22,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- Locks ------------------------------------------------------------------------------ */
 _Static_assert(sizeof(SRWLOCK) <= sizeof(((mi_prim_lock_t*)0)->opaque), "mi_prim_lock_t too small");
@@ -93,6 +94,32 @@ void mi_prim_thread_join(void* handle) {
 
 void mi_prim_yield(void) {
   SwitchToThread();
+}
+
+/* The mark is a handle of the thread: it is signalled once the thread has
+   ended. */
+_Static_assert(sizeof(HANDLE) <= sizeof(((mi_prim_thread_mark_t*)0)->opaque), "mark too small");
+
+bool mi_prim_thread_mark_take(mi_prim_thread_mark_t* mark) {
+  HANDLE h = NULL;
+  HANDLE self = GetCurrentProcess();
+  if (!DuplicateHandle(self, GetCurrentThread(), self, &h, SYNCHRONIZE, FALSE, 0)) return false;
+  memcpy(mark->opaque, &h, sizeof(h));
+  return true;
+}
+
+bool mi_prim_thread_mark_ended(mi_prim_thread_mark_t* mark) {
+  HANDLE h;
+  memcpy(&h, mark->opaque, sizeof(h));
+  if (WaitForSingleObject(h, 0) != WAIT_OBJECT_0) return false;
+  CloseHandle(h);
+  return true;
+}
+
+void mi_prim_thread_mark_drop(mi_prim_thread_mark_t* mark) {
+  HANDLE h;
+  memcpy(&h, mark->opaque, sizeof(h));
+  CloseHandle(h);
 }
 
 /* ---- Thread exit ------------------------------------------------------------------------- */
