@@ -108,7 +108,8 @@ void mi_prim_event_wait(mi_prim_event_t* ev, int64_t timeout_ms);
 void mi_prim_event_signal(mi_prim_event_t* ev);
 
 /* ---- Threads ---------------------------------------------------------------- */
-/* Start a detached-joinable background thread; false on failure. */
+/* Start a detached-joinable background thread; false on failure. On POSIX
+   it blocks every signal (the program's signals are the program's threads'). */
 bool mi_prim_thread_start(void (*fn)(void), void** handle);
 void mi_prim_thread_join(void* handle);
 /* Ask for `done(value)` to be called when the calling thread exits, once

@@ -433,12 +433,23 @@ static void* mi_prim_thread_main(void* arg) {
   return NULL;
 }
 
+/* The thread starts with every signal blocked (it inherits the mask of its
+   creator, set so around the create, then put back): a signal the program
+   blocks in its own threads and waits for (sigwait, sigtimedwait, signalfd)
+   is never delivered to ours, which would die of it or run the program's
+   handler where the program does not expect it. (A fault in it still kills
+   the process: Linux delivers a blocked fault signal with the default
+   action, without the handlers, ours included.) */
 bool mi_prim_thread_start(void (*fn)(void), void** handle) {
   pthread_t t;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, (size_t)64 * 1024);
+  sigset_t all, caller;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &caller);
   int err = pthread_create(&t, &attr, &mi_prim_thread_main, (void*)(uintptr_t)fn);
+  pthread_sigmask(SIG_SETMASK, &caller, NULL);
   pthread_attr_destroy(&attr);
   if (err != 0) return false;
   *handle = (void*)t;
