@@ -118,8 +118,10 @@ void mi_prim_thread_exit_hook_init(void (*done)(void* value));
 void mi_prim_thread_exit_hook_set(void* value);
 void mi_prim_yield(void);
 /* Install a handler for memory faults (SIGSEGV/SIGBUS). `report(addr)` runs
-   first; whatever it returns, the fault then takes its course as if the
-   handler were not there (the previous handler, or death by the signal). */
+   first for a fault caused by an access (not for a signal that was sent);
+   whatever it returns, the signal then takes its course as if the handler
+   were not there (the previous handler, or death by the signal), and the
+   handler stays installed. */
 void mi_prim_fault_handler_install(void (*report)(void* addr));
 /* The signal named `name` ("SIGUSR2", "USR2" or its number) calls
    `handler` (which may only do what a signal handler may); false if there
