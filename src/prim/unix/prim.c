@@ -519,7 +519,7 @@ static void mi_prim_fault_handler(int sig, siginfo_t* info, void* context) {
   sigemptyset(&unblock);
   sigaddset(&unblock, sig);
   pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
-  raise(sig); /* delivered before raise returns: the process is gone */
+  (void)raise(sig); /* delivered before raise returns: the process is gone */
 }
 
 bool mi_prim_signal_handler_install(const char* name, void (*handler)(int)) {
