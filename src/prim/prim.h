@@ -108,7 +108,8 @@ void mi_prim_event_wait(mi_prim_event_t* ev, int64_t timeout_ms);
 void mi_prim_event_signal(mi_prim_event_t* ev);
 
 /* ---- Threads ---------------------------------------------------------------- */
-/* Start a detached-joinable background thread; false on failure. */
+/* Start a detached-joinable background thread; false on failure. On POSIX
+   it blocks every signal (the program's signals are the program's threads'). */
 bool mi_prim_thread_start(void (*fn)(void), void** handle);
 void mi_prim_thread_join(void* handle);
 /* Ask for `done(value)` to be called when the calling thread exits, once
@@ -128,8 +129,10 @@ bool mi_prim_thread_mark_take(mi_prim_thread_mark_t* mark); /* false: none to be
 bool mi_prim_thread_mark_ended(mi_prim_thread_mark_t* mark);
 void mi_prim_thread_mark_drop(mi_prim_thread_mark_t* mark);
 /* Install a handler for memory faults (SIGSEGV/SIGBUS). `report(addr)` runs
-   first; whatever it returns, the fault then takes its course as if the
-   handler were not there (the previous handler, or death by the signal). */
+   first for a fault caused by an access (not for a signal that was sent);
+   whatever it returns, the signal then takes its course as if the handler
+   were not there (the previous handler, or death by the signal), and the
+   handler stays installed. */
 void mi_prim_fault_handler_install(void (*report)(void* addr));
 /* The signal named `name` ("SIGUSR2", "USR2" or its number) calls
    `handler` (which may only do what a signal handler may); false if there

@@ -433,12 +433,23 @@ static void* mi_prim_thread_main(void* arg) {
   return NULL;
 }
 
+/* The thread starts with every signal blocked (it inherits the mask of its
+   creator, set so around the create, then put back): a signal the program
+   blocks in its own threads and waits for (sigwait, sigtimedwait, signalfd)
+   is never delivered to ours, which would die of it or run the program's
+   handler where the program does not expect it. (A fault in it still kills
+   the process: Linux delivers a blocked fault signal with the default
+   action, without the handlers, ours included.) */
 bool mi_prim_thread_start(void (*fn)(void), void** handle) {
   pthread_t t;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, (size_t)64 * 1024);
+  sigset_t all, caller;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &caller);
   int err = pthread_create(&t, &attr, &mi_prim_thread_main, (void*)(uintptr_t)fn);
+  pthread_sigmask(SIG_SETMASK, &caller, NULL);
   pthread_attr_destroy(&attr);
   if (err != 0) return false;
   *handle = (void*)t;
@@ -506,12 +517,46 @@ static void (*prim_fault_report)(void* addr);
 static struct sigaction prim_prev_segv;
 static struct sigaction prim_prev_bus;
 
+/* What the signal would have done without our handler. A real fault
+   (si_code > 0) is reported first; a sent one (raise, kill, sigqueue:
+   si_code <= 0) accessed nothing and is only passed on. Our handler stays
+   installed for the faults that follow, except where the process dies. */
 static void mi_prim_fault_handler(int sig, siginfo_t* info, void* context) {
-  (void)context;
-  if (prim_fault_report != NULL) prim_fault_report(info->si_addr);
-  /* re-raise: put back the previous disposition; returning re-executes the
-     faulting access, which now meets it */
-  sigaction(sig, (sig == SIGSEGV ? &prim_prev_segv : &prim_prev_bus), NULL);
+  bool sent = (info == NULL || info->si_code <= 0);
+  if (!sent && prim_fault_report != NULL) prim_fault_report(info->si_addr);
+  struct sigaction* prev = (sig == SIGSEGV ? &prim_prev_segv : &prim_prev_bus);
+  /* (sa_handler and sa_sigaction share their storage: SIG_DFL and SIG_IGN
+     are told apart whatever the flags say) */
+  if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+    /* the program's handler, run as the kernel would have: its mask added
+       (and the signal, unless SA_NODEFER), one shot if SA_RESETHAND */
+    struct sigaction handler = *prev;
+    if ((handler.sa_flags & SA_RESETHAND) != 0) {
+      memset(prev, 0, sizeof(*prev));
+      prev->sa_handler = SIG_DFL;
+    }
+    sigset_t mask = handler.sa_mask, before;
+    if ((handler.sa_flags & SA_NODEFER) == 0) sigaddset(&mask, sig);
+    pthread_sigmask(SIG_BLOCK, &mask, &before);
+    if ((handler.sa_flags & SA_SIGINFO) != 0) handler.sa_sigaction(sig, info, context);
+    else handler.sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    return; /* a real fault runs the access again, as after the program's own handler */
+  }
+  if (sent && prev->sa_handler == SIG_IGN) return; /* ignored, as it would have been */
+  /* the default action (a real fault that is ignored is not ignored: the
+     kernel forces the default): the process dies of the signal */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  if (!sent) return; /* the access runs again and meets the default */
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, sig);
+  pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+  (void)raise(sig); /* delivered before raise returns: the process is gone */
 }
 
 bool mi_prim_signal_handler_install(const char* name, void (*handler)(int)) {
@@ -548,7 +593,9 @@ void mi_prim_fault_handler_install(void (*report)(void* addr)) {
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_sigaction = &mi_prim_fault_handler;
-  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  /* SA_ONSTACK: on a thread's alternate stack where it has one (a fault on
+     a stack's own guard would find no room on it) */
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &prim_prev_segv);
   sigaction(SIGBUS, &sa, &prim_prev_bus);
