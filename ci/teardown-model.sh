@@ -3,7 +3,10 @@
 # with spin: both parts must show no violation (assertions, invalid end
 # states), and the planted bugs (-DPLANT: the purge race; -DPLANT_CLAIM:
 # an unlocked claim; -DPLANT_TAG: a claim-on-free CAS that compares the
-# owner state and not the generation) must be found.
+# owner state and not the generation; -DLATE -DPLANT_LATE_ID: late thread
+# data that keeps its thread's id, which a thread on the same stack then
+# writes as its own) must be found, and part 3 (-DLATE, late thread data)
+# must show none.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$root/out/ci/teardown-model}
@@ -38,4 +41,6 @@ check purge 0 -DPURGE || ok=1
 check purge-planted 1 -DPURGE -DPLANT || ok=1
 check claim-planted 1 -DPLANT_CLAIM || ok=1
 want='abandonments==seen' check tag-planted 1 -DPLANT_TAG || ok=1
+check late 0 -DLATE || ok=1
+want='late_holder==3' check late-id-planted 1 -DLATE -DPLANT_LATE_ID || ok=1
 exit $ok

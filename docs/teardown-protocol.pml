@@ -1,6 +1,6 @@
 /* Promela model of the teardown protocol (docs/teardown-protocol.md, which
-   says how each variable and step maps to the code). Two independent parts,
-   run together:
+   says how each variable and step maps to the code). Three independent
+   parts, each checked alone:
 
    1. Ownership: one page of one segment, two blocks, and the segment's
       owner word (state, generation). The owner thread exits (abandon); a
@@ -15,6 +15,10 @@
       FREE_DIRTY, PURGING, FREE_CLEAN; its owner frees both pages (the last
       one releases the segment); the purger claims dirty pages and returns
       their memory, which the OS may refuse.
+
+   3. Late thread data (-DLATE): a thread's data set up after its exit hook
+      ran, under an id no thread has, finished by another thread once the
+      thread has ended (see part 3 below).
 
    Check (ci/teardown-model.sh):
      spin -a teardown-protocol.pml && gcc -O2 -o pan pan.c && ./pan -a          (part 1)
@@ -396,9 +400,86 @@ proctype Purger() {
   od
 }
 
-/* The two parts share nothing: each is checked alone (their product only
+/* ---------------- 3. Late thread data (-DLATE) ----------------------------- */
+/* Thread T allocated after its exit hook ran: its late data holds one
+   segment, under the id LATE_ID that no thread has (-DPLANT_LATE_ID: T's
+   own id, as before the fix), and T holds the mark. T works on the
+   segment's pages (an owner's local write), then ends: with another round
+   of the exit hook (it abandons the segment itself and drops the mark) or
+   without (the mark tells it ended). Thread N starts on T's stack once T
+   has ended, and so has T's id: it frees a block of the segment, locally if
+   the segment's id is its own, else by a push; it may adopt the segment
+   once abandoned. The finisher (a thread's set-up, mi_collect, the
+   background thread) finishes T's exit when the mark says T ended. Every
+   local write asserts that its writer holds the segment; at the end the
+   late data must not be left holding it (nothing leaked). */
+#define TID 1
+#define LATE_ID 5
+#define H_LATE 1      /* held by T's late data: T while it runs, then its finisher */
+#define H_ABANDONED 2
+#define H_N 3
+byte late_seg_id;          /* the segment's thread_id */
+byte late_holder = H_LATE;
+bool late_t_running = true;
+bool late_marked = true;
+bool late_done = false; /* T's late data freed (by T or the finisher) */
+byte late_pushed = 0;        /* blocks on the page's xthread_free */
+byte late_n_done = 0;
+
+inline local_write(who) {
+  assert(late_holder == who)
+}
+
+proctype LateT() {
+  local_write(H_LATE);
+  if
+  :: atomic { late_holder = H_ABANDONED; late_seg_id = 0; late_marked = false; late_done = true; late_t_running = false }
+  :: atomic { late_t_running = false }  /* the rounds ran out: no hook */
+  fi
+}
+
+proctype NewThreadOnSameStack() {
+  !late_t_running;
+  if
+  :: late_seg_id == TID -> local_write(H_N)
+  :: else -> late_pushed++
+  fi;
+  if
+  :: atomic { late_holder == H_ABANDONED -> late_holder = H_N; late_seg_id = TID }; local_write(H_N)
+  :: skip
+  fi;
+  late_n_done = 1
+}
+
+proctype Finisher() {
+  if
+  :: atomic { !late_t_running && late_marked -> late_marked = false };
+     local_write(H_LATE);
+     atomic { late_holder = H_ABANDONED; late_seg_id = 0; late_done = true }
+  :: !late_marked -> skip
+  fi
+}
+
+proctype LateFinal() {
+  timeout -> assert(late_done && late_holder != H_LATE)
+}
+
+/* The parts share nothing: each is checked alone (their product only
    multiplies the states). */
 init {
+#ifdef LATE
+#ifdef PLANT_LATE_ID
+  late_seg_id = TID;
+#else
+  late_seg_id = LATE_ID;
+#endif
+  atomic {
+    run LateT();
+    run NewThreadOnSameStack();
+    run Finisher();
+    run LateFinal()
+  }
+#else
   state[0] = IN_USE;
   state[1] = IN_USE;
 #ifndef PURGE
@@ -414,5 +495,6 @@ init {
     run SegOwner();
     run Purger()
   }
+#endif
 #endif
 }
