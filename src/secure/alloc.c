@@ -4,12 +4,35 @@
    block resized in place. */
 #include "memory.h"
 
-/* `blocks`: how many the page will hold; the bits past them are never read
-   (every index is checked against the page's capacity first) */
-void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) {
+/* The medium blocks of a page set up on a slot whose memory is still
+   committed that cover memory its earlier page handed out: zeroed when they
+   were freed (and their links cleared when that page went), so checking
+   them reads nothing the OS has to fault in, and a write through a stale
+   pointer into them, made after that page went, is seen at their first
+   hand-out (memory.c). The slot's page before was medium too (a medium
+   segment has no other kind); its size and bits are still in the slot. */
+static uint64_t mi_handed_out_inherited(const mi_page_t* page, size_t block_size, size_t blocks) {
+  uint64_t old = page->handed_out;
+  size_t old_size = page->block_size;
+  if (block_size <= MI_SECURE_UAF_CHECK_MAX || old_size <= MI_SECURE_UAF_CHECK_MAX) return 0;
+  if (old_size == block_size) return old;
+  uint64_t bits = 0;
+  for (; old != 0; old &= old - 1) {
+    size_t i = mi_bsf64(old);
+    size_t last = ((i + 1) * old_size - 1) / block_size;
+    for (size_t j = i * old_size / block_size; j <= last && j < blocks; j++) bits |= (uint64_t)1 << j;
+  }
+  return bits;
+}
+
+/* `blocks`: how many the page will hold, of `block_size`; the bits past
+   them are never read (every index is checked against the page's capacity
+   first) */
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t block_size, size_t blocks) {
   page->keys[0] = _mi_tld_random(heap->tld);
   page->keys[1] = _mi_tld_random(heap->tld);
-  page->handed_out = 0; /* _mi_secure_block_untouched_sampled */
+  /* _mi_secure_block_untouched_medium: memory given back reads zero */
+  page->handed_out = (was_dirty ? mi_handed_out_inherited(page, block_size, blocks) : 0);
   for (size_t i = 0; i < (blocks + 63) / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }
@@ -78,7 +101,7 @@ static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* b
   if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
     bool untouched =
         (mi_likely(page->block_size <= MI_SECURE_UAF_CHECK_MAX) ? mi_block_untouched(block, page->block_size)
-                                                                : _mi_secure_block_untouched_sampled(page, block, idx));
+                                                                : _mi_secure_block_untouched_medium(page, block, idx));
     if (mi_unlikely(!untouched)) _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
   }
   mi_bit_set(page, idx, true);

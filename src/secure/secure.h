@@ -59,7 +59,8 @@ mi_block_t* _mi_secure_carve(mi_page_t* page, uint8_t* start, size_t want, mi_bl
 /* held-pages.c: destroyed heaps' pages, held by their thread before reuse */
 void _mi_secure_page_hold(mi_tld_t* tld, mi_page_t* page) mi_decl_hidden;
 void _mi_secure_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) mi_decl_hidden;
-void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t block_size,
+                          size_t blocks) mi_decl_hidden;
 void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 /* the page's geometry is set (and again when it changes): free checks it against its check word */
 void _mi_secure_page_seal(mi_page_t* page) mi_decl_hidden;
