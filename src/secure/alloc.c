@@ -25,6 +25,19 @@ static uint64_t mi_handed_out_inherited(const mi_page_t* page, size_t block_size
   return bits;
 }
 
+/* The slot's memory went back to the OS since its page before handed out
+   blocks (purged, so it reads zero), and some of it is mapped again: only a
+   write (or read) through a stale pointer maps it again while the slot is
+   free. Its blocks are then checked as if still committed; mincore tells,
+   one call for the area, at the set-up of a slot that has such history. */
+static bool mi_slot_touched_since_purge(const mi_page_t* page) {
+  if (page->handed_out == 0) return false;
+  uint8_t* start;
+  size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
+  size_t resident = 0;
+  return (mi_prim_resident(start, area, &resident) == 0 && resident > 0);
+}
+
 /* `blocks`: how many the page will hold, of `block_size`; the bits past
    them are never read (every index is checked against the page's capacity
    first) */
@@ -32,7 +45,8 @@ void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size
   page->keys[0] = _mi_tld_random(heap->tld);
   page->keys[1] = _mi_tld_random(heap->tld);
   /* _mi_secure_block_untouched_medium: memory given back reads zero */
-  page->handed_out = (was_dirty ? mi_handed_out_inherited(page, block_size, blocks) : 0);
+  bool inherit = (was_dirty || mi_slot_touched_since_purge(page));
+  page->handed_out = (inherit ? mi_handed_out_inherited(page, block_size, blocks) : 0);
   for (size_t i = 0; i < (blocks + 63) / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,8 @@ static size_t c_size;      /* the request */
 static position_t c_where; /* where the stale write lands */
 static bool c_keep;        /* a second block keeps the page in use */
 static size_t c_between;   /* a request of another medium size made and freed between (0: none) */
+typedef enum { RETURN_NONE, RETURN_PURGE, RETURN_HOLES } return_t;
+static return_t c_return; /* memory given back to the OS after the free, before the write */
 
 /* The program's use of a block: a byte a page, and both ends. */
 static void use_block(volatile uint8_t* p, size_t size, uint8_t v) {
@@ -63,7 +66,18 @@ static size_t write_offset(size_t size, position_t where) {
   }
 }
 
+/* Whether the OS page holding `p` is mapped (mincore) */
+static bool page_resident(const void* p) {
+  unsigned char vec[1];
+  void* page = (void*)((uintptr_t)p & ~(uintptr_t)4095);
+  if (mincore(page, 4096, vec) != 0) return true;
+  return (vec[0] & 1) != 0;
+}
+
 static void case_stale_write(bool misuse) {
+  /* a block of another size class keeps the segment in use when the
+     tested block's page goes */
+  void* anchor = mi_malloc(20000);
   uint8_t* keep = NULL;
   if (c_keep) {
     keep = (uint8_t*)mi_malloc(c_size);
@@ -73,6 +87,16 @@ static void case_stale_write(bool misuse) {
   use_block(p, c_size, 1);
   stale = p;
   mi_free(p);
+  if (c_return != RETURN_NONE) {
+    /* the free page's memory goes (RETURN_PURGE), or, its page kept, the
+       free block's OS pages inside it (RETURN_HOLES: hole purge) */
+    mi_purge_all(true);
+    size_t at = write_offset(c_size, c_where);
+    if (page_resident(p + at)) {
+      fprintf(stderr, "the freed block's memory at %p was not given back\n", (void*)(p + at));
+      _exit(4);
+    }
+  }
   if (misuse) {
     if (c_where == AT_LINK) memset(stale, 0x41, 8);
     else stale[write_offset(c_size, c_where)] = 0x41;
@@ -98,6 +122,7 @@ static void case_stale_write(bool misuse) {
   }
   for (int i = 0; i < n; i++) mi_free(got[i]);
   mi_free(keep);
+  mi_free(anchor);
 }
 
 /* Forked children start from this process's random state: draw past it, so
@@ -110,8 +135,9 @@ static void advance_random(void) {
   }
 }
 
-/* The control once, then the misuse in RUNS children: every one reported. */
-static void expect_every_run(size_t size, position_t where, bool keep, size_t between, const char* message) {
+/* The control once, then the misuse in RUNS children: every one reported
+   (c_return set by the caller). */
+static void expect_every_run_after(size_t size, position_t where, bool keep, size_t between, const char* message) {
   c_size = size;
   c_where = where;
   c_keep = keep;
@@ -130,6 +156,10 @@ static void expect_every_run(size_t size, position_t where, bool keep, size_t be
       fail();
     }
   }
+}
+static void expect_every_run(size_t size, position_t where, bool keep, size_t between, const char* message) {
+  c_return = RETURN_NONE;
+  expect_every_run_after(size, where, keep, between, message);
 }
 
 /* The sizes of the issue: a request of exactly 8 KiB (its trailer takes it
@@ -194,6 +224,28 @@ static void test_stale_write_page_of_other_size_between_always_reported(void** s
   expect_every_run(64 * 1024, AT_MIDDLE, false, 40 * 1024, REPORT);
   expect_every_run(10 * 1024, AT_END, false, 100 * 1024, REPORT);
   expect_every_run(128 * 1024, AT_START, false, 9000, REPORT);
+}
+
+/* The freed page's memory went back to the OS before the write (purged:
+   the write maps a page again), and a page set up on the slot hands the
+   block out: the slot's history is kept, and mincore tells the page was
+   written since. */
+static void test_stale_write_after_purge_always_reported(void** state) {
+  (void)state;
+  c_return = RETURN_PURGE;
+  for (size_t i = 0; i < MEDIUM_SIZES; i++) {
+    expect_every_run_after(medium_sizes[i], AT_MIDDLE, false, 0, REPORT);
+    expect_every_run_after(medium_sizes[i], AT_END, false, 0, REPORT);
+  }
+}
+
+/* The freed block's pages were discarded inside its page, which stays in
+   use (a hole: mi_purge_all sweeps the caller's pages), before the write. */
+static void test_stale_write_into_hole_always_reported(void** state) {
+  (void)state;
+  c_return = RETURN_HOLES;
+  expect_every_run_after(64 * 1024, AT_MIDDLE, true, 0, REPORT);
+  expect_every_run_after(128 * 1024, AT_MIDDLE, true, 0, REPORT);
 }
 
 /* ---- Above the large threshold: fenced ---------------------------------------- */
@@ -283,6 +335,8 @@ int main(void) {
       cmocka_unit_test(test_stale_write_link_page_kept_always_reported),
       cmocka_unit_test(test_stale_write_link_page_gone_always_reported),
       cmocka_unit_test(test_stale_write_page_of_other_size_between_always_reported),
+      cmocka_unit_test(test_stale_write_after_purge_always_reported),
+      cmocka_unit_test(test_stale_write_into_hole_always_reported),
       cmocka_unit_test(test_stale_write_first_large_sizes_faults),
       cmocka_unit_test(test_clean_reuse_no_report),
   };
