@@ -79,11 +79,17 @@ mi_noinline void _mi_secure_block_zero_streaming(mi_block_t* block, size_t block
   __m128i* b = (__m128i*)block;
   __m128i* end = (__m128i*)((uint8_t*)block + block_size);
   const __m128i zero = _mm_setzero_si128();
-  for (; b + 4 <= end; b += 4) {
+  /* 128 bytes a step: the loop's own three instructions count against
+     eight stores, not four (randsizes: 125 to 110 M instructions here) */
+  for (; b + 8 <= end; b += 8) {
     _mm_stream_si128(b, zero);
     _mm_stream_si128(b + 1, zero);
     _mm_stream_si128(b + 2, zero);
     _mm_stream_si128(b + 3, zero);
+    _mm_stream_si128(b + 4, zero);
+    _mm_stream_si128(b + 5, zero);
+    _mm_stream_si128(b + 6, zero);
+    _mm_stream_si128(b + 7, zero);
   }
   for (; b < end; b++) _mm_stream_si128(b, zero);
   _mm_sfence();

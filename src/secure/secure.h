@@ -13,10 +13,11 @@
      read-modify-write); a free from another thread only reads its bit, and
      the owner checks and clears it when it collects the block, so even two
      racing frees of one block from two threads are caught (at collection).
-   - Freed blocks are zeroed (option zero_on_free); blocks up to
-     MI_SECURE_UAF_CHECK_MAX are checked to still be zero when handed out
-     again, so a write through a stale pointer is caught at that allocation;
-     larger ones are sample-checked then (their ends and a few lines).
+   - Freed blocks are zeroed (option zero_on_free) and checked whole to
+     still be zero when handed out again, so a write through a stale pointer
+     is caught at that allocation (blocks above MI_SECURE_UAF_CHECK_MAX but
+     at their first hand-out from a page set up on memory they never used);
+     large blocks are fenced instead.
    - Small blocks freed by their owner wait in a per-thread quarantine and
      leave it in random order. Fresh free lists are carved in random order.
    Every violation prints one line and aborts.
