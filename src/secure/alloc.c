@@ -81,8 +81,28 @@ void _mi_secure_page_freed(mi_page_t* page) {
   page->free = NULL;
 }
 
-/* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
-static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+/* A single block's slack window (block.h) zeroed for its new layout, so
+   that free can take anything else there for an overflow: all of it, or,
+   when the data grew in place from `old_end`, only what lies past the window
+   it had, which was zero already (an appending realloc zeroes at most a
+   page per page it grows by). The window's memory may hold what a cached
+   segment's block before left (MIMALLOC_LARGE_QUARANTINE=0, zero on free
+   off), or old data and canary after a shrink. */
+static void mi_single_slack_clear(mi_block_t* block, size_t user_end, size_t trailer_at, size_t old_end) {
+  size_t from = mi_single_slack_from(user_end, trailer_at);
+  size_t to = mi_single_slack_to(block, from, trailer_at);
+  if (old_end < user_end) {
+    size_t old_from = mi_single_slack_from(old_end, trailer_at);
+    size_t old_to = mi_single_slack_to(block, old_from, trailer_at);
+    if (old_to > from) from = old_to;
+  }
+  if (from < to) memset((uint8_t*)block + from, 0, to - from);
+}
+
+/* Lay out the caller's view of a block: data up to p+size, canary bytes,
+   trailer. `old_end`: where the data ended before, for a block resized in
+   place (SIZE_MAX: a block laid out the first time). */
+static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size, size_t old_end) {
 #if MI_GUARDED
   if (page->is_guarded) {
     mi_guarded_set_user(page, block, p, size);
@@ -98,13 +118,14 @@ static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void*
   if (mi_page_is_single_block(page)) {
     page->user_start = start;
     packed_start = 0;
+    mi_single_slack_clear(block, user_end, trailer_at, old_end);
   }
   *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(packed_start, user_end));
   if ((void*)block != p) mi_tag_store(p);
 }
 
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
-  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size);
+  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size, SIZE_MAX);
 }
 
 /* A block of a small or medium page just taken from its free list: check it
@@ -146,7 +167,7 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
   }
   _mi_secure_page_seal(page); /* its block was just placed (segment.c) */
   mi_bit_set(page, 0, true);
-  mi_set_user(page, block, block, size);
+  mi_set_user(page, block, block, size, SIZE_MAX);
   return block;
 }
 
@@ -224,6 +245,10 @@ bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, siz
 #endif
   size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
   if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
-  mi_set_user(page, block, p, newsize);
+  /* validated: a single block's trailer holds where its data ends */
+  size_t old_end = (mi_page_is_single_block(page)
+                        ? (size_t)mi_trailer_end(mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block)))
+                        : SIZE_MAX);
+  mi_set_user(page, block, p, newsize, old_end);
   return true;
 }

@@ -128,7 +128,94 @@ static void test_overflow_last_byte_before_guard_reported(void** state) {
   expect(&case_last_before_guard, SIGABRT, OVERFLOW_AT_FREE);
 }
 
+/* An aligned allocation's large block, and a block that realloc grew into
+   the large sizes (half its size again as room): the bytes past the canary
+   lie in slack before the trailer, checked when the block is freed, up to
+   the end of the page the canary ends in. */
+static size_t c_align;
+static void case_aligned_write_past(bool misuse) {
+  uint8_t* p = (uint8_t*)mi_malloc_aligned(c_size, c_align);
+  memset(p, 0x11, c_size);
+  sink = p;
+  if (misuse) p[c_size + c_past - 1] ^= 0x5A;
+  mi_free(p);
+}
+static void test_overflow_past_aligned_large_reported(void** state) {
+  (void)state;
+  static const size_t aligns[] = {64, 4096, 65536};
+  for (size_t a = 0; a < 3; a++) {
+    c_align = aligns[a];
+    c_size = 300000;
+    c_past = 64;
+    expect(&case_aligned_write_past, SIGABRT, OVERFLOW_AT_FREE);
+    c_past = 17;
+    expect(&case_aligned_write_past, SIGABRT, OVERFLOW_AT_FREE);
+  }
+}
+
+static void case_room_write_past(bool misuse) {
+  uint8_t* p = (uint8_t*)mi_malloc(100000);
+  memset(p, 0x11, 100000);
+  p = (uint8_t*)mi_realloc(p, c_size); /* moved into a large block with room */
+  memset(p, 0x12, c_size);
+  sink = p;
+  if (misuse) p[c_size + c_past - 1] ^= 0x5A;
+  mi_free(p);
+}
+static void test_overflow_into_realloc_room_reported(void** state) {
+  (void)state;
+  c_size = 300000;
+  c_past = 64;
+  expect(&case_room_write_past, SIGABRT, OVERFLOW_AT_FREE);
+  c_past = 1000;
+  expect(&case_room_write_past, SIGABRT, OVERFLOW_AT_FREE);
+}
+
 /* ---- Clean programs ------------------------------------------------------------ */
+
+/* A buffer grown by appends (in place, in its room), shrunk in place and
+   grown again, aligned blocks shrunk, then all of it again with the large
+   quarantine off (a cached segment's old contents under the slack): no
+   report. */
+static void case_clean_resized(bool misuse) {
+  (void)misuse;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      mi_option_set(mi_option_large_quarantine, 0);
+    }
+    uint8_t* p = (uint8_t*)mi_malloc(100);
+    size_t n = 100;
+    while (n < 3 * 1024 * 1024) {
+      size_t m = n + 1 + (n % 977);
+      p = (uint8_t*)mi_realloc(p, m);
+      memset(p + n, (int)(m & 0xFF) | 1, m - n);
+      n = m;
+    }
+    p = (uint8_t*)mi_realloc(p, n - n / 3); /* in place */
+    n -= n / 3;
+    p = (uint8_t*)mi_realloc(p, n - 5000);
+    n -= 5000;
+    p = (uint8_t*)mi_realloc(p, n + 3000);
+    memset(p, 0x77, n + 3000);
+    mi_free(p);
+    for (int i = 0; i < 20; i++) {
+      size_t size = 200000 + (size_t)i * 37777;
+      uint8_t* q = (uint8_t*)mi_malloc_aligned(size, (size_t)64 << (i % 8));
+      memset(q, 0x66, size);
+      q = (uint8_t*)mi_realloc(q, size - size / 4);
+      memset(q, 0x67, size - size / 4);
+      mi_free(q);
+      uint8_t* r = (uint8_t*)mi_malloc(size + 5);
+      memset(r, 0x68, size + 5);
+      mi_free(r);
+    }
+  }
+}
+static void test_clean_resized_large_no_report(void** state) {
+  (void)state;
+  expect_clean_exit(&case_clean_resized);
+}
+
 
 /* Large blocks of many sizes written to their last byte, zeroed, shrunk and
    grown by realloc, aligned ones at their alignment; the usable size is the
@@ -171,7 +258,10 @@ int main(void) {
       cmocka_unit_test(test_overflow_every_byte_to_the_guard_reported),
       cmocka_unit_test(test_overflow_one_past_trailer_faults),
       cmocka_unit_test(test_overflow_last_byte_before_guard_reported),
+      cmocka_unit_test(test_overflow_past_aligned_large_reported),
+      cmocka_unit_test(test_overflow_into_realloc_room_reported),
       cmocka_unit_test(test_clean_large_no_report),
+      cmocka_unit_test(test_clean_resized_large_no_report),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
