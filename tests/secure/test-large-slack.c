@@ -216,7 +216,6 @@ static void test_clean_resized_large_no_report(void** state) {
   expect_clean_exit(&case_clean_resized);
 }
 
-
 /* Large blocks of many sizes written to their last byte, zeroed, shrunk and
    grown by realloc, aligned ones at their alignment; the usable size is the
    size asked for; a zeroing allocation reads zero; never a report. */
