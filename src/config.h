@@ -226,9 +226,10 @@
 
 /* Secure mode: bytes reserved at the end of every block for the encoded
    trailer (requested size and check), canary bytes checked after the
-   requested size, the largest blocks whose whole content is checked for
-   use-after-free writes when handed out again, and the per-thread quarantine
-   of freed small blocks. */
+   requested size, the largest blocks checked for use-after-free writes
+   inline at every hand-out (larger ones are zeroed with streaming stores and
+   checked out of line, but at their first hand-out from their page:
+   secure/memory.c), and the per-thread quarantine of freed small blocks. */
 #define MI_SECURE_TRAILER 8
 #define MI_SECURE_CANARY_MAX 16
 #define MI_SECURE_UAF_CHECK_MAX MI_SMALL_BLOCK_MAX

@@ -202,11 +202,12 @@ static inline void mi_hook_segment_unmapped(const void* segment, size_t size) {
 
 /* A page slot is taken for `heap`: before its set-up (`was_dirty`: its
    memory is still committed and holds what it held) ... */
-static inline void mi_hook_page_setup_begin(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) {
+static inline void mi_hook_page_setup_begin(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t block_size,
+                                            size_t blocks) {
 #if MI_SECURE
-  _mi_secure_page_init(heap, page, was_dirty, blocks);
+  _mi_secure_page_init(heap, page, was_dirty, block_size, blocks);
 #endif
-  (void)heap, (void)page, (void)was_dirty, (void)blocks;
+  (void)heap, (void)page, (void)was_dirty, (void)block_size, (void)blocks;
 }
 
 /* ... and after it, its geometry final. */

@@ -228,7 +228,7 @@ static mi_page_t* mi_page_fresh(mi_heap_t* heap, size_t bin) {
       uint8_t* start;
       size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
       bool reused = (page->committed != 0); /* its memory may hold what a page before left */
-      mi_hook_page_setup_begin(heap, page, reused, area / _mi_bin_size(bin));
+      mi_hook_page_setup_begin(heap, page, reused, _mi_bin_size(bin), area / _mi_bin_size(bin));
       _mi_segment_page_setup(page, area, start);
       mi_page_init(heap, page, bin, area);
       if (reused) _mi_page_holes(page)->tail = MI_HOLES_TAIL_DIRTY; /* its tail discarded at the next sweep */

@@ -4,12 +4,49 @@
    block resized in place. */
 #include "memory.h"
 
-/* `blocks`: how many the page will hold; the bits past them are never read
-   (every index is checked against the page's capacity first) */
-void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) {
+/* The medium blocks of a page set up on a slot whose memory is still
+   committed that cover memory its earlier page handed out: zeroed when they
+   were freed (and their links cleared when that page went), so checking
+   them reads nothing the OS has to fault in, and a write through a stale
+   pointer into them, made after that page went, is seen at their first
+   hand-out (memory.c). The slot's page before was medium too (a medium
+   segment has no other kind); its size and bits are still in the slot. */
+static uint64_t mi_handed_out_inherited(const mi_page_t* page, size_t block_size, size_t blocks) {
+  uint64_t old = page->handed_out;
+  size_t old_size = page->block_size;
+  if (block_size <= MI_SECURE_UAF_CHECK_MAX || old_size <= MI_SECURE_UAF_CHECK_MAX) return 0;
+  if (old_size == block_size) return old;
+  uint64_t bits = 0;
+  for (; old != 0; old &= old - 1) {
+    size_t i = mi_bsf64(old);
+    size_t last = ((i + 1) * old_size - 1) / block_size;
+    for (size_t j = i * old_size / block_size; j <= last && j < blocks; j++) bits |= (uint64_t)1 << j;
+  }
+  return bits;
+}
+
+/* The slot's memory went back to the OS since its page before handed out
+   blocks (purged, so it reads zero), and some of it is mapped again: only a
+   write (or read) through a stale pointer maps it again while the slot is
+   free. Its blocks are then checked as if still committed; mincore tells,
+   one call for the area, at the set-up of a slot that has such history. */
+static bool mi_slot_touched_since_purge(const mi_page_t* page) {
+  if (page->handed_out == 0) return false;
+  uint8_t* start;
+  size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
+  size_t resident = 0;
+  return (mi_prim_resident(start, area, &resident) == 0 && resident > 0);
+}
+
+/* `blocks`: how many the page will hold, of `block_size`; the bits past
+   them are never read (every index is checked against the page's capacity
+   first) */
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t block_size, size_t blocks) {
   page->keys[0] = _mi_tld_random(heap->tld);
   page->keys[1] = _mi_tld_random(heap->tld);
-  page->handed_out = 0; /* _mi_secure_block_untouched_sampled */
+  /* _mi_secure_block_untouched_medium: memory given back reads zero */
+  bool inherit = (was_dirty || mi_slot_touched_since_purge(page));
+  page->handed_out = (inherit ? mi_handed_out_inherited(page, block_size, blocks) : 0);
   for (size_t i = 0; i < (blocks + 63) / 64; i++) {
     atomic_store_explicit(&page->used_map[i], 0, memory_order_relaxed);
   }
@@ -44,8 +81,28 @@ void _mi_secure_page_freed(mi_page_t* page) {
   page->free = NULL;
 }
 
-/* Lay out the caller's view of a block: data up to p+size, canary bytes, trailer. */
-static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+/* A single block's slack window (block.h) zeroed for its new layout, so
+   that free can take anything else there for an overflow: all of it, or,
+   when the data grew in place from `old_end`, only what lies past the window
+   it had, which was zero already (an appending realloc zeroes at most a
+   page per page it grows by). The window's memory may hold what a cached
+   segment's block before left (MIMALLOC_LARGE_QUARANTINE=0, zero on free
+   off), or old data and canary after a shrink. */
+static void mi_single_slack_clear(mi_block_t* block, size_t user_end, size_t trailer_at, size_t old_end) {
+  size_t from = mi_single_slack_from(user_end, trailer_at);
+  size_t to = mi_single_slack_to(block, from, trailer_at);
+  if (old_end < user_end) {
+    size_t old_from = mi_single_slack_from(old_end, trailer_at);
+    size_t old_to = mi_single_slack_to(block, old_from, trailer_at);
+    if (old_to > from) from = old_to;
+  }
+  if (from < to) memset((uint8_t*)block + from, 0, to - from);
+}
+
+/* Lay out the caller's view of a block: data up to p+size, canary bytes,
+   trailer. `old_end`: where the data ended before, for a block resized in
+   place (SIZE_MAX: a block laid out the first time). */
+static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size, size_t old_end) {
 #if MI_GUARDED
   if (page->is_guarded) {
     mi_guarded_set_user(page, block, p, size);
@@ -61,13 +118,14 @@ static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void*
   if (mi_page_is_single_block(page)) {
     page->user_start = start;
     packed_start = 0;
+    mi_single_slack_clear(block, user_end, trailer_at, old_end);
   }
   *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(packed_start, user_end));
   if ((void*)block != p) mi_tag_store(p);
 }
 
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
-  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size);
+  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size, SIZE_MAX);
 }
 
 /* A block of a small or medium page just taken from its free list: check it
@@ -78,7 +136,7 @@ static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* b
   if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
     bool untouched =
         (mi_likely(page->block_size <= MI_SECURE_UAF_CHECK_MAX) ? mi_block_untouched(block, page->block_size)
-                                                                : _mi_secure_block_untouched_sampled(page, block, idx));
+                                                                : _mi_secure_block_untouched_medium(page, block, idx));
     if (mi_unlikely(!untouched)) _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
   }
   mi_bit_set(page, idx, true);
@@ -109,7 +167,7 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
   }
   _mi_secure_page_seal(page); /* its block was just placed (segment.c) */
   mi_bit_set(page, 0, true);
-  mi_set_user(page, block, block, size);
+  mi_set_user(page, block, block, size, SIZE_MAX);
   return block;
 }
 
@@ -187,6 +245,10 @@ bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, siz
 #endif
   size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
   if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
-  mi_set_user(page, block, p, newsize);
+  /* validated: a single block's trailer holds where its data ends */
+  size_t old_end = (mi_page_is_single_block(page)
+                        ? (size_t)mi_trailer_end(mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block)))
+                        : SIZE_MAX);
+  mi_set_user(page, block, p, newsize, old_end);
   return true;
 }

@@ -207,6 +207,23 @@ static inline uint64_t* mi_trailer_of(const mi_page_t* page, const mi_block_t* b
   return (uint64_t*)((uint8_t*)block + page->block_size - MI_SECURE_TRAILER);
 }
 
+/* A large block's slack after its canary that free checks (validate.c):
+   from the canary's end to the trailer, but no further than the end of the
+   OS page the canary ends in, which the canary's store mapped (the rest, a
+   reallocation's room, may never be touched: reading it would fault its
+   pages in). Empty for a block that ends at its guard page with no room
+   (segment-checks.c); an aligned allocation's or a room's. Kept zero by
+   each layout of the block (alloc.c). Offsets from the block's start. */
+static inline size_t mi_single_slack_from(size_t user_end, size_t trailer_at) {
+  return (user_end + MI_SECURE_CANARY_MAX < trailer_at ? user_end + MI_SECURE_CANARY_MAX : trailer_at);
+}
+static inline size_t mi_single_slack_to(const mi_block_t* block, size_t from, size_t trailer_at) {
+  size_t psize = _mi_os_page_size();
+  uintptr_t at = (uintptr_t)block + from;
+  size_t to = from + (size_t)(((at + psize - 1) & ~(uintptr_t)(psize - 1)) - at);
+  return (to < trailer_at ? to : trailer_at);
+}
+
 /* A block of a single-block segment (large, huge, guarded). Not the same as
    page->reserved == 1: the first small page of a segment, shortened by the
    segment header, may have room for one block of the larger small sizes. */

@@ -26,6 +26,18 @@ mi_block_t* _mi_secure_carve(mi_page_t* page, uint8_t* start, size_t want, mi_bl
     order[j] = order[i];
     order[i] = t;
   }
+  /* Medium blocks its slot's earlier page handed out (alloc.c: the bits it
+     inherits) are zero since that page went; their first word is about to
+     hold a link, which would hide a stale write there: checked first. */
+  if (page->handed_out != 0 && _mi_option_get_after_init(mi_option_zero_on_free) != 0) {
+    size_t first_idx = (size_t)(start - page->start) / bsize;
+    for (size_t i = 0; i < want && first_idx + i < 64; i++) {
+      const mi_block_t* b = (const mi_block_t*)(start + i * bsize);
+      if (((page->handed_out >> (first_idx + i)) & 1) != 0 && b->next != NULL) {
+        _mi_secure_fatal("use-after-free write detected in block", b, bsize);
+      }
+    }
+  }
   /* want >= 1 (the caller carves from a page with room), so order[0] was set */
   /* cppcheck-suppress uninitvar */
   mi_block_t* first = (mi_block_t*)(start + (size_t)order[0] * bsize);

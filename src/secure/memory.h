@@ -43,8 +43,9 @@ static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size
   return (acc == 0);
 }
 
-/* blocks past MI_SECURE_UAF_CHECK_MAX: sampled (memory.c) */
-bool _mi_secure_block_untouched_sampled(mi_page_t* page, const mi_block_t* block, size_t idx) mi_decl_hidden;
+/* blocks past MI_SECURE_UAF_CHECK_MAX: checked whole but at their first
+   hand-out from their page (memory.c) */
+bool _mi_secure_block_untouched_medium(mi_page_t* page, const mi_block_t* block, size_t idx) mi_decl_hidden;
 #if defined(__SSE2__)
 void _mi_secure_block_zero_streaming(mi_block_t* block, size_t block_size) mi_decl_hidden;
 #endif

@@ -13,10 +13,11 @@
      read-modify-write); a free from another thread only reads its bit, and
      the owner checks and clears it when it collects the block, so even two
      racing frees of one block from two threads are caught (at collection).
-   - Freed blocks are zeroed (option zero_on_free); blocks up to
-     MI_SECURE_UAF_CHECK_MAX are checked to still be zero when handed out
-     again, so a write through a stale pointer is caught at that allocation;
-     larger ones are sample-checked then (their ends and a few lines).
+   - Freed blocks are zeroed (option zero_on_free) and checked whole to
+     still be zero when handed out again, so a write through a stale pointer
+     is caught at that allocation (blocks above MI_SECURE_UAF_CHECK_MAX but
+     at their first hand-out from a page set up on memory they never used);
+     large blocks are fenced instead.
    - Small blocks freed by their owner wait in a per-thread quarantine and
      leave it in random order. Fresh free lists are carved in random order.
    Every violation prints one line and aborts.
@@ -59,7 +60,8 @@ mi_block_t* _mi_secure_carve(mi_page_t* page, uint8_t* start, size_t want, mi_bl
 /* held-pages.c: destroyed heaps' pages, held by their thread before reuse */
 void _mi_secure_page_hold(mi_tld_t* tld, mi_page_t* page) mi_decl_hidden;
 void _mi_secure_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_bytes) mi_decl_hidden;
-void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t blocks) mi_decl_hidden;
+void _mi_secure_page_init(mi_heap_t* heap, mi_page_t* page, bool was_dirty, size_t block_size,
+                          size_t blocks) mi_decl_hidden;
 void _mi_secure_page_freed(mi_page_t* page) mi_decl_hidden;
 /* the page's geometry is set (and again when it changes): free checks it against its check word */
 void _mi_secure_page_seal(mi_page_t* page) mi_decl_hidden;

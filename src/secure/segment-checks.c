@@ -123,9 +123,14 @@ size_t _mi_secure_single_place(size_t segment_size, size_t size, size_t alignmen
      faults. The memory a block may have touched is a suffix of the area, and
      `committed` counts that suffix. */
   size_t guard_at = segment_size - psize;
-  /* the block starts on a page boundary: the slack before the guard (under
-     a page) lets a realloc grow in place, as a left-aligned block could */
-  size_t block_at = (guard_at - size) & ~(psize - 1);
+  /* The block ends at the guard page to the 16 bytes: its slack (under a
+     page) lies before it, so the caller's data ends within the canary's
+     reach of the trailer, and a write past the trailer faults (a write into
+     slack after the data went unseen). An aligned allocation's block starts
+     on a page boundary, as before: the caller places its pointer inside it
+     (alloc-aligned.c), and the slack after that pointer's data stays. */
+  size_t granule = (alignment > MI_MAX_ALIGN_SIZE ? psize : MI_MAX_ALIGN_SIZE);
+  size_t block_at = (guard_at - size) & ~(granule - 1);
   if (block_at < offset) block_at = offset;
   /* every pointer handed out from the block (an aligned one lies up to
      twice its alignment inside) must fall in the segment's first

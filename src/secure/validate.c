@@ -229,6 +229,23 @@ mi_noinline mi_block_t* _mi_secure_validate_zero(mi_segment_t* segment, const vo
   return (mi_block_t*)p;
 }
 
+/* A large block's slack window after its canary (block.h) still zero, as
+   each layout left it: an overflow that skipped the canary and landed
+   before the trailer, in an aligned allocation's slack or a reallocation's
+   room, is seen when the block is freed (at most a page read; nothing for a
+   block that ends at its guard page). */
+static bool mi_single_slack_zero(const mi_page_t* page, const mi_block_t* block, size_t user_end) {
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  size_t from = mi_single_slack_from(user_end, trailer_at);
+  const uint8_t* q = (const uint8_t*)block + from;
+  const uint8_t* end = (const uint8_t*)block + mi_single_slack_to(block, from, trailer_at);
+  uint64_t acc = 0;
+  for (; q < end && ((uintptr_t)q & 7) != 0; q++) acc |= *q;
+  for (; q + 8 <= end; q += 8) acc |= *(const uint64_t*)q;
+  for (; q < end; q++) acc |= *q;
+  return (acc == 0);
+}
+
 /* The same for a single-block segment's block (large, huge, guarded). */
 mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op,
                                                    mi_page_t** page_out, size_t* size_out) {
@@ -267,6 +284,9 @@ mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const 
 #endif
   {
     size = mi_validate_tail(page, block, p, op, true);
+    if (op == MI_OP_FREE && !mi_single_slack_zero(page, block, offset + size)) {
+      _mi_secure_fatal("heap buffer overflow detected in block", p, size);
+    }
   }
   if (page_out != NULL) *page_out = page;
   if (size_out != NULL) *size_out = size;
