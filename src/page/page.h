@@ -74,8 +74,8 @@ static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t*
                        mi_link_slot(block));
 }
 static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
-  block->next = (mi_block_t*)(mi_rotl((uintptr_t)next ^ page->keys[0] ^ mi_link_slot(block), page->keys[0]) +
-                              page->keys[1]);
+  block->next =
+      (mi_block_t*)(mi_rotl((uintptr_t)next ^ page->keys[0] ^ mi_link_slot(block), page->keys[0]) + page->keys[1]);
 }
 /* The next link of a block about to be handed out: a decoded link that does
    not point into the page's carved blocks means the list was corrupted; it is
