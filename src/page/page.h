@@ -46,7 +46,9 @@ void _mi_deferred_free(mi_heap_t* heap, bool force) mi_decl_hidden;
 /* ---- Inline helpers ---------------------------------------------------------- */
 
 /* Free-list links. Secure builds store them encoded with per-page keys, so an
-   overwritten link or a leaked pointer cannot steer allocation. */
+   overwritten link or a leaked pointer cannot steer allocation, and with the
+   address of the block that holds them (its slot), so a link copied into
+   another block of the page never names a block. */
 #if MI_SECURE
 static inline uintptr_t mi_rotl(uintptr_t x, uintptr_t s) {
   s &= 63;
@@ -56,11 +58,24 @@ static inline uintptr_t mi_rotr(uintptr_t x, uintptr_t s) {
   s &= 63;
   return (s == 0 ? x : (x >> s) | (x << (64 - s)));
 }
+/* What a link's slot adds to it. A page's blocks lie in one slot of its
+   segment, 2^16 or 2^19 bytes aligned, so two of them differ only in address
+   bits 0 to 18, which this rotation moves to bits 45 to 63. A link copied
+   from block a to block b decodes at b to what it named xor
+   mi_link_slot(a) ^ mi_link_slot(b): a block of the page with a bit of 45 and
+   up flipped, outside the page's slot (or, for a copied end of list, a
+   segment's first address, before its first page's blocks). Never a block of
+   the page, whatever the keys: the range check reports it. */
+static inline uintptr_t mi_link_slot(const mi_block_t* block) {
+  return mi_rotl((uintptr_t)block, 64 - MI_MEDIUM_PAGE_SHIFT);
+}
 static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
-  return (mi_block_t*)(mi_rotr((uintptr_t)block->next - page->keys[1], page->keys[0]) ^ page->keys[0]);
+  return (mi_block_t*)(mi_rotr((uintptr_t)block->next - page->keys[1], page->keys[0]) ^ page->keys[0] ^
+                       mi_link_slot(block));
 }
 static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, const mi_block_t* next) {
-  block->next = (mi_block_t*)(mi_rotl((uintptr_t)next ^ page->keys[0], page->keys[0]) + page->keys[1]);
+  block->next =
+      (mi_block_t*)(mi_rotl((uintptr_t)next ^ page->keys[0] ^ mi_link_slot(block), page->keys[0]) + page->keys[1]);
 }
 /* The next link of a block about to be handed out: a decoded link that does
    not point into the page's carved blocks means the list was corrupted; it is
