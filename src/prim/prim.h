@@ -112,6 +112,10 @@ void mi_prim_event_signal(mi_prim_event_t* ev);
    it blocks every signal (the program's signals are the program's threads'). */
 bool mi_prim_thread_start(void (*fn)(void), void** handle);
 void mi_prim_thread_join(void* handle);
+/* Whether a thread started so may detach itself and end unjoined, and the
+   detach, by the thread itself. */
+bool mi_prim_thread_can_detach_self(void);
+void mi_prim_thread_detach_self(void);
 /* Ask for `done(value)` to be called when the calling thread exits, once
    `value` has been set for it (value NULL: nothing is called). */
 void mi_prim_thread_exit_hook_init(void (*done)(void* value));

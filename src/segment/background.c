@@ -19,6 +19,12 @@ static mi_prim_event_t mi_background_event;
 static _Atomic(int) mi_background_state;
 static void* mi_background_handle;
 
+/* With nothing due for this long, the thread ends (and starts again when
+   something is due). A process whose last thread of its own ends with
+   pthread_exit ends when its last thread does: a thread of ours asleep for
+   good kept such a process alive forever. */
+#define MI_BACKGROUND_IDLE_END_MS 1000
+
 void _mi_background_init(mi_background_cleanup_fun* cleanup) {
   mi_prim_event_init(&mi_background_event);
   atomic_store_explicit(&mi_background_cleanup, cleanup, memory_order_release);
@@ -73,19 +79,52 @@ void _mi_background_maybe(void) {
 
 /* ---- The thread ------------------------------------------------------------- */
 
+/* Idle for MI_BACKGROUND_IDLE_END_MS with nothing due: true if the thread
+   ends (running -> not started), detached, so that nobody joins it.
+   Something made due meanwhile is seen either by its waker (which finds the
+   state 0 and starts a new thread) or here, after the move (the thread then
+   runs on, unless a new one has started). Where a thread cannot detach
+   itself (Windows, where no program waits for our thread to end) it never
+   ends when idle. */
+static bool mi_background_idle_end(void) {
+  if (!mi_prim_thread_can_detach_self()) return false;
+  int expected = 1;
+  if (!atomic_compare_exchange_strong_explicit(&mi_background_state, &expected, 0, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    return false; /* stopping: the loop ends, and the stop joins it */
+  }
+  if (atomic_load_explicit(&mi_background_next_due, memory_order_acquire) != INT64_MAX) {
+    expected = 0;
+    if (atomic_compare_exchange_strong_explicit(&mi_background_state, &expected, 1, memory_order_acq_rel,
+                                                memory_order_relaxed)) {
+      return false; /* runs on */
+    }
+  }
+  mi_prim_thread_detach_self();
+  return true;
+}
+
 static void mi_background_main(void) {
+  int64_t idle_since = mi_prim_clock_now();
   while (atomic_load_explicit(&mi_background_state, memory_order_acquire) == 1) {
     mi_hook_background_tick();
     int64_t due = atomic_load_explicit(&mi_background_next_due, memory_order_relaxed);
     int64_t now = mi_prim_clock_now();
     if (due <= now) {
       mi_background_due_work();
+      idle_since = mi_prim_clock_now();
       continue;
     }
-    /* sleep until the next page is due, or until woken for a new one */
-    int64_t wait = (due == INT64_MAX ? -1 : due - now);
     int64_t poll = mi_hook_background_poll_ms();
-    if (poll >= 0 && (wait < 0 || wait > poll)) wait = poll;
+    if (due == INT64_MAX && poll < 0 && now - idle_since >= MI_BACKGROUND_IDLE_END_MS) {
+      if (mi_background_idle_end()) return;
+      idle_since = now;
+      continue;
+    }
+    /* sleep until the next page is due, or until woken for a new one, or
+       until it has been idle long enough to end */
+    int64_t wait = (due == INT64_MAX ? MI_BACKGROUND_IDLE_END_MS - (now - idle_since) : due - now);
+    if (poll >= 0 && wait > poll) wait = poll;
     mi_prim_event_wait(&mi_background_event, wait);
   }
 }

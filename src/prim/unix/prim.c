@@ -460,6 +460,14 @@ void mi_prim_thread_join(void* handle) {
   pthread_join((pthread_t)handle, NULL);
 }
 
+bool mi_prim_thread_can_detach_self(void) {
+  return true;
+}
+
+void mi_prim_thread_detach_self(void) {
+  pthread_detach(pthread_self());
+}
+
 static pthread_key_t mi_exit_key;
 static bool mi_exit_key_valid = false;
 

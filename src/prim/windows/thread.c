@@ -92,6 +92,14 @@ void mi_prim_thread_join(void* handle) {
   CloseHandle((HANDLE)handle);
 }
 
+/* The thread's handle is its starter's to close: the thread keeps running
+   (a process ends when its main thread returns, whatever ours do). */
+bool mi_prim_thread_can_detach_self(void) {
+  return false;
+}
+
+void mi_prim_thread_detach_self(void) {}
+
 void mi_prim_yield(void) {
   SwitchToThread();
 }
