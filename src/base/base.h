@@ -128,8 +128,9 @@ static inline mi_segment_t* _mi_ptr_segment(const void* p) {
    just under the alignment) lies there, its header in the chunk below
    (segment/single.c). The pointer moved down by the header's least size
    lands in the header's chunk either way (one subtraction, as the `- 1`
-   that found a pointer at the chunk's very end was). NULL (and the first chunk) give 0, other addresses below it wrap
-   to negative: callers that take any pointer test (intptr_t)segment <= 0. */
+   that found a pointer at the chunk's very end was). NULL (and the first
+   chunk) give 0, other addresses below it wrap to negative: callers that
+   take any pointer test (intptr_t)segment <= 0. */
 static inline mi_segment_t* _mi_block_segment(const void* p) {
   return (mi_segment_t*)(((uintptr_t)p - MI_SEGMENT_HEADER_MIN) & ~(uintptr_t)MI_SEGMENT_MASK);
 }
