@@ -578,8 +578,8 @@ static void test_aligned_at_pointer_in_chunk_header_bytes_served(void** state) {
   sweep_failures = 0;
   for (size_t align = 4 * MiB; align <= 8 * MiB; align *= 2) {
     for (size_t place = 0; place <= 128 * KiB; place++) {
-      size_t near = place % (4 * KiB);
-      if (near > 24 && near < 4 * KiB - 24 && place % 64 != 0) continue;
+      size_t in_page = place % (4 * KiB);
+      if (in_page > 24 && in_page < 4 * KiB - 24 && place % 64 != 0) continue;
       size_t offset = (align - place) & (align - 1);
       sweep_alloc(mi_malloc_aligned_at(100, align, offset), 100, align, offset, false, "mi_malloc_aligned_at");
       count++;
