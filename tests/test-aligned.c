@@ -473,6 +473,122 @@ static void test_realloc_aligned_past_segment_keeps_contents_and_alignment(void*
   }
 }
 
+/* ---- Every alignment with offsets up to the alignment ----------------------- */
+
+/* Alignments 8 B .. 1 GiB, each with offsets from 0 to alignment - 1 (the
+   pointer + offset is aligned), in every entry of the _at family: aligned,
+   usable for its size, zeroed where asked, reallocated in place or moved
+   with its contents, freed. Sizes stop at 16 MiB + 1 to keep the sweep's
+   memory small (the alignment costs address space only). */
+#define SWEEP_SIZE_CAP (16 * MiB)
+
+static size_t sweep_failures;
+
+static void sweep_fail(const char* what, size_t size, size_t align, size_t offset, const char* why) {
+  if (sweep_failures++ < 40) print_error("%s(size=%zu, align=%zu, offset=%zu): %s\n", what, size, align, offset, why);
+}
+
+/* aligned at the offset, usable for its size, read back zero if it was
+   zeroed; false (and reported) if NULL */
+static bool sweep_check(void* p, size_t size, size_t align, size_t offset, bool zero, const char* what) {
+  if (p == NULL) {
+    sweep_fail(what, size, align, offset, "NULL");
+    return false;
+  }
+  if (!tu_is_aligned((uint8_t*)p + offset, align)) sweep_fail(what, size, align, offset, "not aligned");
+  if (mi_usable_size(p) < size) sweep_fail(what, size, align, offset, "usable size too small");
+  if (zero && !zeroed(p, size)) sweep_fail(what, size, align, offset, "not zeroed");
+  return true;
+}
+
+/* allocated, written over its size, freed */
+static void sweep_alloc(void* p, size_t size, size_t align, size_t offset, bool zero, const char* what) {
+  if (!sweep_check(p, size, align, offset, zero, what)) return;
+  touch(p, size, (uint8_t)(offset + size));
+  mi_free(p);
+}
+
+/* reallocated: aligned, the first `kept` bytes of pattern `seed` still there */
+static bool sweep_realloc(uint8_t* q, size_t size, size_t align, size_t offset, size_t kept, uint8_t seed,
+                          const char* what) {
+  if (!sweep_check(q, size, align, offset, false, what)) return false;
+  if (!tu_check(q, kept, seed)) sweep_fail(what, size, align, offset, "contents lost");
+  return true;
+}
+
+static void sweep_one(mi_heap_t* heap, size_t size, size_t align, size_t offset) {
+  sweep_alloc(mi_malloc_aligned_at(size, align, offset), size, align, offset, false, "mi_malloc_aligned_at");
+  sweep_alloc(mi_zalloc_aligned_at(size, align, offset), size, align, offset, true, "mi_zalloc_aligned_at");
+  sweep_alloc(mi_calloc_aligned_at(1, size, align, offset), size, align, offset, true, "mi_calloc_aligned_at");
+  sweep_alloc(mi_heap_malloc_aligned_at(heap, size, align, offset), size, align, offset, false,
+              "mi_heap_malloc_aligned_at");
+  sweep_alloc(mi_heap_zalloc_aligned_at(heap, size, align, offset), size, align, offset, true,
+              "mi_heap_zalloc_aligned_at");
+  sweep_alloc(mi_heap_calloc_aligned_at(heap, 1, size, align, offset), size, align, offset, true,
+              "mi_heap_calloc_aligned_at");
+  /* reallocated to another size (from small to past 2 MiB, or from large
+     down) and back a little bigger, its first bytes kept each time */
+  uint8_t* q = (uint8_t*)mi_malloc_aligned_at(size, align, offset);
+  if (!sweep_check(q, size, align, offset, false, "mi_malloc_aligned_at")) return;
+  size_t kept = (size < 4096 ? size : 4096);
+  tu_fill(q, kept, 21);
+  size_t other = (size < MiB ? 2 * MiB + 3 : 100);
+  q = (uint8_t*)mi_realloc_aligned_at(q, other, align, offset);
+  kept = (kept < other ? kept : other);
+  if (!sweep_realloc(q, other, align, offset, kept, 21, "mi_realloc_aligned_at")) return;
+  q = (uint8_t*)mi_heap_realloc_aligned_at(heap, q, size + 64, align, offset);
+  if (!sweep_realloc(q, size + 64, align, offset, kept, 21, "mi_heap_realloc_aligned_at")) return;
+  touch(q, size + 64, 23);
+  mi_free(q);
+}
+
+static void test_aligned_at_every_alignment_and_offset_served(void** state) {
+  (void)state;
+  size_t count = 0;
+  sweep_failures = 0;
+  mi_heap_t* heap = mi_heap_new();
+  assert_non_null(heap);
+  for (unsigned k = 3; k <= 30; k++) {
+    size_t align = (size_t)1 << k;
+    size_t big = (align < SWEEP_SIZE_CAP ? align : SWEEP_SIZE_CAP) + 1;
+    const size_t sizes_k[] = {1, 100, 4096, MiB + 1, big};
+    const size_t offsets_k[] = {0, 1, 8, 16, align / 2, align - 16, align - 8, align - 1};
+    for (size_t oi = 0; oi < sizeof(offsets_k) / sizeof(offsets_k[0]); oi++) {
+      size_t offset = offsets_k[oi];
+      if (offset >= align) continue; /* align - 16 below 16 */
+      for (size_t si = 0; si < sizeof(sizes_k) / sizeof(sizes_k[0]); si++) {
+        sweep_one(heap, sizes_k[si], align, offset);
+        count++;
+      }
+    }
+  }
+  mi_heap_delete(heap);
+  print_message("swept %zu (size, alignment, offset) combinations\n", count);
+  if (sweep_failures != 0) fail_msg("%zu failures", sweep_failures);
+}
+
+/* An alignment of a chunk (4 MiB) or more fixes where in a chunk the
+   pointer falls: 4 MiB - offset. Every such place in the first 128 KiB of a
+   chunk, where the segment's header lies (its struct, in secure builds its
+   guard page and the tag before the pointer), byte by byte around each
+   4 KiB boundary: served, aligned, usable, freed. */
+static void test_aligned_at_pointer_in_chunk_header_bytes_served(void** state) {
+  (void)state;
+  size_t count = 0;
+  sweep_failures = 0;
+  for (size_t align = 4 * MiB; align <= 8 * MiB; align *= 2) {
+    for (size_t place = 0; place <= 128 * KiB; place++) {
+      size_t in_page = place % (4 * KiB);
+      if (in_page > 24 && in_page < 4 * KiB - 24 && place % 64 != 0) continue;
+      size_t offset = (align - place) & (align - 1);
+      sweep_alloc(mi_malloc_aligned_at(100, align, offset), 100, align, offset, false, "mi_malloc_aligned_at");
+      count++;
+    }
+  }
+  print_message("checked %zu places of the pointer in a chunk\n", count);
+  if (sweep_failures != 0) fail_msg("%zu failures", sweep_failures);
+}
+
 /* The alignment costs address space only: eight live blocks aligned to
    1 GiB keep resident and committed memory to their headers and blocks. */
 static void test_aligned_gigabyte_blocks_rss_and_commit_not_grown(void** state) {
@@ -511,6 +627,8 @@ int main(void) {
       cmocka_unit_test(test_aligned_past_segment_every_entry_aligned_and_zeroed),
       cmocka_unit_test(test_realloc_aligned_past_segment_keeps_contents_and_alignment),
       cmocka_unit_test(test_aligned_gigabyte_blocks_rss_and_commit_not_grown),
+      cmocka_unit_test(test_aligned_at_every_alignment_and_offset_served),
+      cmocka_unit_test(test_aligned_at_pointer_in_chunk_header_bytes_served),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,9 @@ static void* mi_heap_malloc_aligned_at_generic(mi_heap_t* heap, size_t size, siz
   mi_segment_t* segment = _mi_block_segment(p);
   mi_page_t* page = _mi_segment_page_of(segment, p);
   if (MI_SECURE) {
-    while (adjust != 0 && adjust < 16) adjust += alignment;
+    /* room for the tag, in a block over-allocated for it (a sparse
+       segment's block is placed: the pointer may lie under 16 bytes in) */
+    while (!sparse && adjust != 0 && adjust < 16) adjust += alignment;
     _mi_secure_set_user(page, (uint8_t*)p + adjust, size);
   }
   if (adjust == 0) return p;

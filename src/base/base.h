@@ -115,14 +115,24 @@ static inline mi_segment_t* _mi_ptr_segment(const void* p) {
   return (mi_segment_t*)((uintptr_t)p & ~(uintptr_t)MI_SEGMENT_MASK);
 }
 
+/* The fewest bytes any segment's header takes before its first block: its
+   struct and, in secure builds, a guard page, in OS pages of at least
+   4 KiB (zero segments' headers are larger still). No block pointer lies
+   closer than this to the start of a segment. */
+#define MI_SEGMENT_HEADER_MIN ((((size_t)sizeof(mi_segment_t) + 4095) & ~(size_t)4095) + (MI_SECURE ? (size_t)4096 : 0))
+
 /* The segment of a pointer the allocator handed out. A block pointer lies in
-   its segment's first chunk, or exactly at its end: a block aligned to a
-   segment size or more starts there, its header in the chunk below
-   (segment/single.c). NULL (and the first chunk) give 0, other addresses
-   below it wrap to negative: callers that take any pointer test
-   (intptr_t)segment <= 0. */
+   its segment's first chunk past the header, or less than
+   MI_SEGMENT_HEADER_MIN past that chunk's end: a block aligned to a segment
+   size or more whose pointer falls in the first bytes of a chunk (an offset
+   just under the alignment) lies there, its header in the chunk below
+   (segment/single.c). The pointer moved down by the header's least size
+   lands in the header's chunk either way (one subtraction, as the `- 1`
+   that found a pointer at the chunk's very end was). NULL (and the first
+   chunk) give 0, other addresses below it wrap to negative: callers that
+   take any pointer test (intptr_t)segment <= 0. */
 static inline mi_segment_t* _mi_block_segment(const void* p) {
-  return (mi_segment_t*)(((uintptr_t)p - 1) & ~(uintptr_t)MI_SEGMENT_MASK);
+  return (mi_segment_t*)(((uintptr_t)p - MI_SEGMENT_HEADER_MIN) & ~(uintptr_t)MI_SEGMENT_MASK);
 }
 
 static inline mi_page_t* _mi_segment_page_of(mi_segment_t* segment, const void* p) {

@@ -121,7 +121,10 @@ static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void*
     mi_single_slack_clear(block, user_end, trailer_at, old_end);
   }
   *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(packed_start, user_end));
-  if ((void*)block != p) mi_tag_store(p);
+  /* an aligned pointer closer than its tag to the block's start is one of a
+     single-block page right after its header (segment/single.c), which
+     its page's user_start names alone */
+  if (start >= MI_MAX_ALIGN_SIZE) mi_tag_store(p);
 }
 
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {

@@ -269,7 +269,11 @@ mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const 
     _mi_secure_report_freed(op, p, page->block_size);
   }
   size_t offset = (size_t)(b - (const uint8_t*)block);
-  if (offset != 0) _mi_secure_validate_interior(page, block, p, op);
+  /* a pointer closer than a tag to the start has none (secure/alloc.c:
+     mi_set_user): the user_start check below is its validation */
+  if (offset != 0 && (offset >= MI_MAX_ALIGN_SIZE || offset != page->user_start)) {
+    _mi_secure_validate_interior(page, block, p, op);
+  }
   /* not the pointer this block was handed out at: its start behind an
      aligned one, or an aligned pointer from before the segment was reused
      (large blocks are not zeroed on free: an old tag may still be there).

@@ -15,7 +15,9 @@ void _mi_segments_init(void) {
 /* Bytes before page 0's blocks: the header, and in secure builds a guard
    page between the header and the blocks. */
 size_t _mi_segment_info_size(void) {
-  return _mi_align_up(sizeof(mi_segment_t), _mi_os_page_size()) + (MI_SECURE ? _mi_os_page_size() : 0);
+  size_t info = _mi_align_up(sizeof(mi_segment_t), _mi_os_page_size()) + (MI_SECURE ? _mi_os_page_size() : 0);
+  mi_assert_internal(info >= MI_SEGMENT_HEADER_MIN); /* _mi_block_segment relies on it */
+  return info;
 }
 
 /* The block area of page `idx` of a small or medium segment; in secure

@@ -160,12 +160,17 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
 
 /* A block whose pointer, `offset` bytes into it, lies on an `alignment`
    boundary, the alignment being more than the block could have inside a
-   segment's first chunk: a sparse segment of its own (segment.c) with the
-   pointer at most at the end of that chunk, where _mi_block_segment still
-   finds the header. The block starts on the page of the pointer (secure
-   builds: of its tag), so the alignment costs address space, never memory.
-   NULL (ENOMEM) also when the offset would put the pointer inside the
-   header. */
+   segment's first chunk: a sparse segment of its own (segment.c). The
+   alignment fixes where in a 4 MiB chunk the pointer falls; it goes in the
+   segment's first chunk past the header, or, where that place is inside the
+   header (an offset just under a multiple of the chunk size), at that place
+   in the next chunk, less than MI_SEGMENT_HEADER_MIN into it, where
+   _mi_block_segment still finds the header. The block starts on the page of
+   the pointer (secure builds: of its tag, or right after the header where
+   the tag has no room: the page then names the pointer alone), so the
+   alignment costs address space, never memory. NULL (ENOMEM) only where
+   the pointer would fall in a header larger than that least size (OS pages
+   larger than 4 KiB). */
 mi_page_t* _mi_segment_single_alloc_aligned(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) {
   /* a sparse segment is OS memory: not for a heap of an arena, nor under
      disallow_os_alloc (mimalloc fails these too) */
@@ -175,12 +180,19 @@ mi_page_t* _mi_segment_single_alloc_aligned(mi_heap_t* heap, size_t size, size_t
   }
   size_t psize = _mi_os_page_size();
   size_t skew = offset & (alignment - 1);
-  size_t at = MI_SEGMENT_SIZE - (skew & MI_SEGMENT_MASK); /* the pointer's place in the segment */
-  size_t tag = (MI_SECURE ? MI_MAX_ALIGN_SIZE : 0);       /* secure builds: a tag before it */
-  if (at < _mi_segment_info_size() + tag) return NULL;
+  size_t in_chunk = (MI_SEGMENT_SIZE - (skew & MI_SEGMENT_MASK)) & MI_SEGMENT_MASK;
+  /* the pointer's place in the segment */
+  size_t at = (in_chunk < MI_SEGMENT_HEADER_MIN ? MI_SEGMENT_SIZE + in_chunk : in_chunk);
+  size_t info = _mi_segment_info_size();
+  if (at < info) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t tag = (MI_SECURE ? MI_MAX_ALIGN_SIZE : 0); /* secure builds: a tag before it, if there is room */
   size_t block_at = (at - tag) & ~(psize - 1);
+  if (block_at < info) block_at = info;
   size_t guard = (MI_SECURE ? psize : 0);
-  if (size > MI_MAX_ALLOC_SIZE - MI_SEGMENT_SIZE - 2 * psize - MI_SECURE_TRAILER) return NULL;
+  if (size > MI_MAX_ALLOC_SIZE - 2 * MI_SEGMENT_SIZE - 2 * psize - MI_SECURE_TRAILER) return NULL;
   size_t block_end = _mi_align_up(at + (size == 0 ? 1 : size) + (MI_SECURE ? MI_SECURE_TRAILER : 0), psize);
   size_t segment_size = block_end + guard;
   mi_segment_t* segment = _mi_segment_alloc_sparse(segment_size, at + skew, alignment, block_at);

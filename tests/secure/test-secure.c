@@ -262,6 +262,47 @@ static void case_free_large_aligned_block_start(bool misuse) {
   mi_free(misuse ? aligned_block_start(p) : p);
 }
 
+/* An alignment of 4 MiB with an offset just under it puts the pointer 8
+   bytes into a chunk: past the chunk of its segment's header. */
+static char* aligned_at_chunk_start(void) {
+  return (char*)mi_malloc_aligned_at(100, 4u << 20, (4u << 20) - 8);
+}
+static void case_double_free_aligned_at_chunk_start(bool misuse) {
+  char* p = aligned_at_chunk_start();
+  touch_free(p);
+  if (misuse) mi_free(p);
+}
+static void case_free_aligned_at_chunk_start_block_start(bool misuse) {
+  char* p = aligned_at_chunk_start();
+  mi_free(misuse ? aligned_block_start(p) : p);
+}
+/* The pointer placed just past a segment's header (its guard page) lies
+   under 16 bytes into its block: no room for a tag, its page names it
+   alone. Found among the places 1 byte past each 4 KiB of a chunk. */
+static char* aligned_untagged(void) {
+  for (size_t place = 4096 + 1; place < 256 * 1024; place += 4096) {
+    char* p = (char*)mi_malloc_aligned_at(100, 4u << 20, (4u << 20) - place);
+    char* start = aligned_block_start(p);
+    if (p - start < 16) return p;
+    mi_free(p);
+  }
+  fprintf(stderr, "aligned_untagged: no pointer under 16 bytes into its block: the case would test nothing\n");
+  _exit(4);
+}
+static void case_double_free_aligned_untagged(bool misuse) {
+  char* p = aligned_untagged();
+  touch_free(p);
+  if (misuse) mi_free(p);
+}
+static void case_free_aligned_untagged_block_start(bool misuse) {
+  char* p = aligned_untagged();
+  mi_free(misuse ? aligned_block_start(p) : p);
+}
+static void case_free_aligned_untagged_interior(bool misuse) {
+  char* p = aligned_untagged();
+  mi_free(misuse ? p + 1 : p);
+}
+
 /* ---- Overflow ------------------------------------------------------------------ */
 
 /* The overflow flips the bytes past the end: a write that leaves a byte as
@@ -693,6 +734,16 @@ MI_CHILD_TEST(test_free_large_aligned_block_start_reported, free_large_aligned_b
               "invalid free detected of pointer")
 MI_CHILD_TEST(test_free_aligned_block_start_size0_reported, free_aligned_block_start_size0, SIGABRT,
               "invalid free detected of pointer")
+MI_CHILD_TEST(test_double_free_aligned_at_chunk_start_reported, double_free_aligned_at_chunk_start, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_free_aligned_at_chunk_start_block_start_reported, free_aligned_at_chunk_start_block_start, SIGABRT,
+              "invalid free detected of pointer")
+MI_CHILD_TEST(test_double_free_aligned_untagged_reported, double_free_aligned_untagged, SIGABRT,
+              "double free detected of block")
+MI_CHILD_TEST(test_free_aligned_untagged_block_start_reported, free_aligned_untagged_block_start, SIGABRT,
+              "invalid free detected of pointer")
+MI_CHILD_TEST(test_free_aligned_untagged_interior_reported, free_aligned_untagged_interior, SIGABRT,
+              "invalid free detected of interior pointer")
 MI_CHILD_TEST(test_double_free_large_aligned_reused_reported_invalid, double_free_large_aligned_reused, SIGABRT,
               "invalid free detected of pointer")
 MI_CHILD_TEST(test_overflow_1_small_reported, overflow_1_small, SIGABRT, "heap buffer overflow detected in block")
@@ -1068,6 +1119,11 @@ int main(void) {
       cmocka_unit_test(test_double_free_large_reported),
       cmocka_unit_test(test_double_free_huge_reported),
       cmocka_unit_test(test_double_free_aligned_past_segment_reported),
+      cmocka_unit_test(test_double_free_aligned_at_chunk_start_reported),
+      cmocka_unit_test(test_free_aligned_at_chunk_start_block_start_reported),
+      cmocka_unit_test(test_double_free_aligned_untagged_reported),
+      cmocka_unit_test(test_free_aligned_untagged_block_start_reported),
+      cmocka_unit_test(test_free_aligned_untagged_interior_reported),
       cmocka_unit_test(test_double_free_segment_released_reported),
       cmocka_unit_test(test_double_free_large_purged_reported),
       cmocka_unit_test(test_double_free_other_thread_reported),
