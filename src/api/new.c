@@ -81,7 +81,10 @@ static void* mi_new_attempt(const mi_new_req_t* req) {
     if (MI_SECURE) _mi_secure_kind_set(q, MI_KIND_NEUTRAL);
     return q;
   }
-  if (MI_SECURE) return _mi_heap_malloc_kind(heap, req->size, req->alignment, MI_KIND_NEUTRAL);
+  if (MI_SECURE) {
+    if (req->alignment == 0 && mi_likely(!mi_observing())) return _mi_secure_new(heap, req->size, MI_KIND_NEUTRAL);
+    return _mi_heap_malloc_kind(heap, req->size, req->alignment, MI_KIND_NEUTRAL);
+  }
   if (req->alignment != 0) return mi_heap_malloc_aligned(heap, req->size, req->alignment);
   return mi_heap_malloc(heap, req->size);
 }

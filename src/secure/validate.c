@@ -216,16 +216,14 @@ mi_noinline mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t*
    blocks while the process's operator new or delete is not ours (a program
    that replaced some of them), go on (the size is returned); the rest are a
    mismatch. */
-mi_noinline size_t _mi_secure_tail_other_kind(const mi_page_t* page, const mi_block_t* block, const void* p,
-                                              mi_secure_op_t op, bool single, mi_alloc_kind_t kind) {
+static mi_noinline size_t mi_tail_other_kind_slow(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                                  mi_secure_op_t op, bool single, mi_alloc_kind_t kind) {
   uintptr_t tag = mi_block_tag(block);
   uint64_t value = mi_trailer_decode(tag, *mi_trailer_of(page, block));
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uint64_t offset = (uint64_t)((const uint8_t*)p - (const uint8_t*)block);
   mi_alloc_kind_t found = mi_trailer_kind(value);
   uint64_t user_end = value - mi_trailer_pack(single ? 0 : offset, 0) - (value & MI_TRAILER_KIND_MASK);
-  /* mi_new's, first and short: the caller checks the canary */
-  if (mi_likely(found == MI_KIND_NEUTRAL && user_end <= trailer_at)) return (size_t)user_end;
   if (!single && (value == MI_TRAILER_FREEING || mi_freed_by_other_thread(page, block))) {
     _mi_secure_report_freed(op, p, page->block_size);
   }
@@ -235,6 +233,17 @@ mi_noinline size_t _mi_secure_tail_other_kind(const mi_page_t* page, const mi_bl
     _mi_secure_report_kind_mismatch(found, kind, op, p, (size_t)(user_end - offset));
   }
   _mi_secure_report_bad_trailer(page, block, p, op);
+}
+
+/* mi_new's blocks, first and short (a frame of its own for the rest): the
+   caller checks the canary */
+mi_noinline size_t _mi_secure_tail_other_kind(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                              mi_secure_op_t op, bool single, mi_alloc_kind_t kind) {
+  uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
+  uint64_t offset = (uint64_t)((const uint8_t*)p - (const uint8_t*)block);
+  uint64_t user_end = value - mi_trailer_pack(single ? 0 : offset, 0) - mi_trailer_kind_bits(MI_KIND_NEUTRAL);
+  if (mi_likely(user_end <= page->block_size - MI_SECURE_TRAILER)) return (size_t)user_end;
+  return mi_tail_other_kind_slow(page, block, p, op, single, kind);
 }
 
 /* A pointer into a zero segment: a zero-size allocation's slot, handed out
