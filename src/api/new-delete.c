@@ -207,29 +207,32 @@ void mi_cxx_delete_array_sized_aligned(void* p, size_t size, size_t alignment) {
    replaced on its own): a new of its own that calls malloc, paired with our
    delete, or our new with a delete of its own that calls free. Kinds then
    cannot be told apart, and a mismatch is not reported. Asked only when
-   one is found (the check's rare path); the answer is kept. A name the
-   dynamic symbol table does not have (a static executable) is taken for
-   ours: nothing else could have been linked in under it. */
+   one is found (the check's rare path); the answer is kept. The operator
+   the process resolves must lie in this library's object (the address of
+   our own exported function would itself resolve to the program's: it is
+   the one interposed); a name the dynamic symbol table does not have (a
+   static executable) is taken for ours: nothing else could have been
+   linked in under it. */
 static _Atomic(int) mi_cxx_ours; /* 0: not asked yet, 1: ours, 2: not */
 
-static bool mi_cxx_symbol_ours(const char* name, const void* ours) {
+static bool mi_cxx_symbol_ours(const char* name, const void* our_base) {
   void* found = dlsym(RTLD_DEFAULT, name);
-  return (found == NULL || found == ours);
+  Dl_info info;
+  if (found == NULL) return true;
+  return (dladdr(found, &info) != 0 && info.dli_fbase == our_base);
 }
 
 bool _mi_cxx_operators_ours(void) {
   int known = atomic_load_explicit(&mi_cxx_ours, memory_order_relaxed);
   if (known != 0) return known == 1;
-  bool ours = mi_cxx_symbol_ours("_Znw" MI_SZ, (const void*)&mi_cxx_new) &&
-              mi_cxx_symbol_ours("_Zna" MI_SZ, (const void*)&mi_cxx_new_array) &&
-              mi_cxx_symbol_ours("_Znw" MI_SZ MI_ALIGN, (const void*)&mi_cxx_new_aligned) &&
-              mi_cxx_symbol_ours("_Zna" MI_SZ MI_ALIGN, (const void*)&mi_cxx_new_array_aligned) &&
-              mi_cxx_symbol_ours("_ZdlPv", (const void*)&mi_cxx_delete) &&
-              mi_cxx_symbol_ours("_ZdaPv", (const void*)&mi_cxx_delete_array) &&
-              mi_cxx_symbol_ours("_ZdlPv" MI_SZ, (const void*)&mi_cxx_delete_sized) &&
-              mi_cxx_symbol_ours("_ZdaPv" MI_SZ, (const void*)&mi_cxx_delete_array_sized) &&
-              mi_cxx_symbol_ours("_ZdlPv" MI_ALIGN, (const void*)&mi_cxx_delete_aligned) &&
-              mi_cxx_symbol_ours("_ZdaPv" MI_ALIGN, (const void*)&mi_cxx_delete_array_aligned);
+  Dl_info self; /* this function is hidden: its address is our object's own */
+  const void* base = (dladdr((const void*)&_mi_cxx_operators_ours, &self) != 0 ? self.dli_fbase : NULL);
+  bool ours = base == NULL || (mi_cxx_symbol_ours("_Znw" MI_SZ, base) && mi_cxx_symbol_ours("_Zna" MI_SZ, base) &&
+                               mi_cxx_symbol_ours("_Znw" MI_SZ MI_ALIGN, base) &&
+                               mi_cxx_symbol_ours("_Zna" MI_SZ MI_ALIGN, base) && mi_cxx_symbol_ours("_ZdlPv", base) &&
+                               mi_cxx_symbol_ours("_ZdaPv", base) && mi_cxx_symbol_ours("_ZdlPv" MI_SZ, base) &&
+                               mi_cxx_symbol_ours("_ZdaPv" MI_SZ, base) && mi_cxx_symbol_ours("_ZdlPv" MI_ALIGN, base) &&
+                               mi_cxx_symbol_ours("_ZdaPv" MI_ALIGN, base));
   atomic_store_explicit(&mi_cxx_ours, ours ? 1 : 2, memory_order_relaxed);
   return ours;
 }
