@@ -227,12 +227,12 @@ bool _mi_cxx_operators_ours(void) {
   if (known != 0) return known == 1;
   Dl_info self; /* this function is hidden: its address is our object's own */
   const void* base = (dladdr((const void*)&_mi_cxx_operators_ours, &self) != 0 ? self.dli_fbase : NULL);
-  bool ours = base == NULL || (mi_cxx_symbol_ours("_Znw" MI_SZ, base) && mi_cxx_symbol_ours("_Zna" MI_SZ, base) &&
-                               mi_cxx_symbol_ours("_Znw" MI_SZ MI_ALIGN, base) &&
-                               mi_cxx_symbol_ours("_Zna" MI_SZ MI_ALIGN, base) && mi_cxx_symbol_ours("_ZdlPv", base) &&
-                               mi_cxx_symbol_ours("_ZdaPv", base) && mi_cxx_symbol_ours("_ZdlPv" MI_SZ, base) &&
-                               mi_cxx_symbol_ours("_ZdaPv" MI_SZ, base) && mi_cxx_symbol_ours("_ZdlPv" MI_ALIGN, base) &&
-                               mi_cxx_symbol_ours("_ZdaPv" MI_ALIGN, base));
+  bool ours = base == NULL ||
+              (mi_cxx_symbol_ours("_Znw" MI_SZ, base) && mi_cxx_symbol_ours("_Zna" MI_SZ, base) &&
+               mi_cxx_symbol_ours("_Znw" MI_SZ MI_ALIGN, base) && mi_cxx_symbol_ours("_Zna" MI_SZ MI_ALIGN, base) &&
+               mi_cxx_symbol_ours("_ZdlPv", base) && mi_cxx_symbol_ours("_ZdaPv", base) &&
+               mi_cxx_symbol_ours("_ZdlPv" MI_SZ, base) && mi_cxx_symbol_ours("_ZdaPv" MI_SZ, base) &&
+               mi_cxx_symbol_ours("_ZdlPv" MI_ALIGN, base) && mi_cxx_symbol_ours("_ZdaPv" MI_ALIGN, base));
   atomic_store_explicit(&mi_cxx_ours, ours ? 1 : 2, memory_order_relaxed);
   return ours;
 }

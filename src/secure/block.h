@@ -259,8 +259,7 @@ static inline bool mi_page_is_single_block(const mi_page_t* page) {
 static inline uint8_t mi_guarded_canary(const mi_block_t* block) {
   return (uint8_t)mi_canary_word(mi_block_tag(block));
 }
-static inline void mi_guarded_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size,
-                                       mi_alloc_kind_t kind) {
+static inline void mi_guarded_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size, mi_alloc_kind_t kind) {
   page->user_start = (size_t)((uint8_t*)p - (uint8_t*)block);
   page->guarded_kind = (uint8_t)kind;
   size_t user_end = page->user_start + size;

@@ -37,8 +37,8 @@ static const char* const mi_kind_free_names[] = {"free", "delete", "delete[]", "
 mi_decl_noreturn void _mi_secure_report_kind_mismatch(mi_alloc_kind_t found, mi_alloc_kind_t expected,
                                                       mi_secure_op_t op, const void* p, size_t size) {
   char buf[128];
-  const char* by = (op == MI_OP_REALLOC ? "realloc"
-                                        : (expected <= MI_KIND_NEW_ARRAY_ALIGNED ? mi_kind_free_names[expected] : "?"));
+  const char* by =
+      (op == MI_OP_REALLOC ? "realloc" : (expected <= MI_KIND_NEW_ARRAY_ALIGNED ? mi_kind_free_names[expected] : "?"));
   const char* what = (found <= MI_KIND_NEW_ARRAY_ALIGNED ? mi_kind_alloc_names[found] : "?");
   (void)snprintf(buf, sizeof(buf), "allocation kind mismatch detected (%s %s by %s) of block", what,
                  op == MI_OP_REALLOC ? "resized" : "freed", by);

@@ -609,7 +609,6 @@ static void case_sized_delete_interior(bool misuse) {
 MI_CHILD_TEST(test_sized_delete_interior_reported_as_invalid_free, sized_delete_interior, SIGABRT,
               "invalid free detected of interior pointer")
 
-
 /* ---- Secure builds: each block freed by the family that allocated it -------------- */
 
 /* Sizes of a small, a medium and a large block (a segment of its own); the
@@ -709,13 +708,12 @@ MI_CHILD_TEST(test_aligned_new_freed_by_plain_delete_large_reported, aligned_new
               "allocation kind mismatch detected (aligned new freed by delete) of block")
 
 MI_KIND_CASES(aligned_new_array_deleted_aligned, 100, false, ::operator new[](100, std::align_val_t{64}),
-              ::operator delete[](p, std::align_val_t{64}), ::operator delete(p, std::align_val_t{64}))
+              ::operator delete[](p, std::align_val_t{64}), ::operator delete (p, std::align_val_t{64}))
 MI_CHILD_TEST(test_aligned_new_array_freed_by_aligned_delete_reported, aligned_new_array_deleted_aligned, SIGABRT,
               "allocation kind mismatch detected (aligned new[] freed by aligned delete) of block")
 
 MI_KIND_CASES(malloc_deleted_small, kind_small, false, kind_malloc(kind_small), kind_free(p), ::operator delete(p))
-MI_KIND_CASES(malloc_deleted_medium, kind_medium, false, kind_malloc(kind_medium), kind_free(p),
-              ::operator delete(p))
+MI_KIND_CASES(malloc_deleted_medium, kind_medium, false, kind_malloc(kind_medium), kind_free(p), ::operator delete(p))
 MI_KIND_CASES(malloc_deleted_large, kind_large, false, kind_malloc(kind_large), kind_free(p), ::operator delete(p))
 MI_KIND_CASES(malloc_deleted_guarded, kind_small, true, kind_malloc(kind_small), kind_free(p), ::operator delete(p))
 MI_CHILD_TEST(test_malloc_freed_by_delete_small_reported, malloc_deleted_small, SIGABRT,
@@ -790,9 +788,9 @@ static void case_kinds_matching(bool misuse) {
       ::operator delete(p, n);
       p = ::operator new[](n);
       ::operator delete[](p, n);
-      p = ::operator new(n, std::align_val_t{64});
+      p = ::operator new (n, std::align_val_t{64});
       CHECK(mi_usable_size(p) == n);
-      ::operator delete(p, std::align_val_t{64});
+      ::operator delete (p, std::align_val_t{64});
       p = ::operator new[](n, std::align_val_t{64});
       ::operator delete[](p, n, std::align_val_t{64});
       p = kind_malloc(n);
@@ -814,7 +812,7 @@ static void case_kinds_matching(bool misuse) {
       p = mi_new(n);
       ::operator delete(p, n);
       p = mi_new_aligned(n, 64);
-      ::operator delete(p, std::align_val_t{64});
+      ::operator delete (p, std::align_val_t{64});
       p = mi_new_aligned(n, 64);
       mi_free_aligned(p, 64);
       p = mi_new(n);
