@@ -739,9 +739,9 @@ MI_CHILD_TEST(test_new_freed_by_free_guarded_reported, new_freed_guarded, SIGABR
               "allocation kind mismatch detected (new freed by free) of block")
 
 MI_KIND_CASES(new_reallocated_small, kind_small, false, ::operator new(kind_small), ::operator delete(p),
-              escape(kind_realloc(p, 2 * kind_small)))
+              escape(kind_realloc(hide(p), 2 * kind_small)))
 MI_KIND_CASES(new_reallocated_large, kind_large, false, ::operator new(kind_large), ::operator delete(p),
-              escape(kind_realloc(p, kind_large / 2)))
+              escape(kind_realloc(hide(p), kind_large / 2)))
 MI_CHILD_TEST(test_new_resized_by_realloc_small_reported, new_reallocated_small, SIGABRT,
               "allocation kind mismatch detected (new resized by realloc) of block")
 MI_CHILD_TEST(test_new_resized_by_realloc_large_reported, new_reallocated_large, SIGABRT,
