@@ -106,6 +106,7 @@ typedef struct mi_page_s {
   bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
   bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
   bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
+  uint8_t guarded_kind;    /* a guarded block: what allocated it (mi_alloc_kind_t; others keep it in the trailer) */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
   uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure/memory.c) */
