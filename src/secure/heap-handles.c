@@ -38,4 +38,16 @@ void _mi_secure_heap_retire(mi_heap_t* heap) {
   if (evicted != NULL) _mi_meta_free(evicted);
 }
 
+/* Every retired slot back to the meta pool, oldest first, so the last heap
+   to go is the next one made: for white-box tests that need a slot reused
+   at once (tests/teardown, heap-aba). */
+void _mi_secure_heap_slots_release(void) {
+  size_t next = atomic_load_explicit(&mi_heap_slots_retired_next, memory_order_relaxed);
+  for (size_t k = 0; k < MI_HEAP_SLOTS_RETIRED; k++) {
+    size_t i = (next + k) % MI_HEAP_SLOTS_RETIRED;
+    void* evicted = atomic_exchange_explicit(&mi_heap_slots_retired[i], NULL, memory_order_acq_rel);
+    if (evicted != NULL) _mi_meta_free(evicted);
+  }
+}
+
 #endif

@@ -106,6 +106,7 @@ mi_decl_noreturn void _mi_secure_heap_invalid(const mi_heap_t* heap) mi_decl_hid
 /* the heap has gone (its slot starts at it): its word cleared, its slot
    kept from the next heaps for a while */
 void _mi_secure_heap_retire(mi_heap_t* heap) mi_decl_hidden;
+void _mi_secure_heap_slots_release(void) mi_decl_hidden; /* white-box tests: every retired slot reusable */
 #if MI_SECURE
 extern uintptr_t _mi_secure_heap_key mi_decl_hidden;
 static inline uintptr_t _mi_heap_handle_word(const mi_heap_t* heap) {
