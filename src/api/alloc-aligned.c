@@ -109,6 +109,7 @@ static void mi_track_aligned(void* p, size_t size, bool zero) {
 
 /* The entry the public calls share: the allocation, then the observers' hook. */
 static void* mi_heap_malloc_aligned_at_zero(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
+  mi_heap_handle_check(heap); /* (the default heap's calls come here too: the check lets it through) */
   void* p = mi_heap_malloc_aligned_at_zero_core(heap, size, alignment, offset, zero);
   mi_track_aligned(p, size, zero);
   uint8_t armed = mi_observers_armed();
@@ -201,6 +202,7 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
    while the block may be freed, and follows it to its new place. */
 static void* mi_heap_realloc_aligned_at_zero(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset,
                                              bool zero) {
+  mi_heap_handle_check(heap);
   uint8_t armed = mi_observers_armed();
   if (mi_unlikely(armed != 0)) {
     mi_observe_held_t held;

@@ -51,7 +51,11 @@ static inline void* mi_heap_malloc_zero_observed(mi_heap_t* heap, size_t size) {
   return p;
 }
 
+/* The calls that take a heap check it first (secure builds: a load, an
+   xor and a compare, secure/heap-handles.c); those on the thread's default
+   heap do not need to. */
 void* mi_heap_malloc(mi_heap_t* heap, size_t size) {
+  mi_heap_handle_check(heap);
   return mi_heap_malloc_observed(heap, size);
 }
 
@@ -69,6 +73,7 @@ void* _mi_heap_malloc_kind(mi_heap_t* heap, size_t size, size_t alignment, mi_al
 }
 
 void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) {
+  mi_heap_handle_check(heap);
   return mi_heap_malloc_observed(heap, size);
 }
 
@@ -77,6 +82,7 @@ void* mi_malloc_small(size_t size) {
 }
 
 void* mi_heap_zalloc(mi_heap_t* heap, size_t size) {
+  mi_heap_handle_check(heap);
   return mi_heap_malloc_zero_observed(heap, size);
 }
 
@@ -85,6 +91,7 @@ void* mi_zalloc(size_t size) {
 }
 
 void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) {
+  mi_heap_handle_check(heap);
   return mi_heap_malloc_zero_observed(heap, size);
 }
 
@@ -92,7 +99,7 @@ void* mi_zalloc_small(size_t size) {
   return mi_heap_malloc_zero_observed(mi_get_default_heap(), size);
 }
 
-void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
+static inline void* mi_heap_calloc_observed(mi_heap_t* heap, size_t count, size_t size) {
   size_t total;
   if (_mi_mul_overflow(count, size, &total)) {
     errno = ENOMEM;
@@ -101,8 +108,13 @@ void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
   return mi_heap_malloc_zero_observed(heap, total);
 }
 
+void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) {
+  mi_heap_handle_check(heap);
+  return mi_heap_calloc_observed(heap, count, size);
+}
+
 void* mi_calloc(size_t count, size_t size) {
-  return mi_heap_calloc(mi_get_default_heap(), count, size);
+  return mi_heap_calloc_observed(mi_get_default_heap(), count, size);
 }
 
 void* mi_heap_mallocn(mi_heap_t* heap, size_t count, size_t size) {
@@ -217,6 +229,7 @@ static inline void* mi_heap_realloc_observed(mi_heap_t* heap, void* p, size_t ne
 }
 
 void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) {
+  mi_heap_handle_check(heap);
   return mi_heap_realloc_observed(heap, p, newsize, false);
 }
 
@@ -245,6 +258,7 @@ void* mi_reallocf(void* p, size_t newsize) {
 }
 
 void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) {
+  mi_heap_handle_check(heap);
   return mi_heap_realloc_observed(heap, p, newsize, true);
 }
 

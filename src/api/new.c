@@ -147,6 +147,7 @@ void* mi_new_reallocn(void* p, size_t newcount, size_t size) {
 }
 
 void* mi_heap_alloc_new(mi_heap_t* heap, size_t size) {
+  mi_heap_handle_check(heap);
   return mi_new_request(heap, NULL, size, 0, false, false);
 }
 

@@ -107,6 +107,7 @@ typedef struct mi_page_s {
   bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
   bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
   uint8_t guarded_kind;    /* a guarded block: what allocated it (mi_alloc_kind_t; others keep it in the trailer) */
+  bool held_fenced;        /* a destroyed heap's page, held: its area inaccessible (secure/held-pages.c) */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
   uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure/memory.c) */
@@ -181,6 +182,12 @@ typedef struct mi_single_list_s mi_single_list_t;
 struct mi_heap_s {
   mi_tld_t* tld;
   uintptr_t thread_id;
+#if MI_SECURE
+  /* the heap's address xor a process key while it lives, 0 once it is gone:
+     a handle the program passes is checked against it (secure.h,
+     mi_heap_handle_check) before anything else of it is read */
+  uintptr_t handle_check;
+#endif
 #if MI_OBSERVERS
   /* The observers' countdown (src/hooks.h, mi_observe_fast): the bytes the
      fast path hands out before it tells the observers; idle, more than a

@@ -41,6 +41,17 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) {
   heap->tld = tld;
   heap->thread_id = tld->thread_id;
   heap->is_backing = is_backing;
+#if MI_SECURE
+  heap->handle_check = _mi_heap_handle_word(heap);
+#endif
+}
+
+/* A heap that has gone gives its slot back (a thread's data, for its
+   backing heap); secure builds retire it first, its handle check cleared,
+   so that a stale handle does not name the next heap (secure/heap-handles.c). */
+void _mi_heap_slot_free(mi_heap_t* heap) {
+  if (MI_SECURE) _mi_secure_heap_retire(heap);
+  else _mi_meta_free(heap);
 }
 
 mi_heap_t* mi_heap_get_default(void) {
@@ -56,7 +67,9 @@ mi_heap_t* mi_heap_get_backing(void) {
 
 mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
   mi_heap_t* old = mi_heap_get_default();
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return old;
+  if (heap == NULL) return old;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return old;
   _mi_heap_default = heap;
   return old;
 }
@@ -126,12 +139,14 @@ static void mi_heap_absorb(mi_heap_t* to, mi_heap_t* from) {
 }
 
 void mi_heap_delete(mi_heap_t* heap) {
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  if (heap == NULL) return;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return;
   if (heap->is_backing) return; /* the backing heap lives as long as its thread */
   mi_heap_absorb(heap->tld->heap_backing, heap);
   mi_sched_point(MI_SCHED_HEAP_DELETE_ABSORBED);
   mi_heap_unlink(heap);
-  _mi_meta_free(heap);
+  _mi_heap_slot_free(heap);
   mi_sched_point(MI_SCHED_HEAP_FREED);
 }
 
@@ -176,7 +191,9 @@ static bool mi_heap_destroy_unregister(const mi_heap_t* heap, const mi_heap_area
 #endif
 
 void mi_heap_destroy(mi_heap_t* heap) {
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  if (heap == NULL) return;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return;
   if (heap->is_backing) {
     /* mimalloc semantics: the backing heap cannot be destroyed; collect it instead */
     mi_heap_collect(heap, true);
@@ -189,7 +206,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
 #endif
   mi_heap_free_all_pages(heap);
   mi_heap_unlink(heap);
-  _mi_meta_free(heap);
+  _mi_heap_slot_free(heap);
   mi_sched_point(MI_SCHED_HEAP_FREED);
 }
 
@@ -204,7 +221,7 @@ void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
     mi_heap_t* next = heap->next;
     if (heap != backing) {
       mi_heap_absorb(backing, heap);
-      _mi_meta_free(heap);
+      _mi_heap_slot_free(heap);
     }
     heap = next;
   }
@@ -234,7 +251,7 @@ void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) {
     mi_heap_t* next = heap->next;
     _mi_single_heap_delete(heap, NULL);
     if (MI_SECURE) _mi_zero_heap_delete(heap, NULL);
-    if (heap != tld->heap_backing) _mi_meta_free(heap);
+    if (heap != tld->heap_backing) _mi_heap_slot_free(heap);
     heap = next;
   }
   tld->heaps = NULL;
@@ -242,7 +259,9 @@ void _mi_heap_orphan_in_fork_child(mi_tld_t* tld) {
 }
 
 void mi_heap_collect(mi_heap_t* heap, bool force) {
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  if (heap == NULL) return;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);
   if (MI_SECURE && force) _mi_secure_thread_collect(heap->tld, true);
   _mi_heap_check(heap);
@@ -308,13 +327,17 @@ static mi_page_t* mi_checked_page_of(const void* p) {
 }
 
 bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return false;
+  if (heap == NULL) return false;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return false;
   mi_page_t* page = mi_checked_page_of(p);
   return (page != NULL && page->heap == heap);
 }
 
 bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return false;
+  if (heap == NULL) return false;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return false;
   if (((uintptr_t)p & (sizeof(void*) - 1)) != 0) return false;
   return mi_heap_contains_block(heap, p);
 }
@@ -404,7 +427,9 @@ static bool mi_visit_single(mi_page_t* page, void* arg) {
 }
 
 bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block_visit_fun* visitor, void* arg) {
-  if (heap == NULL || !mi_heap_is_initialized(heap) || visitor == NULL) return false;
+  if (heap == NULL) return false;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap) || visitor == NULL) return false;
   mi_visit_ctx_t ctx = {heap, visit_all_blocks, visitor, arg};
   mi_heap_t* h = (mi_heap_t*)heap;
   for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
@@ -434,6 +459,7 @@ bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool vi
    first), not a page still being carved out, and only the heap's own. */
 /* cppcheck-suppress constParameter */
 bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) {
+  if (heap != NULL) mi_heap_handle_check(heap);
   const mi_page_t* page = mi_checked_page_of(p);
   if (page == NULL || page->heap == NULL || (heap != NULL && page->heap != heap)) return false;
   if (page->capacity == 0 || page->capacity < page->reserved || page->used == page->capacity) return false;

@@ -15,6 +15,8 @@ void _mi_threads_finish_ended(void) mi_decl_hidden;
 /* heap.c */
 void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) mi_decl_hidden;
+/* a heap gone: its slot back to the meta pool (secure builds: retired first) */
+void _mi_heap_slot_free(mi_heap_t* heap) mi_decl_hidden;
 void _mi_heap_destroy_all_at_exit(void) mi_decl_hidden; /* destroy_on_exit */
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) mi_decl_hidden;
 /* idle.c and init.c: hole purge of a thread's pages, by itself or, parked, by another */

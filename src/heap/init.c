@@ -121,7 +121,7 @@ static void mi_thread_data_finish_for(mi_tld_t* tld) {
   _mi_heap_default = self;
   mi_thread_data_late_done(tld);
   _mi_stat_decrease(&_mi_stats.threads, 1);
-  _mi_meta_free(tld->heap_backing); /* the thread data's slot starts with its backing heap */
+  _mi_heap_slot_free(tld->heap_backing); /* the thread data's slot starts with its backing heap */
 }
 
 /* Late thread data whose thread has ended, each finished for it. Cheap when
@@ -159,7 +159,7 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   _mi_stat_decrease(&_mi_stats.threads, 1);
   if (tld->late_marked) mi_prim_thread_mark_drop(&tld->late_mark);
   mi_thread_data_late_done(tld);
-  _mi_meta_free(td);
+  _mi_heap_slot_free(&td->heap); /* the slot of its thread data */
 }
 
 static void mi_thread_exit_hook(void* value) {
@@ -244,7 +244,7 @@ static void mi_fork_child(void) {
       mi_threads_unlink_locked(tld);
       _mi_heap_orphan_in_fork_child(tld);
       _mi_stat_decrease(&_mi_stats.threads, 1);
-      _mi_meta_free(tld->heap_backing); /* the slot of its thread data */
+      _mi_heap_slot_free(tld->heap_backing); /* the slot of its thread data */
     }
     tld = next;
   }

@@ -121,6 +121,7 @@ static bool mi_heap_stats_area(const mi_heap_t* heap, const mi_heap_area_t* area
 bool mi_heap_stats_get(mi_heap_t* heap, mi_stats_t* stats) {
   if (!_mi_stats_valid(stats)) return false;
   if (heap == NULL) heap = mi_get_default_heap();
+  mi_heap_handle_check(heap);
   if (!mi_heap_is_initialized(heap) || heap->thread_id != _mi_thread_id()) return false;
   mi_stats_clear(stats);
   if (!mi_heap_visit_blocks(heap, false, &mi_heap_stats_area, stats)) return false;

@@ -66,6 +66,16 @@ void _mi_guard_fault_report(void* addr) {
   if (a >= start + area && a < start + area + psize) {
     mi_guard_say("heap buffer overflow into a guard page detected", addr, start + area - page->block_size,
                  page->block_size);
+  } else if (a >= start && a < start + area && page->held_fenced &&
+             atomic_load_explicit(&page->state, memory_order_relaxed) == MI_PAGE_HELD) {
+    /* a destroyed heap's page, fenced while it is held (held-pages.c): the block the access hit */
+    uint8_t* block = start;
+    size_t size = 0;
+    if (page->block_size != 0 && a >= page->start) {
+      block = page->start + (size_t)(a - page->start) / page->block_size * page->block_size;
+      size = page->block_size;
+    }
+    mi_guard_say("use-after-free detected in destroyed heap's block", addr, block, size);
   }
 }
 
@@ -136,7 +146,9 @@ void _mi_guard_options_changed(void) {
    rarely as can be counted. Only the heap's thread calls these (a heap is
    its thread's), so plain stores do. */
 void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t sample_rate, size_t seed) {
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  if (heap == NULL) return;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return;
   heap->guard_rate = (sample_rate > (size_t)LONG_MAX ? LONG_MAX : (long)sample_rate);
   heap->guard_seed = (uintptr_t)seed;
   heap->guard_own_rate = true;
@@ -144,7 +156,9 @@ void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t sample_rate, size_t
 }
 
 void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max) {
-  if (heap == NULL || !mi_heap_is_initialized(heap)) return;
+  if (heap == NULL) return;
+  mi_heap_handle_check(heap);
+  if (!mi_heap_is_initialized(heap)) return;
   heap->guard_min = min;
   heap->guard_max = (max < min ? min : max);
   heap->guard_own_bound = true;

@@ -12,12 +12,31 @@
    MI_SECURE_HELD_BYTES together (64 small pages, or 16 medium ones); older
    ones are freed as newer ones come, all of them at a forced collect and
    when the thread exits (its segments are abandoned with only pages in use
-   in them). */
+   in them).
+
+   The blocks a destroyed heap still held were never freed, so nothing
+   checks them when they come back (the page's area is zeroed when it is
+   set up again): a write through a stale pointer would go unseen, and a
+   read would find the old contents. So a held page's area is made
+   inaccessible while it is held: a read or a write of it faults at once,
+   and the fault handler names the block (guard.c). Its neighbours' guard
+   pages are inaccessible already: the fence joins them into one mapping, so
+   it costs no mapping, only the two mprotect calls. A fence that cannot be
+   set leaves the page held as before; one that cannot be lifted stays, and
+   the slot is never set up again: its segment goes to the OS, not to the
+   segment cache, when it empties (segment.c). */
 #define MI_SECURE_HELD_PAGES 64
 #define MI_SECURE_HELD_BYTES ((size_t)8 << 20)
 
 static size_t mi_page_area_size(const mi_page_t* page) {
   return _mi_segment_page_area(_mi_page_segment(page), page->index, NULL);
+}
+
+/* The page's area made inaccessible (`fence`) or accessible again: 0 when done. */
+static int mi_page_fence(const mi_page_t* page, bool fence) {
+  uint8_t* start;
+  size_t area = _mi_segment_page_area(_mi_page_segment(page), page->index, &start);
+  return _mi_os_protect(start, area, fence);
 }
 
 /* Free the oldest held pages until at most `max_pages` pages of at most
@@ -30,6 +49,9 @@ void _mi_secure_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_b
     page->next = NULL;
     tld->held_count--;
     tld->held_bytes -= mi_page_area_size(page);
+    /* a fence that cannot be lifted stays (fault path): the segment then
+       never sets the slot up again, and goes to the OS when it empties */
+    if (page->held_fenced && mi_page_fence(page, false) == 0) page->held_fenced = false;
     _mi_segment_page_free(page);
   }
 }
@@ -38,6 +60,7 @@ void _mi_secure_pages_held_release(mi_tld_t* tld, size_t max_pages, size_t max_b
 void _mi_secure_page_hold(mi_tld_t* tld, mi_page_t* page) {
   page->needs_zero = true; /* live blocks go with it, unzeroed */
   _mi_segment_page_hold(page);
+  page->held_fenced = (mi_page_fence(page, true) == 0);
   if (tld->held_last != NULL) tld->held_last->next = page;
   else tld->held_first = page;
   tld->held_last = page;

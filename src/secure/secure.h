@@ -29,7 +29,8 @@
    secure-large.c (freed large blocks fenced off), secure-zero.c and zero-heaps.c
    (zero-size allocations), secure-sized.c (sized and aligned deallocation), carve.c (the
    shuffled carve of a page), held-pages.c (destroyed heaps' pages),
-   segment-checks.c (a segment's guard pages and header checks). */
+   segment-checks.c (a segment's guard pages and header checks),
+   heap-handles.c (the heap handles the program passes). */
 #ifndef MI_SECURE_H
 #define MI_SECURE_H
 
@@ -127,6 +128,32 @@ bool _mi_secure_visit_page(const mi_heap_t* heap, mi_page_t* page, const mi_heap
                            mi_block_visit_fun* visitor, void* arg) mi_decl_hidden;
 void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+/* heap-handles.c: a heap handle the program passes, checked before any of
+   it is read but its check word (the allocation entry points that take a
+   heap pay a load, an xor and a compare); a heap that goes clears it */
+mi_decl_noreturn void _mi_secure_heap_invalid(const mi_heap_t* heap) mi_decl_hidden;
+/* the heap has gone (its slot starts at it): its word cleared, its slot
+   kept from the next heaps for a while */
+void _mi_secure_heap_retire(mi_heap_t* heap) mi_decl_hidden;
+void _mi_secure_heap_slots_release(void) mi_decl_hidden; /* white-box tests: every retired slot reusable */
+#if MI_SECURE
+extern uintptr_t _mi_secure_heap_key mi_decl_hidden;
+static inline uintptr_t _mi_heap_handle_word(const mi_heap_t* heap) {
+  return (uintptr_t)heap ^ _mi_secure_heap_key;
+}
+#endif
+/* The empty heap (an uninitialised thread's default, which the calls on
+   the default heap pass on) has no check word and is let through: it holds
+   no page, and the slow path sets the thread up. */
+static inline void mi_heap_handle_check(const mi_heap_t* heap) {
+#if MI_SECURE
+  if (mi_unlikely(heap->handle_check != _mi_heap_handle_word(heap)) && heap != &_mi_heap_empty) {
+    _mi_secure_heap_invalid(heap);
+  }
+#else
+  (void)heap;
+#endif
+}
 /* secure-sized.c (MI_SECURE): sized and aligned deallocation */
 void _mi_secure_free_sized(void* p, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
 void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) mi_decl_hidden;

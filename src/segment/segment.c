@@ -222,6 +222,18 @@ int64_t _mi_segment_committed(const mi_segment_t* segment) {
   return committed;
 }
 
+#if MI_SECURE
+/* A destroyed heap's page whose fence could not be lifted (secure/held-pages.c):
+   its slot is never set up again, and its segment goes to the OS, not the cache. */
+static bool mi_segment_has_fenced_page(const mi_segment_t* segment) {
+  if (segment->kind == MI_SEGMENT_SINGLE) return false;
+  for (size_t i = 0; i < _mi_segment_pages(segment); i++) {
+    if (segment->pages[i].held_fenced) return true;
+  }
+  return false;
+}
+#endif
+
 /* Release a segment that holds no live block: to the cache if it is a
    standard one and the cache has room, else to the OS. */
 void _mi_segment_release(mi_segment_t* segment) {
@@ -233,6 +245,12 @@ void _mi_segment_release(mi_segment_t* segment) {
   segment->tld = NULL;
   /* pinned segments skip the cache: its purge would fail on them, and their
      memory is better back in its arena */
+#if MI_SECURE
+  if (mi_segment_has_fenced_page(segment)) {
+    _mi_segment_unmap(segment); /* fault path */
+    return;
+  }
+#endif
   if (!segment->is_pinned && !segment->is_sparse && segment->segment_size <= MI_LARGE_SEGMENT_MAX &&
       _mi_segment_cache_push(segment)) {
     return;
@@ -294,6 +312,9 @@ static inline bool mi_page_slot_taken(uint32_t state) {
 /* Take a free page slot for use. The background thread may be returning its memory
    right now (PURGING): then wait for it to finish, which is short. */
 bool _mi_page_claim_slot(mi_page_t* page, bool* was_clean) {
+#if MI_SECURE
+  if (mi_unlikely(page->held_fenced)) return false; /* fault path: inaccessible for good */
+#endif
   for (;;) {
     uint32_t state = atomic_load_explicit(&page->state, memory_order_acquire);
     if (mi_page_slot_taken(state)) return false;
