@@ -2,7 +2,9 @@
 /* The threads the library starts block every signal (issue 37): a signal the
    program blocks in its own threads and waits for (sigwait, sigtimedwait,
    signalfd) reaches the waiter, never our background thread, which took it
-   and died of it while it inherited the mask of whoever started it. Each case
+   and died of it while it inherited the mask of whoever started it. And a
+   program whose last thread ends with pthread_exit ends: our thread ends
+   when idle, where it slept for good and kept the process alive. Each case
    runs in a child (a fork child has no background thread until it frees
    something); both builds, POSIX only (the thread count and masks: Linux). */
 #include <setjmp.h>
@@ -155,6 +157,15 @@ static int case_every_signal_blocked(void) {
   return 0;
 }
 
+/* The program's last thread ends with pthread_exit while our background
+   thread runs: the process must end (with status 0, as it does when its
+   last thread ends), which it does once ours ends too. */
+static int case_last_thread_pthread_exit(void) {
+  start_background_thread();
+  if (other_threads() == 0) return CHILD_NO_THREAD;
+  pthread_exit(NULL);
+}
+
 static int run_in_child(int (*fn)(void)) {
   fflush(NULL);
   pid_t pid = fork();
@@ -183,8 +194,33 @@ static void test_background_thread_every_signal_blocked(void** state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static void test_background_thread_last_program_thread_exits_process_ends(void** state) {
+  (void)state;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) child_exit(case_last_thread_pthread_exit());
+  /* a watchdog, not a time the test depends on: the process ends about a
+     second after its last thread (ours idles that long), or never */
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 1200 && done == 0; i++) {
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) usleep(50 * 1000);
+  }
+  if (done == 0) {
+    print_error("the process did not end within 60 s of its last thread's pthread_exit\n");
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  assert_int_equal(done, pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_background_thread_last_program_thread_exits_process_ends),
       cmocka_unit_test(test_background_thread_blocked_signal_delivered_to_waiter),
       cmocka_unit_test(test_background_thread_every_signal_blocked),
   };
