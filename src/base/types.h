@@ -289,7 +289,7 @@ struct mi_tld_s {
   mi_tld_t* thread_next;          /* list of live threads (init.c, under the threads lock) */
   mi_tld_t* thread_prev;
   bool recurse;
-  bool exiting;          /* in its exit hook: claims no abandoned segment on free */
+  bool exiting; /* in its exit hook: claims no abandoned segment on free */
   /* set up after its thread's exit hook ran (init.c): `thread_id` is no
      thread's, and `late_mark` (when `late_marked`) tells when the thread has
      ended, if no exit hook comes again */
