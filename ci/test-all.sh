@@ -201,6 +201,10 @@ job fault-positive-control "" fault_positive_control
 job teardown "gcc-debug clang-debug clang-secure-debug" teardown
 job override-real-programs "gcc-release" run_ctest "$out/gcc-release" -L override
 job override-real-programs-secure "gcc-secure-release" run_ctest "$out/gcc-secure-release" -L override
+# real programs' own test suites (docs/real-suites.md): CPython's regression
+# tests under the preloaded secure build, each test case's outcome compared
+# with glibc's; the control: a planted false alarm must fail the comparison
+job real-suite-secure "gcc-secure-release" bash ci/real-suite.sh "$out/real-suite-secure" "$out/gcc-secure-release/libmimalloc-secure.so"
 job dhat-profiler "gcc-release" run_ctest "$out/gcc-release" -L dhat
 job pprof-profiler "gcc-release gcc-secure-release gcc-debug" pprof_profiler
 job memory-events-plants "" memory_events_plants

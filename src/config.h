@@ -26,6 +26,9 @@
    | MI_TEARDOWN_PLANT_STALE_LINKS | 0/1 | test only (secure): the page free   |
    |                 |        | checks purge links read before the purge lock     |
    |                 |        | (positive control of tests/teardown)              |
+   | MI_SECURE_PLANT_FALSE_ALARM | 0/1 | test only (secure): every 2^20th     |
+   |                 |        | small or medium free reported as a double free    |
+   |                 |        | (control of the real-suite job, docs/real-suites.md)|
    | MI_WIN_PLANT_THREAD_LEAK | 0/1 | test only (Windows): the thread-exit   |
    |                 |        | hook never runs (positive control of              |
    |                 |        | tests/win/test-thread-exit)                         |
@@ -85,6 +88,9 @@
 #endif
 #ifndef MI_STAT_PLANT_REQUESTED_OFF_BY_ONE
 #define MI_STAT_PLANT_REQUESTED_OFF_BY_ONE 0
+#endif
+#ifndef MI_SECURE_PLANT_FALSE_ALARM
+#define MI_SECURE_PLANT_FALSE_ALARM 0
 #endif
 #ifndef MI_DEFAULT_SHOW_ERRORS
 #define MI_DEFAULT_SHOW_ERRORS (MI_DEBUG > 0 ? 1 : 0)

@@ -172,11 +172,25 @@ static mi_noinline void mi_secure_free_remote(mi_segment_t* segment, uintptr_t o
   _mi_free_remote(page, block);
 }
 
+#if MI_SECURE_PLANT_FALSE_ALARM
+/* Test only: the real-suite job's planted false alarm (docs/real-suites.md).
+   Every 2^20th free of a small or medium block in the process is reported
+   as a double free, though it is a correct one: a correct program that frees
+   that much aborts part way, as a wrong check would make it. */
+static _Atomic(size_t) mi_plant_frees;
+#define MI_PLANT_FALSE_ALARM_EVERY ((size_t)1 << 20)
+#endif
+
 /* The rest of a free once the pointer is located and, when it lies inside
    its block, found to be an aligned allocation's. */
 static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
                                                   size_t idx, mi_alloc_kind_t kind) {
   mi_validate_tail(page, block, p, MI_OP_FREE, false, kind);
+#if MI_SECURE_PLANT_FALSE_ALARM
+  if ((atomic_fetch_add_explicit(&mi_plant_frees, 1, memory_order_relaxed) + 1) % MI_PLANT_FALSE_ALARM_EVERY == 0) {
+    _mi_secure_report_freed(MI_OP_FREE, p, page->block_size);
+  }
+#endif
   uintptr_t owner = atomic_load_explicit(&segment->thread_id, memory_order_relaxed);
   if (mi_unlikely(owner != _mi_thread_id())) {
     mi_secure_free_remote(segment, owner, page, block, idx);

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The real-suite-secure job (docs/real-suites.md): CPython's own regression
+# tests (Debian's libpython3.11-testsuite) under the preloaded secure build,
+# compared test case by test case with the same run on glibc's malloc; then
+# the control: the same comparison with a library that plants a false alarm
+# (MI_SECURE_PLANT_FALSE_ALARM) must fail, with the differences reported and
+# the planted report in the preloaded run's log.
+#   ci/real-suite.sh OUT SECURE_LIB
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=$1
+lib=$2
+status=0
+# shellcheck source=ci/lib.sh
+source ci/lib.sh
+mkdir -p "$out"
+
+bash tests/real-suites/run-cpython.sh "$out/cpython" "$lib" || status=1
+
+# the control: a cheap subset of modules, under the planted build
+if ci_build "$out/plant" gcc Release -DMI_SECURE=ON -DMI_SECURE_PLANT_FALSE_ALARM=ON -- mimalloc; then
+  bash tests/real-suites/run-cpython.sh "$out/cpython-plant" "$out/plant/libmimalloc-secure.so" \
+    tests/real-suites/cpython-control-modules.txt >"$out/cpython-plant.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q '^compare: differs: ' "$out/cpython-plant.log" &&
+    grep -q 'mimalloc: error: double free detected of block' "$out/cpython-plant/preloaded.log"; then
+    echo "real-suite: control: the planted false alarm fails the comparison ($(grep -c '^compare: differs: ' "$out/cpython-plant.log") differences, the report in the preloaded run's log)"
+  else
+    echo "real-suite: control: the planted false alarm was NOT seen as differences (exit $rc)"
+    cat "$out/cpython-plant.log"
+    status=1
+  fi
+else
+  status=1
+fi
+exit $status

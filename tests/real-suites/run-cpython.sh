@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# CPython's own regression tests (Debian's libpython3.11-testsuite) run
+# twice, on glibc's malloc and with LD_PRELOAD of LIB, and compared test case
+# by test case (tests/real-suites/compare-junit.py): any difference fails.
+#   run-cpython.sh OUT LIB [MODULES_FILE]
+# OUT gets each run's JUnit XML and log (glibc.*, preloaded.*). The modules
+# come from MODULES_FILE (default: cpython-modules.txt beside this script).
+# PYTHONMALLOC=malloc in both runs, so that every object is a malloc.
+# Exits 0 if the runs agree, 1 if they differ, 2 if a run could not be made.
+set -uo pipefail
+out=$1
+lib=$(realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+modules=${3:-$here/cpython-modules.txt}
+python=/usr/bin/python3.11 # Debian's, whose tests the package ships
+jobs=${REAL_SUITE_JOBS:-2}
+timeout=${REAL_SUITE_TIMEOUT:-600} # seconds per module (regrtest --timeout)
+mkdir -p "$out"
+
+if [ ! -x "$python" ] || [ ! -f /usr/lib/python3.11/test/libregrtest/main.py ]; then
+  echo "real-suite: $python or its tests (libpython3.11-testsuite) missing"
+  exit 2
+fi
+[ -f "$lib" ] || { echo "real-suite: no library $lib"; exit 2; }
+
+# the preloaded library serves the interpreter's malloc
+check='import ctypes
+l = ctypes.CDLL(None)
+l.malloc.restype = ctypes.c_void_p
+l.malloc.argtypes = [ctypes.c_size_t]
+l.free.argtypes = [ctypes.c_void_p]
+l.mi_is_in_heap_region.argtypes = [ctypes.c_void_p]
+l.mi_is_in_heap_region.restype = ctypes.c_bool
+p = l.malloc(100)
+print(bool(l.mi_is_in_heap_region(p)))
+l.free(p)'
+served=$(LD_PRELOAD=$lib PYTHONMALLOC=malloc "$python" -c "$check" 2>&1)
+if [ "$served" != True ]; then
+  echo "real-suite: $lib does not serve python's malloc: $served"
+  exit 2
+fi
+
+grep -v '^#' "$modules" | grep -v '^$' >"$out/modules.txt"
+run() { # run NAME [VAR=VALUE...]: one run of the modules, its XML and log in OUT
+  local name=$1 t0 rc
+  shift
+  t0=$(date +%s)
+  # in its own directory: the tests write scratch files where they run
+  mkdir -p "$out/$name.cwd"
+  (cd "$out/$name.cwd" && env -u PYTHONPATH -u PYTHONHOME PYTHONMALLOC=malloc "$@" \
+    "$python" -m test -j"$jobs" --timeout "$timeout" --junit-xml "$out/$name.xml" -f "$out/modules.txt" \
+    >"$out/$name.log" 2>&1 </dev/null)
+  rc=$?
+  echo "real-suite: $name run: regrtest exit $rc, $(($(date +%s) - t0)) s ($out/$name.log)"
+  rm -rf "$out/$name.cwd"
+}
+rm -f "$out/glibc.xml" "$out/preloaded.xml"
+run glibc
+run preloaded LD_PRELOAD="$lib"
+python3 "$here/compare-junit.py" "$out/glibc.xml" "$out/glibc.log" "$out/preloaded.xml" "$out/preloaded.log" \
+  --base=glibc --under="under $(basename "$2")"
