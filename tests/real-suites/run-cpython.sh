@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 modules=${3:-$here/cpython-modules.txt}
 python=/usr/bin/python3.11 # Debian's, whose tests the package ships
 jobs=${REAL_SUITE_JOBS:-2}
-timeout=${REAL_SUITE_TIMEOUT:-600} # seconds per module (regrtest --timeout)
+timeout=${REAL_SUITE_TIMEOUT:-480} # seconds per module (regrtest --timeout): a hang fails, not stalls, the job
 mkdir -p "$out"
 
 if [ ! -x "$python" ] || [ ! -f /usr/lib/python3.11/test/libregrtest/main.py ]; then
@@ -48,7 +48,7 @@ run() { # run NAME [VAR=VALUE...]: one run of the modules, its XML and log in OU
   # in its own directory: the tests write scratch files where they run
   mkdir -p "$out/$name.cwd"
   (cd "$out/$name.cwd" && env -u PYTHONPATH -u PYTHONHOME PYTHONMALLOC=malloc "$@" \
-    "$python" -m test -j"$jobs" --timeout "$timeout" --junit-xml "$out/$name.xml" -f "$out/modules.txt" \
+    "$python" -m test -j"$jobs" --timeout "$timeout" --slowest --junit-xml "$out/$name.xml" -f "$out/modules.txt" \
     >"$out/$name.log" 2>&1 </dev/null)
   rc=$?
   echo "real-suite: $name run: regrtest exit $rc, $(($(date +%s) - t0)) s ($out/$name.log)"
@@ -57,5 +57,5 @@ run() { # run NAME [VAR=VALUE...]: one run of the modules, its XML and log in OU
 rm -f "$out/glibc.xml" "$out/preloaded.xml"
 run glibc
 run preloaded LD_PRELOAD="$lib"
-python3 "$here/compare-junit.py" "$out/glibc.xml" "$out/glibc.log" "$out/preloaded.xml" "$out/preloaded.log" \
+"$python" "$here/compare-junit.py" "$out/glibc.xml" "$out/glibc.log" "$out/preloaded.xml" "$out/preloaded.log" \
   --base=glibc --under="under $(basename "$2")"
