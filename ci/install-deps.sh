@@ -16,7 +16,7 @@ pkgs=(cmake gcc g++ clang make pkg-config libcmocka-dev sqlite3 git python3
       golang-go golang-github-google-pprof-dev golang-github-chzyer-readline-dev # pprof's clients for the sampled heap profiler's checks (tests/pprof/):
       golang-github-ianlancetaylor-demangle-dev google-perftools protobuf-compiler # Go pprof built offline from Debian's source, google-pprof, protoc
       clang-format clang-tidy cppcheck # the lint job (ci/lint.sh)
-      libpython3.11-testsuite # CPython's regression tests under the secure build (ci/real-suite.sh)
+      libpython3.11-testsuite libglib2.0-tests # CPython's and GLib's own tests under the secure build (ci/real-suite.sh)
       cargo rustc) # the Rust crate with Debian's rustc 1.63, its oldest toolchain (ci/rust.sh)
 minimal=0
 if [ "${1:-}" = --minimal ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real-suite-secure job (docs/real-suites.md): CPython's own regression
-# tests (Debian's libpython3.11-testsuite) under the preloaded secure build,
-# compared test case by test case with the same run on glibc's malloc; then
+# tests (Debian's libpython3.11-testsuite) and GLib's installed tests
+# (libglib2.0-tests) under the preloaded secure build, each compared test
+# case by test case with the same run on glibc's malloc; then
 # the control: the same comparison with a library that plants a false alarm
 # (MI_SECURE_PLANT_FALSE_ALARM) must fail, with the differences reported and
 # the planted report in the preloaded run's log.
@@ -17,18 +18,31 @@ source ci/lib.sh
 mkdir -p "$out"
 
 bash tests/real-suites/run-cpython.sh "$out/cpython" "$lib" || status=1
+python3 tests/real-suites/run-glib.py "$out/glib" "$lib" || status=1
 
 # the control: a cheap subset of modules, under the planted build
 if ci_build "$out/plant" gcc Release -DMI_SECURE=ON -DMI_SECURE_PLANT_FALSE_ALARM=ON -- mimalloc; then
-  bash tests/real-suites/run-cpython.sh "$out/cpython-plant" "$out/plant/libmimalloc-secure.so" \
+  # (no reruns on glibc: what differs here is the plant)
+  REAL_SUITE_AGAIN=0 bash tests/real-suites/run-cpython.sh "$out/cpython-plant" "$out/plant/libmimalloc-secure.so" \
     tests/real-suites/cpython-control-modules.txt >"$out/cpython-plant.log" 2>&1
   rc=$?
   if [ "$rc" -eq 1 ] && grep -q '^compare: differs: ' "$out/cpython-plant.log" &&
     grep -q 'mimalloc: error: double free detected of block' "$out/cpython-plant/preloaded.log"; then
-    echo "real-suite: control: the planted false alarm fails the comparison ($(grep -c '^compare: differs: ' "$out/cpython-plant.log") differences, the report in the preloaded run's log)"
+    echo "real-suite: control: the planted false alarm fails the comparison ($(tail -1 "$out/cpython-plant.log" | sed 's/.*: //'), the report in the preloaded run's log)"
   else
     echo "real-suite: control: the planted false alarm was NOT seen as differences (exit $rc)"
     cat "$out/cpython-plant.log"
+    status=1
+  fi
+  REAL_SUITE_AGAIN=0 python3 tests/real-suites/run-glib.py "$out/glib-plant" "$out/plant/libmimalloc-secure.so" \
+    tests/real-suites/glib-control-programs.txt >"$out/glib-plant.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -q '^compare: differs: glib ' "$out/glib-plant.log" &&
+    grep -q 'mimalloc: error: double free detected of block' "$out"/glib-plant/preloaded.*.log; then
+    echo "real-suite: control: the planted false alarm fails GLib's comparison ($(tail -1 "$out/glib-plant.log" | sed 's/.*: //'), the report in the programs' logs)"
+  else
+    echo "real-suite: control: the planted false alarm was NOT seen in GLib's comparison (exit $rc)"
+    cat "$out/glib-plant.log"
     status=1
   fi
 else
