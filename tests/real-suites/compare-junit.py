@@ -14,10 +14,11 @@ A test case's outcome is one of passed, failed (error or failure), skipped,
 expected-failure, unexpected-success; a case present in one run only is
 "missing" in the other. Every case whose outcome differs is a difference, and
 so is every module whose closing status differs in kind (passed, failed,
-crashed, timed out, skipped): a case that fails in both runs is none. A module
-that passed in one run and left something behind in the other (regrtest's
-"env changed": a thread, a process, a file) is printed as a note, not
-counted: timing alone raises it, and its cases are compared all the same.
+crashed, timed out, skipped, not run): a case that fails in both runs is
+none. A module whose status differs only among passed, failed and "env
+changed" (regrtest's warning that a thread, a process or a file was left
+behind, which timing alone can raise) is a note unless one of its cases is
+a counted difference: its cases tell it.
 
 A case the reference run itself is flaky on is no difference: with
 --base-again, the differing cases run again on the reference (regrtest
