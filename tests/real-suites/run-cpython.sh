@@ -41,6 +41,12 @@ if [ "$served" != True ]; then
 fi
 
 grep -v '^#' "$modules" | grep -v '^$' >"$out/modules.txt"
+# SIGINT back to its default before regrtest starts: a shell without job
+# control starts its background commands with SIGINT ignored, and then
+# CPython's SIGINT tests (KeyboardInterrupt) fail in both runs, proving nothing
+default_sigint='import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])'
 run() { # run NAME MODULES [REGRTEST_ARG...] [-- VAR=VALUE...]: one run, its XML and log in OUT
   local name=$1 mods=$2 t0 rc args=()
   shift 2
@@ -54,7 +60,7 @@ run() { # run NAME MODULES [REGRTEST_ARG...] [-- VAR=VALUE...]: one run, its XML
   # in its own directory: the tests write scratch files where they run
   mkdir -p "$out/$name.cwd"
   (cd "$out/$name.cwd" && env -u PYTHONPATH -u PYTHONHOME PYTHONMALLOC=malloc "$@" \
-    "$python" -m test -j"$jobs" --timeout "$timeout" --slowest --junit-xml "$out/$name.xml" -f "$mods" "${args[@]}" \
+    "$python" -c "$default_sigint" "$python" -m test -j"$jobs" --timeout "$timeout" --slowest --junit-xml "$out/$name.xml" -f "$mods" "${args[@]}" \
     >"$out/$name.log" 2>&1 </dev/null)
   rc=$?
   echo "real-suite: $name run: regrtest exit $rc, $(($(date +%s) - t0)) s ($out/$name.log)"
