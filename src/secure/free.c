@@ -160,12 +160,12 @@ static mi_noinline void mi_secure_free_remote(mi_segment_t* segment, uintptr_t o
     return;
   }
   /* the mark first, visible before any of the zeroing (whose stores past
-     the small sizes bypass the cache and are not ordered with it) */
+     the medium sizes bypass the cache and are not ordered with it) */
   *mi_trailer_of(page, block) = mi_trailer_encode(mi_block_tag(block), MI_TRAILER_FREEING);
   atomic_thread_fence(memory_order_release);
   if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
 #if defined(__SSE2__)
-    if (page->block_size > MI_SECURE_UAF_CHECK_MAX) _mm_sfence();
+    if (page->block_size > MI_MEDIUM_BLOCK_MAX) _mm_sfence();
 #endif
     mi_block_zero(block, page->block_size);
   }

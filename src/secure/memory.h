@@ -68,7 +68,10 @@ extern mi_decl_thread bool _mi_secure_zero_in_cache;
 
 /* Zero a freed block: inline for small ones, where a call costs more than
    the stores; past the blocks whose contents are checked when handed out
-   again (read back then), without filling the cache. */
+   again (read back whole then: up to the medium sizes), without filling the
+   cache. A medium block zeroed with stores that bypass the cache was read
+   back from memory at its reuse: `randsizes` one thread took 1.81 s of CPU
+   against 1.28 s zeroed through the cache (1.17 s before the whole check). */
 static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
 #if defined(__GNUC__)
   if (block_size <= 512) {
@@ -92,7 +95,7 @@ static inline void mi_block_zero(mi_block_t* block, size_t block_size) {
   }
 #endif
 #if defined(__SSE2__)
-  if (block_size > MI_SECURE_UAF_CHECK_MAX && !_mi_secure_zero_in_cache) {
+  if (block_size > MI_MEDIUM_BLOCK_MAX && !_mi_secure_zero_in_cache) {
     _mi_secure_block_zero_streaming(block, block_size);
     return;
   }
