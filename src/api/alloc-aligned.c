@@ -185,7 +185,7 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
   size_t size;
   mi_page_t* page = NULL;
   mi_block_t* block = NULL;
-  if (MI_SECURE) block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
+  if (MI_SECURE) block = _mi_secure_validate_kind(p, MI_OP_REALLOC, MI_KIND_MALLOC, &page, &size);
   else size = _mi_usable_size(p);
   if (newsize <= size && newsize >= size / 2 && (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
     /* secure builds: the canary moves to the new end */

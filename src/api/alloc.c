@@ -63,6 +63,15 @@ void* mi_malloc(size_t size) {
   return mi_heap_malloc_observed(mi_get_default_heap(), size);
 }
 
+/* Secure builds: new's kind goes in with the trailer on the fast path; an
+   aligned or observed allocation takes its kind after. */
+void* _mi_heap_malloc_kind(mi_heap_t* heap, size_t size, size_t alignment, mi_alloc_kind_t kind) {
+  if (MI_SECURE && alignment == 0 && mi_likely(!mi_observing())) return _mi_secure_new(heap, size, kind);
+  void* p = (alignment == 0 ? mi_heap_malloc_observed(heap, size) : mi_heap_malloc_aligned(heap, size, alignment));
+  if (MI_SECURE) _mi_secure_kind_set(p, kind);
+  return p;
+}
+
 void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) {
   mi_heap_handle_check(heap);
   return mi_heap_malloc_observed(heap, size);

@@ -8,8 +8,13 @@
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
 void _mi_free_unobserved(void* p) mi_decl_hidden;
+/* secure builds: operator delete's free, the block's kind expected to be `kind` (free-fast.h) */
+void _mi_free_kind(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
 
 /* alloc.c */
+/* secure builds: an allocation of operator new's or mi_new's, the block of
+   that kind (alignment 0: none asked); observed as mi_malloc's */
+void* _mi_heap_malloc_kind(mi_heap_t* heap, size_t size, size_t alignment, mi_alloc_kind_t kind) mi_decl_hidden;
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
 /* alloc-aligned.c: the zeroing aligned reallocation of the recalloc family */

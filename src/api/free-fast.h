@@ -7,13 +7,16 @@
 
 #include "api.h"
 
-/* free.c: the observers' hook, then the free */
+/* free.c: the observers' hook, then the free (of a block of that kind) */
 void _mi_free_observed(void* p) mi_decl_hidden;
+void _mi_free_observed_kind(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
 
-/* No lock, no atomic read-modify-write: the block goes on its page's list. */
-static inline void mi_free_inline(void* p) {
+/* No lock, no atomic read-modify-write: the block goes on its page's list.
+   Secure builds check the block's kind (malloc's, from free). */
+static inline void mi_free_inline_kind(void* p, mi_alloc_kind_t kind) {
   if (MI_SECURE) {
-    _mi_secure_free(p);
+    if (kind == MI_KIND_MALLOC) _mi_secure_free(p);
+    else _mi_secure_delete(p, kind);
     return;
   }
   mi_segment_t* segment = _mi_block_segment(p);
@@ -32,6 +35,10 @@ static inline void mi_free_inline(void* p) {
   _mi_free_generic(segment, page, p);
 }
 
+static inline void mi_free_inline(void* p) {
+  mi_free_inline_kind(p, MI_KIND_MALLOC);
+}
+
 /* A free the program called: the observers' test first, so that both exits
    are tail calls and the fast path needs no frame. */
 static inline void mi_free_fast(void* p) {
@@ -46,6 +53,26 @@ static inline void mi_free_fast(void* p) {
     return;
   }
   mi_free_inline(p);
+}
+
+/* operator delete's (new-delete.c): the same, the block's kind expected to
+   be `kind` in secure builds (a constant at each call site) */
+static inline void mi_delete_fast(void* p, mi_alloc_kind_t kind) {
+  if (!MI_SECURE) {
+    mi_free_fast(p);
+    return;
+  }
+  if (mi_unlikely(mi_observing_frees())) {
+#if MI_PPROF
+    if (mi_observers_armed() == MI_OBSERVER_PROF) {
+      _mi_secure_delete_sampling(p, kind);
+      return;
+    }
+#endif
+    _mi_free_observed_kind(p, kind);
+    return;
+  }
+  _mi_secure_delete(p, kind);
 }
 
 #endif

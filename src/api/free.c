@@ -44,12 +44,24 @@ void _mi_free_unobserved(void* p) {
 /* The observers first: once the block is free another thread may get it.
    (The memory events take the block's size and record before the free and
    tell it after: hooks.h.) */
-mi_noinline void _mi_free_observed(void* p) {
+static mi_forceinline void mi_free_observed(void* p, mi_alloc_kind_t kind) {
   mi_observe_free_held_t held;
   mi_observe_free_take(p, &held);
   mi_observe_free(p);
-  mi_free_inline(p);
+  mi_free_inline_kind(p, kind);
   mi_observe_free_done(&held);
+}
+
+mi_noinline void _mi_free_observed(void* p) {
+  mi_free_observed(p, MI_KIND_MALLOC);
+}
+
+mi_noinline void _mi_free_observed_kind(void* p, mi_alloc_kind_t kind) {
+  mi_free_observed(p, kind);
+}
+
+void _mi_free_kind(void* p, mi_alloc_kind_t kind) {
+  mi_delete_fast(p, kind);
 }
 
 void mi_free(void* p) {

@@ -17,11 +17,15 @@
    resolved at start): a throwing new that fails then aborts with a report,
    as new does without exceptions.
 
-   Delete: the sized and aligned forms go to mi_free_size*, checked in secure
-   builds (src/secure/secure-sized.c). */
+   Delete: the sized and aligned forms go to mi_free_size* (secure builds:
+   their checks, src/secure/secure-sized.c). Secure builds keep each block's
+   kind (new, new[], aligned new, aligned new[]) and each delete expects its
+   own: a block freed by the wrong one is reported (secure.h: mi_alloc_kind_t). */
 #include "api.h"
 #include "alloc-fast.h"
 #include "free-fast.h"
+
+#include <dlfcn.h>
 
 #if SIZE_MAX == UINT64_MAX
 #define MI_SZ "m" /* size_t is unsigned long */
@@ -33,7 +37,12 @@
 
 #define MI_CXX __attribute__((visibility("default"), used))
 
-static void* mi_new_try(size_t size, size_t alignment) {
+static void* mi_new_try(size_t size, size_t alignment, mi_alloc_kind_t kind) {
+  if (MI_SECURE) {
+    mi_heap_t* heap = mi_get_default_heap();
+    if (alignment == 0 && mi_likely(!mi_observing())) return _mi_secure_new(heap, size, kind);
+    return _mi_heap_malloc_kind(heap, size, alignment, kind);
+  }
   return (alignment == 0 ? mi_malloc(size) : mi_malloc_aligned(size, alignment));
 }
 
@@ -44,10 +53,10 @@ static void* mi_new_try(size_t size, size_t alignment) {
    the nothrow new). An alignment that is not a power of two fails at once,
    as in libstdc++ (the request is undefined behaviour). Out of line: the
    success path is a call and a test. */
-static mi_noinline void* mi_new_failed(size_t size, size_t alignment, bool nothrow) {
+static mi_noinline void* mi_new_failed(size_t size, size_t alignment, bool nothrow, mi_alloc_kind_t kind) {
   if (alignment == 0 || _mi_is_power_of_two(alignment)) {
     while (_mi_new_handler_run()) {
-      void* p = mi_new_try(size, alignment);
+      void* p = mi_new_try(size, alignment, kind);
       if (p != NULL) return p;
     }
   }
@@ -55,10 +64,10 @@ static mi_noinline void* mi_new_failed(size_t size, size_t alignment, bool nothr
   _mi_throw_bad_alloc();
 }
 
-static inline void* mi_new_with(size_t size, size_t alignment, bool nothrow) {
-  void* p = mi_new_try(size, alignment);
+static inline void* mi_new_with(size_t size, size_t alignment, bool nothrow, mi_alloc_kind_t kind) {
+  void* p = mi_new_try(size, alignment, kind);
   if (mi_likely(p != NULL)) return p;
-  return mi_new_failed(size, alignment, nothrow);
+  return mi_new_failed(size, alignment, nothrow, kind);
 }
 
 /* The plain forms: malloc's fast path inlined, so that new is a pop with no
@@ -68,7 +77,7 @@ static inline void* mi_new_with(size_t size, size_t alignment, bool nothrow) {
 static inline void* mi_new_generic(mi_heap_t* heap, size_t size, bool nothrow) {
   void* p = _mi_malloc_generic_observed(heap, size);
   if (mi_likely(p != NULL)) return p;
-  return mi_new_failed(size, 0, nothrow);
+  return mi_new_failed(size, 0, nothrow, MI_KIND_NEW); /* (the default build keeps no kind) */
 }
 static mi_noinline void* mi_new_slow(mi_heap_t* heap, size_t size) {
   return mi_new_generic(heap, size, false);
@@ -77,8 +86,8 @@ static mi_noinline void* mi_new_slow_nothrow(mi_heap_t* heap, size_t size) {
   return mi_new_generic(heap, size, true);
 }
 
-static inline void* mi_new_plain(size_t size, bool nothrow) {
-  if (MI_SECURE) return mi_new_with(size, 0, nothrow);
+static inline void* mi_new_plain(size_t size, bool nothrow, mi_alloc_kind_t kind) {
+  if (MI_SECURE) return mi_new_with(size, 0, nothrow, kind);
   return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, nothrow ? &mi_new_slow_nothrow : &mi_new_slow);
 }
 
@@ -96,32 +105,32 @@ MI_CXX void* mi_cxx_new_array_aligned_nothrow(size_t size, size_t alignment,
                                               const void* tag) __asm__("_Zna" MI_SZ MI_ALIGN MI_NOTHROW);
 
 void* mi_cxx_new(size_t size) {
-  return mi_new_plain(size, false);
+  return mi_new_plain(size, false, MI_KIND_NEW);
 }
 void* mi_cxx_new_array(size_t size) {
-  return mi_new_plain(size, false);
+  return mi_new_plain(size, false, MI_KIND_NEW_ARRAY);
 }
 void* mi_cxx_new_nothrow(size_t size, const void* tag) {
   (void)tag;
-  return mi_new_plain(size, true);
+  return mi_new_plain(size, true, MI_KIND_NEW);
 }
 void* mi_cxx_new_array_nothrow(size_t size, const void* tag) {
   (void)tag;
-  return mi_new_plain(size, true);
+  return mi_new_plain(size, true, MI_KIND_NEW_ARRAY);
 }
 void* mi_cxx_new_aligned(size_t size, size_t alignment) {
-  return mi_new_with(size, alignment, false);
+  return mi_new_with(size, alignment, false, MI_KIND_NEW_ALIGNED);
 }
 void* mi_cxx_new_array_aligned(size_t size, size_t alignment) {
-  return mi_new_with(size, alignment, false);
+  return mi_new_with(size, alignment, false, MI_KIND_NEW_ARRAY_ALIGNED);
 }
 void* mi_cxx_new_aligned_nothrow(size_t size, size_t alignment, const void* tag) {
   (void)tag;
-  return mi_new_with(size, alignment, true);
+  return mi_new_with(size, alignment, true, MI_KIND_NEW_ALIGNED);
 }
 void* mi_cxx_new_array_aligned_nothrow(size_t size, size_t alignment, const void* tag) {
   (void)tag;
-  return mi_new_with(size, alignment, true);
+  return mi_new_with(size, alignment, true, MI_KIND_NEW_ARRAY_ALIGNED);
 }
 
 /* ---- delete ------------------------------------------------------------------- */
@@ -141,43 +150,89 @@ MI_CXX void mi_cxx_delete_array_aligned_nothrow(void* p, size_t alignment,
 MI_CXX void mi_cxx_delete_sized_aligned(void* p, size_t size, size_t alignment) __asm__("_ZdlPv" MI_SZ MI_ALIGN);
 MI_CXX void mi_cxx_delete_array_sized_aligned(void* p, size_t size, size_t alignment) __asm__("_ZdaPv" MI_SZ MI_ALIGN);
 
+/* secure builds: the size and alignment checked, and the kind */
+static inline void mi_delete_sized(void* p, size_t size, mi_alloc_kind_t kind) {
+  if (MI_SECURE) _mi_secure_free_sized(p, size, kind);
+  else mi_free_size(p, size);
+}
+static inline void mi_delete_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) {
+  if (MI_SECURE) _mi_secure_free_aligned(p, size, alignment, sized, kind);
+  else mi_free(p);
+}
+
 void mi_cxx_delete(void* p) {
-  mi_free_fast(p);
+  mi_delete_fast(p, MI_KIND_NEW);
 }
 void mi_cxx_delete_array(void* p) {
-  mi_free_fast(p);
+  mi_delete_fast(p, MI_KIND_NEW_ARRAY);
 }
 void mi_cxx_delete_nothrow(void* p, const void* tag) {
   (void)tag;
-  mi_free_fast(p);
+  mi_delete_fast(p, MI_KIND_NEW);
 }
 void mi_cxx_delete_array_nothrow(void* p, const void* tag) {
   (void)tag;
-  mi_free_fast(p);
+  mi_delete_fast(p, MI_KIND_NEW_ARRAY);
 }
 void mi_cxx_delete_sized(void* p, size_t size) {
-  mi_free_size(p, size);
+  mi_delete_sized(p, size, MI_KIND_NEW);
 }
 void mi_cxx_delete_array_sized(void* p, size_t size) {
-  mi_free_size(p, size);
+  mi_delete_sized(p, size, MI_KIND_NEW_ARRAY);
 }
 void mi_cxx_delete_aligned(void* p, size_t alignment) {
-  mi_free_aligned(p, alignment);
+  mi_delete_aligned(p, 0, alignment, false, MI_KIND_NEW_ALIGNED);
 }
 void mi_cxx_delete_array_aligned(void* p, size_t alignment) {
-  mi_free_aligned(p, alignment);
+  mi_delete_aligned(p, 0, alignment, false, MI_KIND_NEW_ARRAY_ALIGNED);
 }
 void mi_cxx_delete_aligned_nothrow(void* p, size_t alignment, const void* tag) {
   (void)tag;
-  mi_free_aligned(p, alignment);
+  mi_delete_aligned(p, 0, alignment, false, MI_KIND_NEW_ALIGNED);
 }
 void mi_cxx_delete_array_aligned_nothrow(void* p, size_t alignment, const void* tag) {
   (void)tag;
-  mi_free_aligned(p, alignment);
+  mi_delete_aligned(p, 0, alignment, false, MI_KIND_NEW_ARRAY_ALIGNED);
 }
 void mi_cxx_delete_sized_aligned(void* p, size_t size, size_t alignment) {
-  mi_free_size_aligned(p, size, alignment);
+  mi_delete_aligned(p, size, alignment, true, MI_KIND_NEW_ALIGNED);
 }
 void mi_cxx_delete_array_sized_aligned(void* p, size_t size, size_t alignment) {
-  mi_free_size_aligned(p, size, alignment);
+  mi_delete_aligned(p, size, alignment, true, MI_KIND_NEW_ARRAY_ALIGNED);
+}
+
+/* ---- Whose operators the process calls ------------------------------------------ */
+
+/* A program may replace some of the operators (C++ allows each to be
+   replaced on its own): a new of its own that calls malloc, paired with our
+   delete, or our new with a delete of its own that calls free. Kinds then
+   cannot be told apart, and a mismatch is not reported. Asked only when
+   one is found (the check's rare path); the answer is kept. The operator
+   the process resolves must lie in this library's object (the address of
+   our own exported function would itself resolve to the program's: it is
+   the one interposed); a name the dynamic symbol table does not have (a
+   static executable) is taken for ours: nothing else could have been
+   linked in under it. */
+static _Atomic(int) mi_cxx_ours; /* 0: not asked yet, 1: ours, 2: not */
+
+static bool mi_cxx_symbol_ours(const char* name, const void* our_base) {
+  void* found = dlsym(RTLD_DEFAULT, name);
+  Dl_info info;
+  if (found == NULL) return true;
+  return (dladdr(found, &info) != 0 && info.dli_fbase == our_base);
+}
+
+bool _mi_cxx_operators_ours(void) {
+  int known = atomic_load_explicit(&mi_cxx_ours, memory_order_relaxed);
+  if (known != 0) return known == 1;
+  Dl_info self; /* this function is hidden: its address is our object's own */
+  const void* base = (dladdr((const void*)&_mi_cxx_operators_ours, &self) != 0 ? self.dli_fbase : NULL);
+  bool ours = base == NULL ||
+              (mi_cxx_symbol_ours("_Znw" MI_SZ, base) && mi_cxx_symbol_ours("_Zna" MI_SZ, base) &&
+               mi_cxx_symbol_ours("_Znw" MI_SZ MI_ALIGN, base) && mi_cxx_symbol_ours("_Zna" MI_SZ MI_ALIGN, base) &&
+               mi_cxx_symbol_ours("_ZdlPv", base) && mi_cxx_symbol_ours("_ZdaPv", base) &&
+               mi_cxx_symbol_ours("_ZdlPv" MI_SZ, base) && mi_cxx_symbol_ours("_ZdaPv" MI_SZ, base) &&
+               mi_cxx_symbol_ours("_ZdlPv" MI_ALIGN, base) && mi_cxx_symbol_ours("_ZdaPv" MI_ALIGN, base));
+  atomic_store_explicit(&mi_cxx_ours, ours ? 1 : 2, memory_order_relaxed);
+  return ours;
 }

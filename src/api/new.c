@@ -23,6 +23,10 @@ void _mi_throw_bad_alloc(void) {
 bool _mi_new_handler_run(void) {
   return false;
 }
+
+bool _mi_cxx_operators_ours(void) {
+  return true; /* no operator new of the library's: no block of new's kind */
+}
 #else
 typedef void (*mi_new_handler_t)(void);
 extern mi_new_handler_t mi_std_get_new_handler(void) __asm__("_ZSt15get_new_handlerv") __attribute__((weak));
@@ -46,6 +50,14 @@ bool _mi_new_handler_run(void) {
 }
 #endif
 
+#if !defined(_WIN32)
+/* Without MI_OVERRIDE (no new-delete.c) no block has new's kind: nothing
+   to tell apart. */
+__attribute__((weak)) bool _mi_cxx_operators_ours(void) {
+  return true;
+}
+#endif
+
 /* ---- mi_new and family ------------------------------------------------------------ */
 
 /* What a failed call asked for, so that it can be asked again after each
@@ -59,9 +71,20 @@ typedef struct mi_new_req_s {
   bool realloc;
 } mi_new_req_t;
 
+/* Secure builds: mi_new's blocks are of the neutral kind, which free and
+   every delete accept (mimalloc documents mi_new as malloc that throws; its
+   STL allocator pairs it with mi_free, mimalloc-new-delete.h with both). */
 static void* mi_new_attempt(const mi_new_req_t* req) {
   mi_heap_t* heap = (req->heap != NULL ? req->heap : mi_get_default_heap());
-  if (req->realloc) return mi_heap_realloc(heap, req->p, req->size);
+  if (req->realloc) {
+    void* q = mi_heap_realloc(heap, req->p, req->size);
+    if (MI_SECURE) _mi_secure_kind_set(q, MI_KIND_NEUTRAL);
+    return q;
+  }
+  if (MI_SECURE) {
+    if (req->alignment == 0 && mi_likely(!mi_observing())) return _mi_secure_new(heap, req->size, MI_KIND_NEUTRAL);
+    return _mi_heap_malloc_kind(heap, req->size, req->alignment, MI_KIND_NEUTRAL);
+  }
   if (req->alignment != 0) return mi_heap_malloc_aligned(heap, req->size, req->alignment);
   return mi_heap_malloc(heap, req->size);
 }

@@ -106,6 +106,7 @@ typedef struct mi_page_s {
   bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
   bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
   bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
+  uint8_t guarded_kind;    /* a guarded block: what allocated it (mi_alloc_kind_t; others keep it in the trailer) */
   bool held_fenced;        /* a destroyed heap's page, held: its area inaccessible (secure/held-pages.c) */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */

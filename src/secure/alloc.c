@@ -3,6 +3,7 @@
    canary and trailer laid out), the allocation fast and slow paths, and a
    block resized in place. */
 #include "memory.h"
+#include "validate.h"
 
 /* The medium blocks of a page set up on a slot whose memory is still
    committed that cover memory its earlier page handed out: zeroed when they
@@ -102,10 +103,11 @@ static void mi_single_slack_clear(mi_block_t* block, size_t user_end, size_t tra
 /* Lay out the caller's view of a block: data up to p+size, canary bytes,
    trailer. `old_end`: where the data ended before, for a block resized in
    place (SIZE_MAX: a block laid out the first time). */
-static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size, size_t old_end) {
+static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size, size_t old_end,
+                                       mi_alloc_kind_t kind) {
 #if MI_GUARDED
   if (page->is_guarded) {
-    mi_guarded_set_user(page, block, p, size);
+    mi_guarded_set_user(page, block, p, size, kind);
     return;
   }
 #endif
@@ -120,21 +122,25 @@ static mi_forceinline void mi_set_user(mi_page_t* page, mi_block_t* block, void*
     packed_start = 0;
     mi_single_slack_clear(block, user_end, trailer_at, old_end);
   }
-  *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(packed_start, user_end));
+  *mi_trailer_of(page, block) =
+      mi_trailer_encode(tag, mi_trailer_pack(packed_start, user_end) + mi_trailer_kind_bits(kind));
   /* an aligned pointer closer than its tag to the block's start is one of a
      single-block page right after its header (segment/single.c), which
      its page's user_start names alone */
   if (start >= MI_MAX_ALIGN_SIZE) mi_tag_store(p);
 }
 
+/* an aligned allocation's pointer (the malloc family's; aligned new sets its kind after) */
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) {
-  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size, SIZE_MAX);
+  mi_set_user(page, (mi_block_t*)(page->start + mi_block_index(page, p) * page->block_size), p, size, SIZE_MAX,
+              MI_KIND_MALLOC);
 }
 
 /* A block of a small or medium page just taken from its free list: check it
    was not written since it was freed, mark it handed out, lay out its canary
    and trailer. */
-static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* block, size_t size) {
+static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* block, size_t size,
+                                                  mi_alloc_kind_t kind) {
   size_t idx = mi_block_index(page, block);
   if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
     bool untouched =
@@ -149,34 +155,38 @@ static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* b
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
   mi_canary_fill((uint8_t*)block, size, trailer_at, mi_canary_word(tag));
-  *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(0, size));
+  *mi_trailer_of(page, block) = mi_trailer_encode(tag, mi_trailer_pack(0, size) + mi_trailer_kind_bits(kind));
 }
 
 /* Any block: also of a single-block segment, which has nothing to check
    (its memory came from the OS or the purge), and guarded ones, which have
    neither canary nor trailer. */
-void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
+static void* mi_block_prepare(mi_page_t* page, mi_block_t* block, size_t size, mi_alloc_kind_t kind) {
 #if MI_GUARDED
   if (page->is_guarded) {
     _mi_secure_page_seal(page); /* its block was just placed (guard.c) */
     mi_bit_set(page, 0, true);
-    mi_guarded_set_user(page, block, block, size);
+    mi_guarded_set_user(page, block, block, size, kind);
     return block;
   }
 #endif
   if (!mi_page_is_single_block(page)) {
-    mi_block_prepare_small(page, block, size);
+    mi_block_prepare_small(page, block, size, kind);
     return block;
   }
   _mi_secure_page_seal(page); /* its block was just placed (segment.c) */
   mi_bit_set(page, 0, true);
-  mi_set_user(page, block, block, size, SIZE_MAX);
+  mi_set_user(page, block, block, size, SIZE_MAX, kind);
   return block;
+}
+
+void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) {
+  return mi_block_prepare(page, block, size, MI_KIND_MALLOC);
 }
 
 /* Everything but a pop from a page of the heap's queues: the size check, the
    guarded sample, a fresh page or a single-block segment. */
-static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
+static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind) {
   if (size == 0) return _mi_zero_malloc(heap, MI_MAX_ALIGN_SIZE, 0); /* a slot no access reaches */
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE - MI_SECURE_TRAILER)) {
     _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
@@ -187,7 +197,10 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
   /* the fast path counted down already if it came here for this */
   if (mi_heap_is_initialized(heap) && heap->guard_countdown-- <= 1) {
     void* g = _mi_guard_malloc_sampled(heap, size, zero);
-    if (g != NULL) return g;
+    if (g != NULL) {
+      if (kind != MI_KIND_MALLOC) _mi_secure_kind_set(g, kind); /* sampled as malloc's */
+      return g;
+    }
   }
 #endif
   size_t need = size + MI_SECURE_TRAILER;
@@ -195,7 +208,7 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
   mi_block_t* block = (mi_block_t*)_mi_malloc_generic(heap, need, zero && need > MI_MEDIUM_BLOCK_MAX);
   if (block == NULL) return NULL;
   mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
-  _mi_secure_block_prepare(page, block, size);
+  mi_block_prepare(page, block, size, kind);
   if (zero && !mi_page_is_single_block(page)) memset(block, 0, size);
   return block;
 }
@@ -203,13 +216,14 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
 /* A block above MI_SECURE_UAF_CHECK_MAX popped by the fast path: its check
    is a call, which would have the fast path keep its values across it (in
    callee-saved registers, pushed and popped on every allocation). */
-static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* block, size_t size, bool zero) {
-  mi_block_prepare_small(page, block, size);
+static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* block, size_t size, bool zero,
+                                                 mi_alloc_kind_t kind) {
+  mi_block_prepare_small(page, block, size, kind);
   if (zero) return memset(block, 0, size);
   return block;
 }
 
-void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
+static mi_forceinline void* mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind) {
   /* size 0 wraps around: the slow path, with no compare of its own here */
   if (mi_likely(size - 1 < MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER)) {
     /* the page of the request with its trailer (size 0 never comes here: it
@@ -220,7 +234,7 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
     if (mi_likely(block != NULL)) {
 #if MI_GUARDED
       /* the sampling decision costs one decrement until the countdown runs out */
-      if (mi_unlikely(heap->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero);
+      if (mi_unlikely(heap->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero, kind);
       heap->guard_countdown--;
 #endif
       page->free = mi_block_next_checked(page, block);
@@ -229,15 +243,44 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
       heap->stat_malloc[page->bin]++; /* (as the core's fast path counts) */
 #endif
       if (mi_unlikely(page->block_size > MI_SECURE_UAF_CHECK_MAX))
-        return mi_secure_malloc_medium(page, block, size, zero);
-      mi_block_prepare_small(page, block, size);
+        return mi_secure_malloc_medium(page, block, size, zero, kind);
+      mi_block_prepare_small(page, block, size, kind);
       /* with zero on free, the reuse check just found the block all zero
          (its link cleared): a zeroing allocation has nothing left to do */
       if (zero && _mi_option_get_after_init(mi_option_zero_on_free) == 0) return memset(block, 0, size);
       return block;
     }
   }
-  return mi_secure_malloc_slow(heap, size, zero);
+  return mi_secure_malloc_slow(heap, size, zero, kind);
+}
+
+void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
+  return mi_secure_malloc(heap, size, zero, MI_KIND_MALLOC);
+}
+
+/* One copy for every new: the kind is a register here. */
+void* _mi_secure_new(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) {
+  return mi_secure_malloc(heap, size, false, kind);
+}
+
+/* A block just allocated by one of the other paths (aligned, observed):
+   its trailer (a guarded block's page) takes the kind. A zero-size slot
+   keeps none. */
+void _mi_secure_kind_set(void* p, mi_alloc_kind_t kind) {
+  if (p == NULL) return;
+  mi_page_t* page;
+  mi_block_t* block = _mi_secure_validate(p, MI_OP_USABLE_SIZE, &page, NULL);
+  if (page == NULL) return;
+#if MI_GUARDED
+  if (page->is_guarded) {
+    page->guarded_kind = (uint8_t)kind;
+    return;
+  }
+#endif
+  uint64_t* trailer = mi_trailer_of(page, block);
+  uintptr_t tag = mi_block_tag(block);
+  uint64_t value = mi_trailer_decode(tag, *trailer);
+  *trailer = mi_trailer_encode(tag, (value & ~MI_TRAILER_KIND_MASK) + mi_trailer_kind_bits(kind));
 }
 
 /* `block` and `page`: p's, as _mi_secure_validate found them */
@@ -248,10 +291,10 @@ bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, siz
 #endif
   size_t offset = (size_t)((uint8_t*)p - (uint8_t*)block);
   if (newsize > page->block_size - MI_SECURE_TRAILER - offset) return false;
-  /* validated: a single block's trailer holds where its data ends */
-  size_t old_end = (mi_page_is_single_block(page)
-                        ? (size_t)mi_trailer_end(mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block)))
-                        : SIZE_MAX);
-  mi_set_user(page, block, p, newsize, old_end);
+  /* validated: a single block's trailer holds where its data ends; the
+     block keeps its kind */
+  uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
+  size_t old_end = (mi_page_is_single_block(page) ? (size_t)mi_trailer_end(value) : SIZE_MAX);
+  mi_set_user(page, block, p, newsize, old_end, mi_trailer_kind(value));
   return true;
 }

@@ -17,7 +17,10 @@
 
    The trailer's packed value (mi_trailer_pack), before encoding:
 
-     bit 63 .. 32: start, how far inside the block the program's pointer lies
+     bit 54 .. 52: kind, what allocated the block (mi_alloc_kind_t: malloc,
+                   new, new[], their aligned forms, mi_new), which the free
+                   must match
+     bit 51 .. 32: start, how far inside the block the program's pointer lies
      bit 31 ..  0: end, where the program's data ends (MI_TRAILER_FREEING: an
                    end no block has, stored by a free from another thread)
 
@@ -59,6 +62,16 @@ _Static_assert((uint64_t)(MI_TRAILER_MUL* MI_TRAILER_MUL_INV) == 1, "the inverse
    pass 4 GiB; its page keeps the offset instead (user_start). */
 #define MI_TRAILER_START_SHIFT 32
 #define MI_TRAILER_END_MASK (((uint64_t)1 << MI_TRAILER_START_SHIFT) - 1)
+/* The allocation's kind, above the start (a small or medium block's offset
+   is below 2^20; a single-block segment's end, which fills the start's bits
+   too, below 2^52). Checked as the start is, for free: the free subtracts
+   the kind it expects with the offset, so a block of another kind decodes
+   to an end out of range, and the matching pair pays nothing (malloc's kind
+   is 0). Only then, on the rare path, is the kind looked at. */
+#define MI_TRAILER_KIND_SHIFT 52
+#define MI_TRAILER_START_MASK (((uint64_t)1 << (MI_TRAILER_KIND_SHIFT - MI_TRAILER_START_SHIFT)) - 1)
+#define MI_TRAILER_KIND_MASK ((uint64_t)7 << MI_TRAILER_KIND_SHIFT)
+_Static_assert(MI_KIND_ANY <= 7, "the kinds fit the trailer's three bits");
 /* What a free from another thread stores in the trailer before it touches
    anything else of the block: an end no block has. A visit of the owner's
    heap that finds it (or finds the block's canary changed and then it) skips
@@ -117,7 +130,13 @@ static inline uint64_t mi_trailer_pack(uint64_t start, uint64_t end) {
   return (start << MI_TRAILER_START_SHIFT) + end;
 }
 static inline uint64_t mi_trailer_start(uint64_t value) {
-  return value >> MI_TRAILER_START_SHIFT;
+  return (value >> MI_TRAILER_START_SHIFT) & MI_TRAILER_START_MASK;
+}
+static inline uint64_t mi_trailer_kind_bits(mi_alloc_kind_t kind) {
+  return (uint64_t)kind << MI_TRAILER_KIND_SHIFT;
+}
+static inline mi_alloc_kind_t mi_trailer_kind(uint64_t value) {
+  return (mi_alloc_kind_t)((value & MI_TRAILER_KIND_MASK) >> MI_TRAILER_KIND_SHIFT);
 }
 static inline uint64_t mi_trailer_end(uint64_t value) {
   return value & MI_TRAILER_END_MASK;
@@ -240,8 +259,9 @@ static inline bool mi_page_is_single_block(const mi_page_t* page) {
 static inline uint8_t mi_guarded_canary(const mi_block_t* block) {
   return (uint8_t)mi_canary_word(mi_block_tag(block));
 }
-static inline void mi_guarded_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size) {
+static inline void mi_guarded_set_user(mi_page_t* page, mi_block_t* block, void* p, size_t size, mi_alloc_kind_t kind) {
   page->user_start = (size_t)((uint8_t*)p - (uint8_t*)block);
+  page->guarded_kind = (uint8_t)kind;
   size_t user_end = page->user_start + size;
   page->guarded_size = user_end;
   memset((uint8_t*)block + user_end, mi_guarded_canary(block), page->block_size - user_end);

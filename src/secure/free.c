@@ -92,13 +92,13 @@ void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) {
 #endif
 
 /* A free into a single-block segment (large, huge, guarded). */
-static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p) {
+static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi_alloc_kind_t kind) {
   if (segment->kind == MI_SEGMENT_ZERO) {
     _mi_secure_validate_zero(segment, p, MI_OP_FREE, true, NULL);
     return;
   }
   mi_page_t* page;
-  _mi_secure_validate_single(segment, p, MI_OP_FREE, &page, NULL);
+  _mi_secure_validate_single(segment, p, MI_OP_FREE, kind, &page, NULL);
   mi_bit_set(page, 0, false);
 #if MI_GUARDED
   if (page->is_guarded) {
@@ -184,8 +184,8 @@ static _Atomic(size_t) mi_plant_frees;
 /* The rest of a free once the pointer is located and, when it lies inside
    its block, found to be an aligned allocation's. */
 static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
-                                                  size_t idx) {
-  mi_validate_tail(page, block, p, MI_OP_FREE, false);
+                                                  size_t idx, mi_alloc_kind_t kind) {
+  mi_validate_tail(page, block, p, MI_OP_FREE, false, kind);
 #if MI_SECURE_PLANT_FALSE_ALARM
   if ((atomic_fetch_add_explicit(&mi_plant_frees, 1, memory_order_relaxed) + 1) % MI_PLANT_FALSE_ALARM_EVERY == 0) {
     _mi_secure_report_freed(MI_OP_FREE, p, page->block_size);
@@ -201,32 +201,32 @@ static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page
 }
 
 static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
-                                                size_t idx) {
+                                                size_t idx, mi_alloc_kind_t kind) {
   _mi_secure_validate_interior(page, block, p, MI_OP_FREE);
-  mi_secure_free_located(segment, page, block, p, idx);
+  mi_secure_free_located(segment, page, block, p, idx, kind);
 }
 
 /* A free of a pointer in a segment that passed the segment checks. */
-static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p) {
+static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, mi_alloc_kind_t kind) {
   if (mi_unlikely(segment->kind >= MI_SEGMENT_SINGLE)) { /* or a zero segment */
-    mi_secure_free_single(segment, p);
+    mi_secure_free_single(segment, p, kind);
     return;
   }
   mi_page_t* page;
   size_t idx;
   mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx);
   if (mi_unlikely((void*)block != p)) {
-    mi_secure_free_interior(segment, page, block, p, idx);
+    mi_secure_free_interior(segment, page, block, p, idx, kind);
     return;
   }
-  mi_secure_free_located(segment, page, block, p, idx);
+  mi_secure_free_located(segment, page, block, p, idx, kind);
 }
 
 /* Past a segment's first chunk (a large block's interior) or not ours. */
-static mi_noinline void mi_secure_free_far(void* p, bool sampling) {
+static mi_noinline void mi_secure_free_far(void* p, bool sampling, mi_alloc_kind_t kind) {
   mi_segment_t* segment = _mi_secure_validate_far_segment(p, MI_OP_FREE);
   if (sampling) mi_hook_secure_sampled_free(segment, p);
-  mi_secure_free_in(segment, p);
+  mi_secure_free_in(segment, p, kind);
 }
 
 /* Every call on the way is a tail call or does not return: the common path
@@ -234,25 +234,34 @@ static mi_noinline void mi_secure_free_far(void* p, bool sampling) {
    on the path past the segment map; a call in the middle cost more).
    `sampling`: the pprof sampler runs, and its sampled blocks' frees are
    told, once the segment is known to be ours. */
-static mi_forceinline void mi_secure_free(void* p, bool sampling) {
+static mi_forceinline void mi_secure_free(void* p, bool sampling, mi_alloc_kind_t kind) {
   if (p == NULL) return;
   if (mi_unlikely(!_mi_segment_map_contains(p))) {
-    mi_secure_free_far(p, sampling);
+    mi_secure_free_far(p, sampling, kind);
     return;
   }
   mi_segment_t* segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
   mi_validate_cookie(segment, p, MI_OP_FREE);
   if (sampling) mi_hook_secure_sampled_free(segment, p);
-  mi_secure_free_in(segment, p);
+  mi_secure_free_in(segment, p, kind);
 }
 
 void _mi_secure_free(void* p) {
-  mi_secure_free(p, false);
+  mi_secure_free(p, false, MI_KIND_MALLOC);
+}
+
+/* One copy for every delete: the kind it expects is a register here. */
+void _mi_secure_delete(void* p, mi_alloc_kind_t kind) {
+  mi_secure_free(p, false, kind);
 }
 
 #if MI_PPROF
 void _mi_secure_free_sampling(void* p) {
-  mi_secure_free(p, true);
+  mi_secure_free(p, true, MI_KIND_MALLOC);
+}
+
+void _mi_secure_delete_sampling(void* p, mi_alloc_kind_t kind) {
+  mi_secure_free(p, true, kind);
 }
 #endif
 
@@ -262,7 +271,7 @@ void _mi_secure_free_sampling(void* p) {
    any block is, zeroed in the cache (_mi_secure_zero_in_cache). */
 void _mi_secure_free_copied(void* p, bool sampling) {
   _mi_secure_zero_in_cache = true;
-  mi_secure_free(p, sampling);
+  mi_secure_free(p, sampling, MI_KIND_ANY); /* its kind was checked by the realloc */
   _mi_secure_zero_in_cache = false;
 }
 
@@ -305,7 +314,7 @@ void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) 
 static mi_forceinline void* mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero, bool sampling) {
   size_t size;
   mi_page_t* page;
-  mi_block_t* block = _mi_secure_validate(p, MI_OP_REALLOC, &page, &size);
+  mi_block_t* block = _mi_secure_validate_kind(p, MI_OP_REALLOC, MI_KIND_MALLOC, &page, &size);
   if (newsize > MI_MAX_ALLOC_SIZE) {
     errno = ENOMEM;
     return NULL; /* the original block stays valid */

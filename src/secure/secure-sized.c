@@ -26,32 +26,37 @@ static mi_noinline mi_decl_noreturn void mi_report_misaligned(const void* p, siz
 }
 
 /* The size p's block was asked with, p validated as free validates it (a
-   bad pointer is reported as an invalid or double free, before its size is
-   looked at). */
-static inline size_t mi_requested_size(const void* p) {
+   bad pointer is reported as an invalid or double free, a block of another
+   kind as a kind mismatch, before its size is looked at). */
+static inline size_t mi_requested_size(const void* p, mi_alloc_kind_t kind) {
   size_t size;
-  _mi_secure_validate(p, MI_OP_FREE, NULL, &size);
+  _mi_secure_validate_kind(p, MI_OP_FREE, kind, NULL, &size);
   return size;
 }
 
-/* The free itself goes through mi_free, which validates the pointer again
-   (the cost is in docs/secure-mode.md), so the heap profiler sees it as any
-   free. */
-void _mi_secure_free_sized(void* p, size_t size) {
+/* The free itself goes through mi_free (or the delete of its kind), which
+   validates the pointer again (the cost is in docs/secure-mode.md), so the
+   heap profiler sees it as any free. */
+static inline void mi_free_of_kind(void* p, mi_alloc_kind_t kind) {
+  if (kind == MI_KIND_MALLOC) mi_free(p);
+  else _mi_free_kind(p, kind);
+}
+
+void _mi_secure_free_sized(void* p, size_t size, mi_alloc_kind_t kind) {
   if (p == NULL) return;
-  size_t requested = mi_requested_size(p);
+  size_t requested = mi_requested_size(p, kind);
   if (mi_unlikely(requested != size)) mi_report_size_mismatch(p, size, requested);
-  mi_free(p);
+  mi_free_of_kind(p, kind);
 }
 
 /* An alignment that is not a power of two cannot be one the block was
    allocated with (aligned new and aligned_alloc refuse it). */
-void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized) {
+void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) {
   if (p == NULL) return;
-  size_t requested = mi_requested_size(p);
+  size_t requested = mi_requested_size(p, kind);
   if (mi_unlikely(!_mi_is_power_of_two(alignment) || ((uintptr_t)p & (alignment - 1)) != 0)) {
     mi_report_misaligned(p, alignment, requested);
   }
   if (mi_unlikely(sized && requested != size)) mi_report_size_mismatch(p, size, requested);
-  mi_free(p);
+  mi_free_of_kind(p, kind);
 }

@@ -72,11 +72,40 @@ void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) mi_decl_hidden;
 void _mi_secure_set_user(mi_page_t* page, void* p, size_t size) mi_decl_hidden;
 typedef enum mi_secure_op_e { MI_OP_FREE, MI_OP_REALLOC, MI_OP_USABLE_SIZE, MI_OP_VISIT } mi_secure_op_t;
+/* What allocated a block, kept with it (block.h: the trailer; a guarded
+   block's page), and what a deallocation expects: free and realloc the
+   malloc family, delete new, delete[] new[], the aligned deletes the aligned
+   news. mimalloc's mi_new family is "like malloc but throws": its blocks
+   are neutral, accepted by free and by every delete. Zero-size allocations'
+   slots keep no kind. */
+typedef enum mi_alloc_kind_e {
+  MI_KIND_MALLOC = 0,
+  MI_KIND_NEW = 1,
+  MI_KIND_NEW_ARRAY = 2,
+  MI_KIND_NEW_ALIGNED = 3,
+  MI_KIND_NEW_ARRAY_ALIGNED = 4,
+  MI_KIND_NEUTRAL = 5, /* mi_new and family */
+  MI_KIND_ANY = 7      /* expected only: mi_usable_size, a visit, an observer's look */
+} mi_alloc_kind_t;
 /* The size a visit's validation gives a block another thread is freeing. */
 #define MI_SECURE_VISIT_SKIP SIZE_MAX
+/* any kind accepted */
 mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out,
                                 size_t* size_out) mi_decl_hidden;
+mi_block_t* _mi_secure_validate_kind(const void* p, mi_secure_op_t op, mi_alloc_kind_t kind, mi_page_t** page_out,
+                                     size_t* size_out) mi_decl_hidden;
 void _mi_secure_free(void* p) mi_decl_hidden;
+/* operator delete's: the same, the block's kind expected to be `kind` */
+void _mi_secure_delete(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
+void _mi_secure_delete_sampling(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
+/* operator new's and mi_new's allocation (no observers): a block of that kind */
+void* _mi_secure_new(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
+/* p, just allocated (as malloc's kind), becomes of that kind */
+void _mi_secure_kind_set(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
+/* api/new-delete.c: whether the process's operator new and delete are the
+   library's (a program that replaces some of them pairs its own with ours,
+   or with malloc and free: kinds are then not told apart) */
+bool _mi_cxx_operators_ours(void) mi_decl_hidden;
 #if MI_STAT >= 2
 size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats/requested.c */
 #endif
@@ -126,8 +155,8 @@ static inline void mi_heap_handle_check(const mi_heap_t* heap) {
 #endif
 }
 /* secure-sized.c (MI_SECURE): sized and aligned deallocation */
-void _mi_secure_free_sized(void* p, size_t size) mi_decl_hidden;
-void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized) mi_decl_hidden;
+void _mi_secure_free_sized(void* p, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
+void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) mi_decl_hidden;
 /* guard/guard.c (MI_SECURE) */
 void _mi_guard_fault_report(void* addr) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;

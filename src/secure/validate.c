@@ -209,6 +209,43 @@ mi_noinline mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t*
   _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
 }
 
+/* A trailer that does not decode with the kind the caller expects (not
+   MI_KIND_ANY): the block was freed (by another thread, not yet collected),
+   written past its end, handed out at another pointer, or allocated by
+   another kind. Of another kind, intact: mi_new's neutral blocks, and all
+   blocks while the process's operator new or delete is not ours (a program
+   that replaced some of them), go on (the size is returned); the rest are a
+   mismatch. */
+static mi_noinline size_t mi_tail_other_kind_slow(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                                  mi_secure_op_t op, bool single, mi_alloc_kind_t kind) {
+  uintptr_t tag = mi_block_tag(block);
+  uint64_t value = mi_trailer_decode(tag, *mi_trailer_of(page, block));
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  uint64_t offset = (uint64_t)((const uint8_t*)p - (const uint8_t*)block);
+  mi_alloc_kind_t found = mi_trailer_kind(value);
+  uint64_t user_end = value - mi_trailer_pack(single ? 0 : offset, 0) - (value & MI_TRAILER_KIND_MASK);
+  if (!single && (value == MI_TRAILER_FREEING || mi_freed_by_other_thread(page, block))) {
+    _mi_secure_report_freed(op, p, page->block_size);
+  }
+  if (found != kind && found < MI_KIND_NEUTRAL && user_end <= trailer_at && user_end >= offset &&
+      mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag))) {
+    if (!_mi_cxx_operators_ours()) return (size_t)user_end;
+    _mi_secure_report_kind_mismatch(found, kind, op, p, (size_t)(user_end - offset));
+  }
+  _mi_secure_report_bad_trailer(page, block, p, op);
+}
+
+/* mi_new's blocks, first and short (a frame of its own for the rest): the
+   caller checks the canary */
+mi_noinline size_t _mi_secure_tail_other_kind(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                              mi_secure_op_t op, bool single, mi_alloc_kind_t kind) {
+  uint64_t value = mi_trailer_decode(mi_block_tag(block), *mi_trailer_of(page, block));
+  uint64_t offset = (uint64_t)((const uint8_t*)p - (const uint8_t*)block);
+  uint64_t user_end = value - mi_trailer_pack(single ? 0 : offset, 0) - mi_trailer_kind_bits(MI_KIND_NEUTRAL);
+  if (mi_likely(user_end <= page->block_size - MI_SECURE_TRAILER)) return (size_t)user_end;
+  return mi_tail_other_kind_slow(page, block, p, op, single, kind);
+}
+
 /* A pointer into a zero segment: a zero-size allocation's slot, handed out
    and not freed (freed now with `release`), or reported. */
 mi_noinline mi_block_t* _mi_secure_validate_zero(mi_segment_t* segment, const void* p, mi_secure_op_t op, bool release,
@@ -248,7 +285,7 @@ static bool mi_single_slack_zero(const mi_page_t* page, const mi_block_t* block,
 
 /* The same for a single-block segment's block (large, huge, guarded). */
 mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op,
-                                                   mi_page_t** page_out, size_t* size_out) {
+                                                   mi_alloc_kind_t kind, mi_page_t** page_out, size_t* size_out) {
   if (segment->kind == MI_SEGMENT_ZERO) {
     if (page_out != NULL) *page_out = NULL; /* no page to resize in */
     return _mi_secure_validate_zero(segment, p, op, false, size_out);
@@ -284,10 +321,14 @@ mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const 
   if (page->is_guarded) {
     size = (page->guarded_size > offset ? page->guarded_size - offset : 0);
     if (!mi_guarded_slack_intact(page, block)) _mi_secure_fatal("heap buffer overflow detected in block", p, size);
+    mi_alloc_kind_t found = (mi_alloc_kind_t)page->guarded_kind;
+    if (kind != MI_KIND_ANY && found != kind && found != MI_KIND_NEUTRAL && _mi_cxx_operators_ours()) {
+      _mi_secure_report_kind_mismatch(found, kind, op, p, size);
+    }
   } else
 #endif
   {
-    size = mi_validate_tail(page, block, p, op, true);
+    size = mi_validate_tail(page, block, p, op, true, kind);
     if (op == MI_OP_FREE && !mi_single_slack_zero(page, block, offset + size)) {
       _mi_secure_fatal("heap buffer overflow detected in block", p, size);
     }
@@ -297,11 +338,16 @@ mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const 
   return block;
 }
 
-mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
+mi_block_t* _mi_secure_validate_kind(const void* p, mi_secure_op_t op, mi_alloc_kind_t kind, mi_page_t** page_out,
+                                     size_t* size_out) {
   mi_segment_t* segment = mi_validate_segment(p, op);
   /* or a zero segment's */
-  if (segment->kind >= MI_SEGMENT_SINGLE) return _mi_secure_validate_single(segment, p, op, page_out, size_out);
-  return mi_validate_small(segment, p, op, page_out, size_out);
+  if (segment->kind >= MI_SEGMENT_SINGLE) return _mi_secure_validate_single(segment, p, op, kind, page_out, size_out);
+  return mi_validate_small(segment, p, op, kind, page_out, size_out);
+}
+
+mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** page_out, size_t* size_out) {
+  return _mi_secure_validate_kind(p, op, MI_KIND_ANY, page_out, size_out);
 }
 
 /* The owner collects a block another thread freed: its bit must still be set. */

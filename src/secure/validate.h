@@ -18,6 +18,10 @@ mi_decl_noreturn void _mi_secure_report_outside_blocks(const mi_segment_t* segme
                                                        const void* p, mi_secure_op_t op) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t* page, const mi_block_t* block, const void* p,
                                                     mi_secure_op_t op) mi_decl_hidden;
+size_t _mi_secure_tail_other_kind(const mi_page_t* page, const mi_block_t* block, const void* p, mi_secure_op_t op,
+                                  bool single, mi_alloc_kind_t kind) mi_decl_hidden;
+mi_decl_noreturn void _mi_secure_report_kind_mismatch(mi_alloc_kind_t found, mi_alloc_kind_t expected,
+                                                      mi_secure_op_t op, const void* p, size_t size) mi_decl_hidden;
 /* the rare cases (validate.c) */
 mi_segment_t* _mi_secure_validate_far_segment(const void* p, mi_secure_op_t op) mi_decl_hidden;
 void _mi_secure_validate_interior(const mi_page_t* page, const mi_block_t* block, const void* p,
@@ -25,8 +29,8 @@ void _mi_secure_validate_interior(const mi_page_t* page, const mi_block_t* block
 bool _mi_secure_visit_finds_remote_free(const mi_page_t* page, const mi_block_t* block) mi_decl_hidden;
 mi_block_t* _mi_secure_validate_zero(mi_segment_t* segment, const void* p, mi_secure_op_t op, bool release,
                                      size_t* size_out) mi_decl_hidden;
-mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op, mi_page_t** page_out,
-                                       size_t* size_out) mi_decl_hidden;
+mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op, mi_alloc_kind_t kind,
+                                       mi_page_t** page_out, size_t* size_out) mi_decl_hidden;
 
 /* ---- The header's geometry ---------------------------------------------------- */
 
@@ -83,9 +87,13 @@ static mi_forceinline mi_segment_t* mi_validate_segment(const void* p, mi_secure
 }
 
 /* The end of a live block: its trailer decodes to where the data ends, and
-   the canary after the data is intact. Returns the requested size seen from p. */
+   the canary after the data is intact. Returns the requested size seen from p.
+   `kind`: what allocated the block, as the caller expects it (a constant
+   where it is inlined; MI_KIND_ANY: whatever it was). The kind expected is
+   subtracted with the start: a block of another kind decodes to an end out
+   of range, looked at again out of line (accepted when it is mi_new's). */
 static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_block_t* block, const void* p,
-                                              mi_secure_op_t op, bool single) {
+                                              mi_secure_op_t op, bool single, mi_alloc_kind_t kind) {
   size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
   uintptr_t tag = mi_block_tag(block);
   uint64_t value = mi_trailer_decode(tag, *mi_trailer_of(page, block));
@@ -99,10 +107,12 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
       _mi_secure_report_bad_trailer(page, block, p, op);
     }
   }
+  start_bits += (kind == MI_KIND_ANY ? (value & MI_TRAILER_KIND_MASK) : mi_trailer_kind_bits(kind));
   uint64_t user_end = value - start_bits;
   if (mi_unlikely(user_end > trailer_at)) {
     if (op == MI_OP_VISIT && _mi_secure_visit_finds_remote_free(page, block)) return MI_SECURE_VISIT_SKIP;
-    _mi_secure_report_bad_trailer(page, block, p, op);
+    if (kind == MI_KIND_ANY) _mi_secure_report_bad_trailer(page, block, p, op);
+    user_end = _mi_secure_tail_other_kind(page, block, p, op, single, kind);
   }
   if (mi_unlikely(!mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag)))) {
     if (op == MI_OP_VISIT && _mi_secure_visit_finds_remote_free(page, block)) return MI_SECURE_VISIT_SKIP;
@@ -148,12 +158,12 @@ static mi_forceinline mi_block_t* mi_locate_small(mi_segment_t* segment, const v
 }
 
 static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
-                                                    mi_page_t** page_out, size_t* size_out) {
+                                                    mi_alloc_kind_t kind, mi_page_t** page_out, size_t* size_out) {
   mi_page_t* page;
   size_t idx;
   mi_block_t* block = mi_locate_small(segment, p, op, &page, &idx);
   if (mi_unlikely((void*)block != p)) _mi_secure_validate_interior(page, block, p, op);
-  size_t size = mi_validate_tail(page, block, p, op, false);
+  size_t size = mi_validate_tail(page, block, p, op, false, kind);
   if (page_out != NULL) *page_out = page;
   if (size_out != NULL) *size_out = size;
   return block;

@@ -609,6 +609,231 @@ static void case_sized_delete_interior(bool misuse) {
 MI_CHILD_TEST(test_sized_delete_interior_reported_as_invalid_free, sized_delete_interior, SIGABRT,
               "invalid free detected of interior pointer")
 
+/* ---- Secure builds: each block freed by the family that allocated it -------------- */
+
+/* Sizes of a small, a medium and a large block (a segment of its own); the
+   guarded cases sample every allocation. */
+static const size_t kind_small = 40, kind_medium = 20000, kind_large = 300000;
+
+static void kind_guard_all(bool guarded) {
+  if (guarded) mi_option_set(mi_option_guarded_sample_rate, 1);
+}
+
+/* malloc, free and realloc: the library's either way (the static variant
+   does not export the malloc family) */
+static void* kind_malloc(size_t n) {
+#if MI_TEST_OVERRIDE
+  return std::malloc(n);
+#else
+  return mi_malloc(n);
+#endif
+}
+static void kind_free(void* p) {
+#if MI_TEST_OVERRIDE
+  std::free(p);
+#else
+  mi_free(p);
+#endif
+}
+static void* kind_realloc(void* p, size_t n) {
+#if MI_TEST_OVERRIDE
+  return std::realloc(p, n);
+#else
+  return mi_realloc(p, n);
+#endif
+}
+
+/* the pointer laundered: the compiler would see the mismatch (and warn) */
+static void* hide(void* p) {
+  __asm__ volatile("" : "+r"(p));
+  return p;
+}
+
+#define MI_KIND_CASES(name, size, guarded, alloc, matching, mismatched) \
+  static void case_##name(bool misuse) { \
+    kind_guard_all(guarded); \
+    void* p = hide(alloc); \
+    escape(p); \
+    if (misuse) mismatched; \
+    else matching; \
+  }
+
+MI_KIND_CASES(new_array_deleted_small, kind_small, false, ::operator new[](kind_small), ::operator delete[](p),
+              ::operator delete(p))
+MI_KIND_CASES(new_array_deleted_medium, kind_medium, false, ::operator new[](kind_medium), ::operator delete[](p),
+              ::operator delete(p))
+MI_KIND_CASES(new_array_deleted_large, kind_large, false, ::operator new[](kind_large), ::operator delete[](p),
+              ::operator delete(p))
+MI_KIND_CASES(new_array_deleted_guarded, kind_small, true, ::operator new[](kind_small), ::operator delete[](p),
+              ::operator delete(p))
+MI_CHILD_TEST(test_new_array_freed_by_delete_small_reported, new_array_deleted_small, SIGABRT,
+              "allocation kind mismatch detected (new[] freed by delete) of block")
+MI_CHILD_TEST(test_new_array_freed_by_delete_medium_reported, new_array_deleted_medium, SIGABRT,
+              "allocation kind mismatch detected (new[] freed by delete) of block")
+MI_CHILD_TEST(test_new_array_freed_by_delete_large_reported, new_array_deleted_large, SIGABRT,
+              "allocation kind mismatch detected (new[] freed by delete) of block")
+MI_CHILD_TEST(test_new_array_freed_by_delete_guarded_reported, new_array_deleted_guarded, SIGABRT,
+              "allocation kind mismatch detected (new[] freed by delete) of block")
+
+MI_KIND_CASES(new_deleted_as_array_small, kind_small, false, ::operator new(kind_small), ::operator delete(p),
+              ::operator delete[](p))
+MI_KIND_CASES(new_deleted_as_array_large, kind_large, false, ::operator new(kind_large), ::operator delete(p),
+              ::operator delete[](p))
+MI_KIND_CASES(new_deleted_as_array_guarded, kind_small, true, ::operator new(kind_small), ::operator delete(p),
+              ::operator delete[](p))
+MI_CHILD_TEST(test_new_freed_by_delete_array_small_reported, new_deleted_as_array_small, SIGABRT,
+              "allocation kind mismatch detected (new freed by delete[]) of block")
+MI_CHILD_TEST(test_new_freed_by_delete_array_large_reported, new_deleted_as_array_large, SIGABRT,
+              "allocation kind mismatch detected (new freed by delete[]) of block")
+MI_CHILD_TEST(test_new_freed_by_delete_array_guarded_reported, new_deleted_as_array_guarded, SIGABRT,
+              "allocation kind mismatch detected (new freed by delete[]) of block")
+
+/* an over-aligned type: new and delete take its alignment; the plain delete
+   of a pointer to it (through void*, or a base class) does not */
+static void case_aligned_new_deleted_plain_small(bool misuse) {
+  aligned_small* p = new aligned_small;
+  escape(p);
+  if (misuse) ::operator delete((void*)p);
+  else delete p;
+}
+static void case_aligned_new_deleted_plain_large(bool misuse) {
+  aligned_large* p = new aligned_large;
+  escape(p);
+  if (misuse) ::operator delete((void*)p);
+  else delete p;
+}
+MI_CHILD_TEST(test_aligned_new_freed_by_plain_delete_small_reported, aligned_new_deleted_plain_small, SIGABRT,
+              "allocation kind mismatch detected (aligned new freed by delete) of block")
+MI_CHILD_TEST(test_aligned_new_freed_by_plain_delete_large_reported, aligned_new_deleted_plain_large, SIGABRT,
+              "allocation kind mismatch detected (aligned new freed by delete) of block")
+
+MI_KIND_CASES(aligned_new_array_deleted_aligned, 100, false, ::operator new[](100, std::align_val_t{64}),
+              ::operator delete[](p, std::align_val_t{64}), ::operator delete (p, std::align_val_t{64}))
+MI_CHILD_TEST(test_aligned_new_array_freed_by_aligned_delete_reported, aligned_new_array_deleted_aligned, SIGABRT,
+              "allocation kind mismatch detected (aligned new[] freed by aligned delete) of block")
+
+MI_KIND_CASES(malloc_deleted_small, kind_small, false, kind_malloc(kind_small), kind_free(p), ::operator delete(p))
+MI_KIND_CASES(malloc_deleted_medium, kind_medium, false, kind_malloc(kind_medium), kind_free(p), ::operator delete(p))
+MI_KIND_CASES(malloc_deleted_large, kind_large, false, kind_malloc(kind_large), kind_free(p), ::operator delete(p))
+MI_KIND_CASES(malloc_deleted_guarded, kind_small, true, kind_malloc(kind_small), kind_free(p), ::operator delete(p))
+MI_CHILD_TEST(test_malloc_freed_by_delete_small_reported, malloc_deleted_small, SIGABRT,
+              "allocation kind mismatch detected (malloc freed by delete) of block")
+MI_CHILD_TEST(test_malloc_freed_by_delete_medium_reported, malloc_deleted_medium, SIGABRT,
+              "allocation kind mismatch detected (malloc freed by delete) of block")
+MI_CHILD_TEST(test_malloc_freed_by_delete_large_reported, malloc_deleted_large, SIGABRT,
+              "allocation kind mismatch detected (malloc freed by delete) of block")
+MI_CHILD_TEST(test_malloc_freed_by_delete_guarded_reported, malloc_deleted_guarded, SIGABRT,
+              "allocation kind mismatch detected (malloc freed by delete) of block")
+
+MI_KIND_CASES(new_freed_small, kind_small, false, ::operator new(kind_small), ::operator delete(p), kind_free(p))
+MI_KIND_CASES(new_freed_medium, kind_medium, false, ::operator new(kind_medium), ::operator delete(p), kind_free(p))
+MI_KIND_CASES(new_freed_large, kind_large, false, ::operator new(kind_large), ::operator delete(p), kind_free(p))
+MI_KIND_CASES(new_freed_guarded, kind_small, true, ::operator new(kind_small), ::operator delete(p), kind_free(p))
+MI_CHILD_TEST(test_new_freed_by_free_small_reported, new_freed_small, SIGABRT,
+              "allocation kind mismatch detected (new freed by free) of block")
+MI_CHILD_TEST(test_new_freed_by_free_medium_reported, new_freed_medium, SIGABRT,
+              "allocation kind mismatch detected (new freed by free) of block")
+MI_CHILD_TEST(test_new_freed_by_free_large_reported, new_freed_large, SIGABRT,
+              "allocation kind mismatch detected (new freed by free) of block")
+MI_CHILD_TEST(test_new_freed_by_free_guarded_reported, new_freed_guarded, SIGABRT,
+              "allocation kind mismatch detected (new freed by free) of block")
+
+MI_KIND_CASES(new_reallocated_small, kind_small, false, ::operator new(kind_small), ::operator delete(p),
+              escape(kind_realloc(hide(p), 2 * kind_small)))
+MI_KIND_CASES(new_reallocated_large, kind_large, false, ::operator new(kind_large), ::operator delete(p),
+              escape(kind_realloc(hide(p), kind_large / 2)))
+MI_CHILD_TEST(test_new_resized_by_realloc_small_reported, new_reallocated_small, SIGABRT,
+              "allocation kind mismatch detected (new resized by realloc) of block")
+MI_CHILD_TEST(test_new_resized_by_realloc_large_reported, new_reallocated_large, SIGABRT,
+              "allocation kind mismatch detected (new resized by realloc) of block")
+
+/* the sized delete of the other form: its size is right, its kind is not */
+MI_KIND_CASES(new_array_sized_deleted, kind_small, false, ::operator new[](kind_small),
+              ::operator delete[](p, kind_small), ::operator delete(p, kind_small))
+MI_CHILD_TEST(test_new_array_freed_by_sized_delete_reported, new_array_sized_deleted, SIGABRT,
+              "allocation kind mismatch detected (new[] freed by delete) of block")
+
+/* a block of one kind freed twice by the other is a double free, not a mismatch */
+static void case_new_array_deleted_twice(bool misuse) {
+  void* p = ::operator new[](kind_small);
+  sink = p;
+  ::operator delete[](p);
+  if (misuse) ::operator delete(sink);
+}
+MI_CHILD_TEST(test_new_array_freed_twice_by_delete_reported_as_double_free, new_array_deleted_twice, SIGABRT,
+              "double free detected of block")
+
+/* The clean twins all at once: every matching pair of every size, realloc
+   of malloc's blocks (in place and moved), the sized and aligned deletes,
+   mi_usable_size of every kind, and mimalloc's own mi_new blocks, which
+   free and every delete accept (its STL allocator pairs mi_new_n with
+   mi_free; mimalloc-new-delete.h maps delete to mi_free). */
+static void case_kinds_matching(bool misuse) {
+  (void)misuse;
+  const size_t sizes[] = {kind_small, kind_medium, kind_large};
+  for (int guarded = 0; guarded < 2; guarded++) {
+    kind_guard_all(guarded != 0);
+    for (size_t n : sizes) {
+      void* p = ::operator new(n);
+      CHECK(mi_usable_size(p) == n);
+      ::operator delete(p);
+      p = ::operator new[](n);
+      CHECK(mi_usable_size(p) == n);
+      ::operator delete[](p);
+      p = ::operator new(n, std::nothrow);
+      ::operator delete(p, std::nothrow);
+      p = ::operator new[](n, std::nothrow);
+      ::operator delete[](p, std::nothrow);
+      p = ::operator new(n);
+      ::operator delete(p, n);
+      p = ::operator new[](n);
+      ::operator delete[](p, n);
+      p = ::operator new (n, std::align_val_t{64});
+      CHECK(mi_usable_size(p) == n);
+      ::operator delete (p, std::align_val_t{64});
+      p = ::operator new[](n, std::align_val_t{64});
+      ::operator delete[](p, n, std::align_val_t{64});
+      p = kind_malloc(n);
+      p = kind_realloc(p, n + 8); /* in place */
+      p = kind_realloc(p, 3 * n); /* moved */
+      CHECK(mi_usable_size(p) == 3 * n);
+      kind_free(p);
+      p = mi_calloc(2, n);
+      mi_free_size(p, 2 * n);
+      p = mi_malloc_aligned(n, 128);
+      mi_free_aligned(p, 128);
+      p = mi_new(n);
+      CHECK(mi_usable_size(p) == n);
+      mi_free(p);
+      p = mi_new(n);
+      ::operator delete(p);
+      p = mi_new_n(3, n);
+      ::operator delete[](p);
+      p = mi_new(n);
+      ::operator delete(p, n);
+      p = mi_new_aligned(n, 64);
+      ::operator delete (p, std::align_val_t{64});
+      p = mi_new_aligned(n, 64);
+      mi_free_aligned(p, 64);
+      p = mi_new(n);
+      p = mi_new_realloc(p, 2 * n);
+      ::operator delete(p);
+      p = mi_new_nothrow(n);
+      kind_free(p);
+    }
+  }
+  /* a container's elements through std::allocator, strings, a map */
+  std::map<int, std::string> m;
+  std::vector<std::string> v;
+  for (int i = 0; i < 2000; i++) {
+    v.push_back(std::string((size_t)(i % 300), 'k'));
+    m[i] = v.back();
+  }
+}
+static void test_kinds_matching_pairs_run_clean(void** state) {
+  (void)state;
+  expect_clean_exit(&case_kinds_matching);
+}
 #endif /* MI_TEST_SECURE */
 
 int main(void) {
@@ -643,6 +868,29 @@ int main(void) {
     cmocka_unit_test(test_sized_delete_guarded_wrong_size_reported),
     cmocka_unit_test(test_sized_delete_twice_reported_as_double_free),
     cmocka_unit_test(test_sized_delete_interior_reported_as_invalid_free),
+    cmocka_unit_test(test_new_array_freed_by_delete_small_reported),
+    cmocka_unit_test(test_new_array_freed_by_delete_medium_reported),
+    cmocka_unit_test(test_new_array_freed_by_delete_large_reported),
+    cmocka_unit_test(test_new_array_freed_by_delete_guarded_reported),
+    cmocka_unit_test(test_new_freed_by_delete_array_small_reported),
+    cmocka_unit_test(test_new_freed_by_delete_array_large_reported),
+    cmocka_unit_test(test_new_freed_by_delete_array_guarded_reported),
+    cmocka_unit_test(test_aligned_new_freed_by_plain_delete_small_reported),
+    cmocka_unit_test(test_aligned_new_freed_by_plain_delete_large_reported),
+    cmocka_unit_test(test_aligned_new_array_freed_by_aligned_delete_reported),
+    cmocka_unit_test(test_malloc_freed_by_delete_small_reported),
+    cmocka_unit_test(test_malloc_freed_by_delete_medium_reported),
+    cmocka_unit_test(test_malloc_freed_by_delete_large_reported),
+    cmocka_unit_test(test_malloc_freed_by_delete_guarded_reported),
+    cmocka_unit_test(test_new_freed_by_free_small_reported),
+    cmocka_unit_test(test_new_freed_by_free_medium_reported),
+    cmocka_unit_test(test_new_freed_by_free_large_reported),
+    cmocka_unit_test(test_new_freed_by_free_guarded_reported),
+    cmocka_unit_test(test_new_resized_by_realloc_small_reported),
+    cmocka_unit_test(test_new_resized_by_realloc_large_reported),
+    cmocka_unit_test(test_new_array_freed_by_sized_delete_reported),
+    cmocka_unit_test(test_new_array_freed_twice_by_delete_reported_as_double_free),
+    cmocka_unit_test(test_kinds_matching_pairs_run_clean),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
