@@ -23,10 +23,6 @@ void _mi_throw_bad_alloc(void) {
 bool _mi_new_handler_run(void) {
   return false;
 }
-
-bool _mi_cxx_operators_ours(void) {
-  return true; /* no operator new of the library's: no block of new's kind */
-}
 #else
 typedef void (*mi_new_handler_t)(void);
 extern mi_new_handler_t mi_std_get_new_handler(void) __asm__("_ZSt15get_new_handlerv") __attribute__((weak));
@@ -46,14 +42,6 @@ bool _mi_new_handler_run(void) {
   mi_new_handler_t handler = (mi_std_get_new_handler != NULL ? mi_std_get_new_handler() : NULL);
   if (handler == NULL) return false;
   handler();
-  return true;
-}
-#endif
-
-#if !defined(_WIN32)
-/* Without MI_OVERRIDE (no new-delete.c) no block has new's kind: nothing
-   to tell apart. */
-__attribute__((weak)) bool _mi_cxx_operators_ours(void) {
   return true;
 }
 #endif

@@ -102,7 +102,7 @@ void _mi_secure_delete_sampling(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
 void* _mi_secure_new(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
 /* p, just allocated (as malloc's kind), becomes of that kind */
 void _mi_secure_kind_set(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
-/* api/new-delete.c: whether the process's operator new and delete are the
+/* cxx-operators.c: whether the process's operator new and delete are the
    library's (a program that replaces some of them pairs its own with ours,
    or with malloc and free: kinds are then not told apart) */
 bool _mi_cxx_operators_ours(void) mi_decl_hidden;
