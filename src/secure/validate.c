@@ -209,6 +209,15 @@ mi_noinline mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t*
   _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
 }
 
+/* A block freed by another kind than its own (found only on the rare path):
+   reported unless the process's operators are not all ours, or the user
+   turned the check off (MIMALLOC_DEALLOC_KIND_CHECK=0: a known mismatch in
+   code they cannot change, such as new[] freed by delete of chars, which
+   every ABI frees alike) */
+static bool mi_kind_mismatch_reported(void) {
+  return mi_option_is_enabled(mi_option_dealloc_kind_check) && _mi_cxx_operators_ours();
+}
+
 /* A trailer that does not decode with the kind the caller expects (not
    MI_KIND_ANY): the block was freed (by another thread, not yet collected),
    written past its end, handed out at another pointer, or allocated by
@@ -229,7 +238,7 @@ static mi_noinline size_t mi_tail_other_kind_slow(const mi_page_t* page, const m
   }
   if (found != kind && found < MI_KIND_NEUTRAL && user_end <= trailer_at && user_end >= offset &&
       mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag))) {
-    if (!_mi_cxx_operators_ours()) return (size_t)user_end;
+    if (!mi_kind_mismatch_reported()) return (size_t)user_end;
     _mi_secure_report_kind_mismatch(found, kind, op, p, (size_t)(user_end - offset));
   }
   _mi_secure_report_bad_trailer(page, block, p, op);
@@ -322,7 +331,7 @@ mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const 
     size = (page->guarded_size > offset ? page->guarded_size - offset : 0);
     if (!mi_guarded_slack_intact(page, block)) _mi_secure_fatal("heap buffer overflow detected in block", p, size);
     mi_alloc_kind_t found = (mi_alloc_kind_t)page->guarded_kind;
-    if (kind != MI_KIND_ANY && found != kind && found != MI_KIND_NEUTRAL && _mi_cxx_operators_ours()) {
+    if (kind != MI_KIND_ANY && found != kind && found != MI_KIND_NEUTRAL && mi_kind_mismatch_reported()) {
       _mi_secure_report_kind_mismatch(found, kind, op, p, size);
     }
   } else

@@ -830,6 +830,39 @@ static void case_kinds_matching(bool misuse) {
     m[i] = v.back();
   }
 }
+/* MIMALLOC_DEALLOC_KIND_CHECK=0 (mi_option_dealloc_kind_check): every
+   mismatch above goes through, freed, with no report; the same cases with
+   the option at its default are the tests above */
+static void case_kind_check_off_mismatches(bool misuse) {
+  (void)misuse;
+  mi_option_set(mi_option_dealloc_kind_check, 0);
+  static void (*const mismatches[])(bool) = {&case_new_array_deleted_small,
+                                             &case_new_array_deleted_medium,
+                                             &case_new_array_deleted_large,
+                                             &case_new_array_deleted_guarded,
+                                             &case_new_deleted_as_array_small,
+                                             &case_new_deleted_as_array_large,
+                                             &case_new_deleted_as_array_guarded,
+                                             &case_aligned_new_array_deleted_aligned,
+                                             &case_malloc_deleted_small,
+                                             &case_malloc_deleted_medium,
+                                             &case_malloc_deleted_large,
+                                             &case_malloc_deleted_guarded,
+                                             &case_new_freed_small,
+                                             &case_new_freed_medium,
+                                             &case_new_freed_large,
+                                             &case_new_freed_guarded,
+                                             &case_new_reallocated_small,
+                                             &case_new_reallocated_large,
+                                             &case_new_array_sized_deleted};
+  for (int round = 0; round < 64; round++) {
+    for (size_t i = 0; i < sizeof(mismatches) / sizeof(mismatches[0]); i++) mismatches[i](true);
+  }
+}
+static void test_kind_check_off_mismatches_run_clean(void** state) {
+  (void)state;
+  expect_clean_exit(&case_kind_check_off_mismatches);
+}
 static void test_kinds_matching_pairs_run_clean(void** state) {
   (void)state;
   expect_clean_exit(&case_kinds_matching);
@@ -891,6 +924,7 @@ int main(void) {
     cmocka_unit_test(test_new_array_freed_by_sized_delete_reported),
     cmocka_unit_test(test_new_array_freed_twice_by_delete_reported_as_double_free),
     cmocka_unit_test(test_kinds_matching_pairs_run_clean),
+    cmocka_unit_test(test_kind_check_off_mismatches_run_clean),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

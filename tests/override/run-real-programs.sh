@@ -55,17 +55,7 @@ compare() { # name prefix
 
 # --- 0. the preloaded library is actually serving malloc -----------------------
 if [ -n "$PYTHON" ]; then
-  check='import ctypes
-l = ctypes.CDLL(None)
-l.malloc.restype = ctypes.c_void_p
-l.malloc.argtypes = [ctypes.c_size_t]
-l.free.argtypes = [ctypes.c_void_p]
-l.mi_is_in_heap_region.argtypes = [ctypes.c_void_p]
-l.mi_is_in_heap_region.restype = ctypes.c_bool
-p = l.malloc(100)
-print(l.mi_version(), bool(l.mi_is_in_heap_region(p)))
-l.free(p)'
-  out="$(LD_PRELOAD="$LIB" "$PYTHON" -c "$check" 2>&1)"
+  out="$(LD_PRELOAD="$LIB" "$PYTHON" "$HERE/serves-malloc.py" 2>&1)"
   case "$out" in
     [0-9]*" True") result preload ok "mi_version and malloc served by the library: $out" ;;
     [0-9]*) result preload FAIL "library loaded (mi_version $out) but malloc is not served by it" ;;

@@ -24,18 +24,8 @@ fi
 [ -f "$lib" ] || { echo "real-suite: no library $lib"; exit 2; }
 
 # the preloaded library serves the interpreter's malloc
-check='import ctypes
-l = ctypes.CDLL(None)
-l.malloc.restype = ctypes.c_void_p
-l.malloc.argtypes = [ctypes.c_size_t]
-l.free.argtypes = [ctypes.c_void_p]
-l.mi_is_in_heap_region.argtypes = [ctypes.c_void_p]
-l.mi_is_in_heap_region.restype = ctypes.c_bool
-p = l.malloc(100)
-print(bool(l.mi_is_in_heap_region(p)))
-l.free(p)'
-served=$(LD_PRELOAD=$lib PYTHONMALLOC=malloc "$python" -c "$check" 2>&1)
-if [ "$served" != True ]; then
+served=$(LD_PRELOAD=$lib PYTHONMALLOC=malloc "$python" "$here/../override/serves-malloc.py" 2>&1)
+if [ "${served#* }" != True ]; then
   echo "real-suite: $lib does not serve python's malloc: $served"
   exit 2
 fi

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../child-env.h"
 #include "../child-exit.h"
 
 /* ---- The program's own handler ---------------------------------------------- */
@@ -176,38 +177,16 @@ static int run_case(const char* name) {
 
 /* ---- Running a case in a fresh process --------------------------------------- */
 
-extern char** environ;
-
-/* The child's wait status; its stderr in `err`. */
+/* The child's wait status; its stderr (then its stdout) in `err`. `early`:
+   what the child's constructor installs before the library's (NULL: nothing). */
 static int run_self(const char* name, const char* early, char* err, size_t size) {
-  int fe[2];
-  assert_int_equal(pipe(fe), 0);
-  char self[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  assert_true(len > 0);
-  self[len] = 0;
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(fe[1], 2);
-    close(fe[0]);
-    close(fe[1]);
-    if (early != NULL) setenv("MI_TEST_EARLY_HANDLER", early, 1);
-    else unsetenv("MI_TEST_EARLY_HANDLER");
-    char* argv[] = {self, (char*)"--child", (char*)name, NULL};
-    execve(self, argv, environ);
-    _exit(127);
+  char setting[64];
+  const char* extra[2] = {NULL, NULL};
+  if (early != NULL) {
+    snprintf(setting, sizeof(setting), "MI_TEST_EARLY_HANDLER=%s", early);
+    extra[0] = setting;
   }
-  close(fe[1]);
-  size_t n = 0;
-  ssize_t r;
-  while (n + 1 < size && (r = read(fe[0], err + n, size - 1 - n)) > 0) n += (size_t)r;
-  err[n] = 0;
-  close(fe[0]);
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return status;
+  return run_self_env_status(name, extra, err, size);
 }
 
 static void expect_death(const char* name, const char* early, int sig, const char* must_say) {
