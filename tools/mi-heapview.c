@@ -615,11 +615,16 @@ static int cmd_summary(const snap_t* s) {
   printf("%-20s %s\n", "arena free", fmt_size(b1, sizeof(b1), bits[1]));
   printf("%-20s %s\n", "arena purgeable", fmt_size(b1, sizeof(b1), bits[2]));
   printf("%-20s %zu\n", "heaps", s->nheaps);
-  printf("%-20s %zu\n", "pages", s->npages);
-  printf("%-20s %" PRIu64 "\n", "  in arenas", in_arena);
-  printf("%-20s %zu\n", "  writer thread", s->thread_count);
-  printf("%-20s %" PRIu64 "\n", "  in heap lists", in_heaps);
-  printf("%-20s %" PRIu64 "\n", "  with free map", with_map);
+  /* the page lines say in words what they count: the list names alone
+     ("writer thread") read as counts of threads or blocks */
+  printf("%-20s %zu (page records: in arenas + writer thread + in heap lists)\n", "pages", s->npages);
+  printf("%-20s %" PRIu64 " (pages inside an arena's reservation; from mimalloc-pprof, a segment)\n", "  in arenas",
+         in_arena);
+  printf("%-20s %zu (pages outside every arena, owned by the thread that wrote the snapshot)\n", "  writer thread",
+         s->thread_count);
+  printf("%-20s %" PRIu64 " (pages outside every arena, abandoned, listed under their heap)\n", "  in heap lists",
+         in_heaps);
+  printf("%-20s %" PRIu64 " (pages, of any list, whose live blocks were recorded)\n", "  with free map", with_map);
   printf("%-20s %s\n", "page committed", fmt_size(b1, sizeof(b1), committed));
   printf("%-20s %s\n", "page used", fmt_size(b1, sizeof(b1), used));
   printf("%-20s %s (%s of page committed)\n", "internal frag", fmt_size(b1, sizeof(b1), waste), fmt_pct(b2, sizeof(b2), waste, committed));

@@ -8,7 +8,8 @@
 # only works on a machine that has a leftover install there); the secure
 # install must leave the default one's files as they were, except the files
 # both share: headers, the package's config files and mimalloc.pc (which, as
-# mimalloc's, is the variant installed last's).
+# mimalloc's, is the variant installed last's); the default one installed
+# again makes it the plain names' variant again (README's advice).
 # usage: run.sh WORK DEFAULT_BUILD [SECURE_BUILD]
 set -euo pipefail
 work=$1
@@ -97,5 +98,12 @@ if [ -n "$secure_build" ]; then
   check_cmake default-beside default mimalloc -DMIMALLOC_VARIANT=mimalloc
   check_pc mimalloc-secure mimalloc-secure secure
   check_pc mimalloc mimalloc-secure secure
+  # README's way back to the default library under the plain names: install
+  # the default build last; the secure one keeps its own names
+  install_build "$default_build" default-last
+  check_cmake default-last default mimalloc
+  check_cmake secure-beside secure mimalloc-secure -DMIMALLOC_VARIANT=mimalloc-secure
+  check_pc mimalloc mimalloc default
+  check_pc mimalloc-secure mimalloc-secure secure
 fi
 echo "downstream: find_package and pkg-config builds ran"

@@ -97,11 +97,13 @@ def summary(snap):
         ("arena free", fmt_size(bits["free"])),
         ("arena purgeable", fmt_size(bits["purge"])),
         ("heaps", "%d" % len(snap["heaps"])),
-        ("pages", "%d" % len(pages)),
-        ("  in arenas", "%d" % in_arena),
-        ("  writer thread", "%d" % len(snap["thread_pages"])),
-        ("  in heap lists", "%d" % in_heaps),
-        ("  with free map", "%d" % sum(1 for p in pages if p["has_freemap"])),
+        ("pages", "%d (page records: in arenas + writer thread + in heap lists)" % len(pages)),
+        ("  in arenas", "%d (pages inside an arena's reservation; from mimalloc-pprof, a segment)" % in_arena),
+        ("  writer thread", "%d (pages outside every arena, owned by the thread that wrote the snapshot)"
+         % len(snap["thread_pages"])),
+        ("  in heap lists", "%d (pages outside every arena, abandoned, listed under their heap)" % in_heaps),
+        ("  with free map", "%d (pages, of any list, whose live blocks were recorded)"
+         % sum(1 for p in pages if p["has_freemap"])),
         ("page committed", fmt_size(committed)),
         ("page used", fmt_size(used)),
         ("internal frag", "%s (%s of page committed)" % (fmt_size(wasted), fmt_pct(wasted, committed))),

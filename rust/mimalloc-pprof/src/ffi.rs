@@ -28,7 +28,7 @@ pub type mi_prof_visit_fun = Option<unsafe extern "C" fn(*const mi_prof_sample_i
 pub type mi_prof_module_visit_fun = Option<unsafe extern "C" fn(*const mi_prof_module_info_t, *mut c_void) -> bool>;
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_purge_all_report_t {
     pub size: usize,
     pub arena_bytes: usize,
@@ -47,7 +47,7 @@ pub struct mi_purge_all_report_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_purge_holes_stats_t {
     pub purged_bytes: usize,
     pub purged_blocks: usize,
@@ -73,7 +73,7 @@ pub struct mi_heap_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_heap_area_t {
     pub blocks: *mut c_void,
     pub reserved: usize,
@@ -85,7 +85,7 @@ pub struct mi_heap_area_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_prof_config_t {
     pub size: usize,
     pub version: c_int,
@@ -100,7 +100,7 @@ pub struct mi_prof_config_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_prof_stats_t {
     pub size: usize,
     pub version: c_int,
@@ -127,7 +127,7 @@ pub struct mi_prof_stats_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_prof_sample_info_t {
     pub stack: *const *mut c_void,
     pub depth: usize,
@@ -143,7 +143,7 @@ pub struct mi_prof_snapshot_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_prof_module_info_t {
     pub path: *const c_char,
     pub base: usize,
@@ -151,7 +151,7 @@ pub struct mi_prof_module_info_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_stat_count_t {
     pub total: i64,
     pub peak: i64,
@@ -159,13 +159,13 @@ pub struct mi_stat_count_t {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_stat_counter_t {
     pub total: i64,
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct mi_stats_t {
     pub size: usize,
     pub version: usize,

@@ -1,7 +1,8 @@
 //! mimalloc-pprof as Rust's allocator: [`MiMalloc`] for `#[global_allocator]`,
 //! a safe layer over the C API a Rust program needs (heaps, collection,
-//! options, sizes, the version, the error callback), and [`ffi`], the raw
-//! bindings of everything in `mimalloc.h`.
+//! options, the version, the error callback), [`usable_size`] (an `unsafe
+//! fn`: its pointer cannot be checked), and [`ffi`], the raw bindings of
+//! everything in `mimalloc.h`.
 //!
 //! ```no_run
 //! use mimalloc_pprof::MiMalloc;
@@ -90,6 +91,21 @@ pub fn collect(force: bool) {
 }
 
 /// The bytes usable in the block at `ptr` (at least what was asked for).
+///
+/// Not part of the safe layer: the default build reads the block's page
+/// without checking that `ptr` is a block (the secure build checks and
+/// aborts), so a caller must vouch for it:
+///
+/// ```
+/// use mimalloc_pprof::{usable_size, Heap};
+/// use std::alloc::Layout;
+///
+/// let heap = Heap::new().unwrap();
+/// let p = heap.alloc(Layout::from_size_align(100, 8).unwrap()).unwrap();
+/// // SAFETY: p is a live block of this allocator
+/// assert!(unsafe { usable_size(p.as_ptr()) } >= 100);
+/// unsafe { heap.free(p) };
+/// ```
 ///
 /// # Safety
 /// `ptr` must be a live block of this allocator (or null: 0).

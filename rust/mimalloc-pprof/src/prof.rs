@@ -93,6 +93,14 @@ pub fn proto() -> io::Result<Vec<u8>> {
 }
 
 /// The profiler's and the allocator's figures (the latest version).
+/// `ProfStats` prints with `{:?}` (under its C name, `mi_prof_stats_t`):
+///
+/// ```
+/// let s = mimalloc_pprof::prof::stats();
+/// let text = format!("{:?}", s);
+/// assert!(text.starts_with("mi_prof_stats_t {"), "{}", text);
+/// assert!(text.contains(&format!("live_bytes: {}", s.live_bytes)), "{}", text);
+/// ```
 pub fn stats() -> ProfStats {
     let mut s: ProfStats = unsafe { std::mem::zeroed() };
     s.size = std::mem::size_of::<ProfStats>();

@@ -23,7 +23,15 @@ fn empty() -> Box<Stats> {
     s
 }
 
-/// The process's figures, every thread's included.
+/// The process's figures, every thread's included. `Stats` (and
+/// `StatCount`, `StatCounter`) print with `{:?}`, under their C names:
+///
+/// ```
+/// let s = mimalloc_pprof::stats::get();
+/// let text = format!("{:?}", s);
+/// assert!(text.starts_with("mi_stats_t {"), "{}", text);
+/// assert!(text.contains("malloc_requested: mi_stat_count_t { total: "), "{}", text);
+/// ```
 pub fn get() -> Box<Stats> {
     let mut s = empty();
     let ok = unsafe { ffi::mi_stats_get(&mut *s) };

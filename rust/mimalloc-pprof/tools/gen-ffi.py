@@ -128,7 +128,7 @@ def main():
         if body is None:
             lines.append("#[repr(C)]\npub struct %s {\n    _opaque: [u8; 0],\n}\n" % tname)
             continue
-        lines.append("#[repr(C)]\n#[derive(Clone, Copy)]\npub struct %s {" % tname)
+        lines.append("#[repr(C)]\n#[derive(Clone, Copy, Debug)]\npub struct %s {" % tname)
         for fname, ftype in body:
             lines.append("    pub %s: %s," % (fname, rust_type(ftype, records, funs)))
         lines.append("}\n")
