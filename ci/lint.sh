@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Lint job (docs/lint.md): clang-format, the layer check of src/, cppcheck and
-# clang-tidy, each with zero findings, each with a positive control (a planted
-# bad file the tool must report, matched on the tool's own finding line).
+# Lint job (docs/lint.md): clang-format, the layer check of src/ (includes and
+# calls), cppcheck and clang-tidy, each with zero findings, each with a
+# positive control (a planted bad file the tool must report, matched on the
+# tool's own finding line).
 #   ci/lint.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,43 @@ else
   fail "layer check control: the inclusion upwards was NOT reported"
   cat "$out/layers-control.log"
 fi
+
+# ---- Calls between the layers ---------------------------------------------------
+# Each file of src/ calls (or uses a variable of) only files of its own layer
+# and below, but the links named by an allow-call line of ci/layers.txt: read
+# from nm of the static library's objects, Debug default and secure (-O0,
+# MI_STAT=2: the most code), built here (the library only).
+t0=$(date +%s)
+for cfg in default secure; do
+  flag=OFF
+  [ $cfg = secure ] && flag=ON
+  { cmake -S "$root" -B "$out/calls-$cfg" -DCMAKE_BUILD_TYPE=Debug -DMI_SECURE=$flag -DMI_STAT=2 \
+    -DMI_BUILD_SHARED=OFF -DMI_BUILD_TESTS=OFF && cmake --build "$out/calls-$cfg" -j 2 --target mimalloc-static; } \
+    >"$out/calls-$cfg.log" 2>&1 || { fail "call check: the $cfg build failed"; tail -20 "$out/calls-$cfg.log"; }
+done
+if python3 ci/layer-check.py --calls "$out/calls-default" "$out/calls-secure" >"$out/calls.log" 2>&1; then
+  echo "lint: $(head -1 "$out/calls.log") (the list: calls.log)"
+else
+  fail "call check: findings (the list of upward links: calls.log):"
+  grep -E '^(call: |Traceback|[A-Za-z]+Error)' "$out/calls.log" | head -20
+fi
+grep -E '^  allowed ' "$out/calls.log" | sed 's/^ */lint:   /'
+sed -n '/^folders by calls/,/^[^ ]/p' "$out/calls.log" | grep -Ev '^(call|upward)' | sed 's/^ */lint:   /'
+# control: a page-layer file calling the pprof wing's record of an allocation
+# (tests/lint/call-upward.c compiled, its undefined symbols counted as
+# src/page/page.c's)
+${CC:-cc} -std=c11 -c tests/lint/call-upward.c -o "$out/call-upward.o" >"$out/calls-control.log" 2>&1
+python3 ci/layer-check.py --calls "$out/calls-default" "$out/calls-secure" --as src/page/page.c "$out/call-upward.o" \
+  >>"$out/calls-control.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -Eq '^call: src/page/page\.c -> src/prof/record\.c \(wing, rank 7\) from page \(rank 4\): _mi_prof_record_alloc$' \
+  "$out/calls-control.log"; then
+  echo "lint: call check control: reported"
+else
+  fail "call check control: the call upwards was NOT reported (exit $rc)"
+  grep -v '^  src/' "$out/calls-control.log"
+fi
+echo "lint: call check: $(($(date +%s) - t0)) s"
 
 # ---- Compile databases: the default and the secure build, Debug (assertions,
 # fault hooks, lock-order checker compiled in: the most code) -------------------
