@@ -195,7 +195,7 @@ static void mi_option_init(mi_option_t option) {
 /* MI_MALLOC_VERSION as mimalloc writes it: 212 is 2.1.2 (its scheme before
    2.1.4), 20401 is 2.4.1. */
 void _mi_version_string(char* buf, size_t size) {
-  int v = mi_version();
+  int v = MI_MALLOC_VERSION; /* (not mi_version(): that is the api floor's) */
   if (v >= 10000) (void)snprintf(buf, size, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
   else (void)snprintf(buf, size, "%d.%d.%d", v / 100, (v % 100) / 10, v % 10);
 }

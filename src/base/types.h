@@ -314,9 +314,11 @@ struct mi_tld_s {
 };
 
 /* ---- Globals ------------------------------------------------------------- */
-/* Read by every layer, each written by one: the empty page and heap and the
-   thread's default heap (heap/heap.c), the counters (base/stat-count.c), the
-   OS's page sizes (os/os.c), the process's set-up and key (heap/init.c). */
+/* Read by every layer, each written by one: the empty page and heap, the
+   thread's default heap and the process key (defined in base/globals.c; the
+   default heap set by heap/, the key by heap/init.c), the counters
+   (base/stat-count.c), the OS's page sizes (os/os.c), the process's set-up
+   (heap/init.c). */
 extern const mi_page_t _mi_page_empty mi_decl_hidden;
 extern const mi_heap_t _mi_heap_empty mi_decl_hidden;
 extern mi_decl_thread mi_heap_t* _mi_heap_default;

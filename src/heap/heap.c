@@ -2,40 +2,6 @@
    inspection. A heap belongs to the thread that created it. */
 #include "heap.h"
 
-/* ---- The empty heap and the thread's default heap ------------------------------ */
-
-const mi_page_t _mi_page_empty = {0};
-
-#define MI_QUEUE_EMPTY \
-  { (mi_page_t*)&_mi_page_empty, NULL }
-#define MI_QUEUES_10 \
-  MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, \
-      MI_QUEUE_EMPTY, MI_QUEUE_EMPTY, MI_QUEUE_EMPTY
-#if MI_SECURE
-#define MI_QUEUES_LAST MI_QUEUES_10, MI_QUEUE_EMPTY /* the 91st: secure builds' bin for 128 KiB + trailer */
-#else
-#define MI_QUEUES_LAST MI_QUEUES_10
-#endif
-_Static_assert(MI_BIN_COUNT == 90 + MI_SECURE, "update the empty heap's queue initialiser");
-#define MI_EMPTY_PAGE ((mi_page_t*)&_mi_page_empty)
-#define MI_DIRECT_8 \
-  MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE, MI_EMPTY_PAGE
-#define MI_DIRECT_64 \
-  MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8, MI_DIRECT_8
-_Static_assert(MI_BIN_WSIZE_MAX + 1 == 129, "update the empty heap's direct table initialiser");
-
-/* The heap of a thread that has not allocated yet: every queue and every
-   entry of the direct table points at the empty page, so the fast path
-   falls through to the slow path, which sets the thread up. */
-const mi_heap_t _mi_heap_empty = {
-    .tld = NULL,
-    .pages_direct = {MI_DIRECT_64, MI_DIRECT_64, MI_EMPTY_PAGE},
-    .pages = {MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10, MI_QUEUES_10,
-              MI_QUEUES_10, MI_QUEUES_LAST},
-};
-
-mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
-
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) {
   memcpy(heap, &_mi_heap_empty, sizeof(*heap));
   heap->tld = tld;

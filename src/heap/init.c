@@ -9,7 +9,6 @@ typedef struct mi_thread_data_s {
 } mi_thread_data_t;
 
 bool _mi_process_is_initialized = false;
-uintptr_t _mi_process_key = 0;
 static _Atomic(int) mi_process_state; /* 0: new, 1: initialising, 2: ready */
 
 /* ---- Randomness ---------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /* The secure build's own figures, gathered for the statistics' JSON
-   (heap/stats-json.c): what a fuzzing or hardening campaign reads without
+   (api/stats-json.c): what a fuzzing or hardening campaign reads without
    parsing reports. Process-wide counters, and the calling thread's
    quarantine (another thread's is its own to read). */
 #include "secure.h"

@@ -4,9 +4,7 @@
    owner: they are left out, never read while they change, and counted
    (`skipped_pages`, `busy_theaps`, `complete`). The text is built in
    OS-backed scratch memory; the one heap allocation is the result. */
-#include "heap.h"
-
-#include "../../include/mimalloc-stats.h"
+#include "api.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
    The text is written from one copy of the struct, twice if need be: once
    to measure, once into the buffer; so a result is never cut short, and
    the allocation of the result is not in the figures it shows. */
-#include "stats-api.h"
+#include "api.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,8 +2,7 @@
    counters copied into mimalloc's versioned struct, in upstream's field
    names and bin numbering; a heap's share walked from its pages. What each
    field holds here, and at which MI_STAT level: docs/statistics.md. */
-#include "heap.h"
-#include "stats-api.h"
+#include "api.h"
 
 static void mi_count_from(mi_stat_count_t* to, const mi_stat_atomic_t* from) {
   to->total = atomic_load_explicit(&from->total, memory_order_relaxed);
