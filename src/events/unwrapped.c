@@ -37,6 +37,7 @@ static size_t mi_unwrapped_slot(uintptr_t p, size_t cap) {
 
 /* A table of twice the live entries at least (removed ones dropped). */
 static bool mi_unwrapped_grow_locked(void) {
+  mi_lock_assert_held(&mi_unwrapped_lock);
   size_t cap = (mi_unwrapped_cap == 0 ? 512 : mi_unwrapped_cap);
   while (cap < 4 * (mi_unwrapped_live + 1)) cap *= 2;
   void* mem = NULL;

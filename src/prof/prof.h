@@ -36,6 +36,14 @@ void _mi_prof_snapshot_release(mi_prof_snapshot_t* snap) mi_decl_hidden;
    the lock (it symbolises). */
 void _mi_prof_snapshot_trim(mi_prof_snapshot_t* snap) mi_decl_hidden;
 void _mi_prof_lock_init(void) mi_decl_hidden;
+/* resize.c's `_locked` functions assert the profiler's lock (record.c's) at
+   their entry: the lock-order checker's assertion, nothing otherwise */
+#if MI_LOCKORDER
+void _mi_prof_lock_assert_held(const char* file, int line) mi_decl_hidden;
+#define mi_prof_assert_locked() _mi_prof_lock_assert_held(__FILE__, __LINE__)
+#else
+#define mi_prof_assert_locked() ((void)0)
+#endif
 /* The calling thread runs the profiler's own code: its allocations are not sampled. */
 void _mi_prof_thread_enter(void) mi_decl_hidden;
 void _mi_prof_thread_leave(void) mi_decl_hidden;

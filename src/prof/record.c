@@ -695,6 +695,12 @@ void _mi_prof_lock_init(void) {
   _mi_lock_init(&mi_prof_lock, MI_LOCK_PROF);
 }
 
+#if MI_LOCKORDER
+void _mi_prof_lock_assert_held(const char* file, int line) {
+  _mi_lockorder_assert_held(&mi_prof_lock, file, line);
+}
+#endif
+
 /* fork(): the child keeps sampling (the records of the blocks it inherits
    are right for it); its lock was released by the fork handlers. */
 void _mi_prof_after_fork_child(void) {

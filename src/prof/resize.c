@@ -103,6 +103,7 @@ static bool mi_prof_resize_claim(void) {
    go to its table. The way it replaces in a full set gives its pending
    size to its record first. */
 void _mi_prof_resize_track_locked(uintptr_t key, uint64_t size) {
+  mi_prof_assert_locked();
   if (mi_prof_resize_mine == NULL && !mi_prof_resize_claim()) {
     mi_prof_resize_refused = true; /* this thread's resizes of samples take the lock */
     return;
@@ -122,6 +123,7 @@ void _mi_prof_resize_track_locked(uintptr_t key, uint64_t size) {
 
 /* Before the records are read: every pending size into its record. */
 void _mi_prof_resize_flush_locked(void) {
+  mi_prof_assert_locked();
   for (size_t k = 0; k < mi_prof_resize_claimed_max; k++) {
     if (mi_prof_resize_tables[k].claimed) mi_prof_resize_flush_table(&mi_prof_resize_tables[k], false);
   }
@@ -131,6 +133,7 @@ void _mi_prof_resize_flush_locked(void) {
    address (a pending size would go to a later block there; an entry of a
    block found not sampled would hide the new sample's resizes). */
 void _mi_prof_resize_forget_locked(uintptr_t key) {
+  mi_prof_assert_locked();
   for (size_t k = 0; k < mi_prof_resize_claimed_max; k++) {
     mi_prof_resize_set_t* set = mi_prof_resize_set(&mi_prof_resize_tables[k], key);
     for (size_t w = 0; w < MI_PROF_RESIZE_WAYS; w++) {
@@ -142,6 +145,7 @@ void _mi_prof_resize_forget_locked(uintptr_t key) {
 
 /* Every record gone at once (a stop): the tables emptied, kept by their threads. */
 void _mi_prof_resize_clear_locked(void) {
+  mi_prof_assert_locked();
   for (size_t k = 0; k < mi_prof_resize_claimed_max; k++) {
     for (size_t i = 0; i < MI_PROF_RESIZE_SETS; i++) {
       for (size_t w = 0; w < MI_PROF_RESIZE_WAYS; w++) {
@@ -153,6 +157,7 @@ void _mi_prof_resize_clear_locked(void) {
 
 /* The calling thread ends: its pending sizes into the records, its table free. */
 void _mi_prof_resize_thread_done_locked(void) {
+  mi_prof_assert_locked();
   mi_prof_resize_table_t* t = mi_prof_resize_mine;
   if (t == NULL) return;
   mi_prof_resize_flush_table(t, true);
@@ -172,6 +177,7 @@ bool _mi_prof_resize_thread_has_table(void) {
 /* fork(): the child's only thread is the caller; the others' tables are
    applied and freed. */
 void _mi_prof_resize_after_fork_child_locked(void) {
+  mi_prof_assert_locked();
   for (size_t k = 0; k < mi_prof_resize_claimed_max; k++) {
     mi_prof_resize_table_t* t = &mi_prof_resize_tables[k];
     if (!t->claimed || t == mi_prof_resize_mine) continue;
