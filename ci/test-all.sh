@@ -183,6 +183,14 @@ job() { # job NAME "NEEDS..." COMMAND...
   shift 2
   command[${names[-1]}]=$(printf '%q ' "$@")
 }
+# what --list says of a job, and the package groups it installs first
+# (ci/install-deps.sh --groups; "build" always): about NAME SECONDS "GROUPS" WHAT
+declare -A seconds groups what
+about() {
+  seconds[$1]=$2
+  groups[$1]=$3
+  what[$1]=$4
+}
 
 job gcc-debug "" matrix gcc-debug gcc Debug
 job gcc-release "" matrix gcc-release gcc Release
@@ -241,10 +249,49 @@ job stats-detailed "pprof-profiler" stats_detailed
 job purge-holes-plants "" purge_holes_plants
 job rust-crate "" bash ci/rust.sh "$out/rust-crate"
 
+# seconds: the job's time on the last clean-clone run of the whole suite (2
+# cores), the jobs it needs not counted
+about gcc-debug 71 "" "build (gcc, Debug) and run the core tests"
+about gcc-release 47 "" "build (gcc, Release) and run the core tests"
+about clang-release 39 "" "build (clang, Release) and run the core tests"
+about clang-debug 88 "" "build (clang, Debug) and run the core tests"
+about gcc-secure-release 86 "" "the secure build (gcc, Release) and the core tests"
+about clang-secure-debug 95 "" "the secure build (clang, Debug) and the core tests"
+about debug3 85 "" "MI_DEBUG=3 (every expensive assertion) and the core tests"
+about debug3-secure 123 "" "the secure build with MI_DEBUG=3 and the core tests"
+about fault-coverage 198 "coverage" "fault injection: every failure path of the OS layer taken, with gcov"
+about fault-sweep-threads 65 "coverage" "the fault sweep with two threads"
+about fault-positive-control 13 "" "a planted unchecked commit the fault sweep must catch"
+about teardown 45 "model" "the teardown protocol: forced interleavings, the spin model, planted races"
+about override-real-programs 38 "" "real programs under LD_PRELOAD of the default build, output compared"
+about override-real-programs-secure 40 "" "the same under the secure build"
+about real-suite-secure 330 "real-suites" "CPython's and GLib's own tests under the secure build, against glibc"
+about dhat-profiler 8 "dhat" "the DHAT profiler: format, counts, Valgrind's DHAT and its viewer"
+about pprof-profiler 65 "pprof" "the sampled heap profiler read by Go pprof and google-pprof, accuracy"
+about memory-events-plants 32 "" "the memory events' planted bugs, each caught"
+about asan 106 "sanitizers" "the tests under ASan+UBSan with the allocator's poisoning"
+about tsan 100 "sanitizers" "the threaded and teardown tests under TSan"
+about valgrind 32 "sanitizers" "a subset under memcheck with the allocator's client requests"
+about windows-mingw-wine 245 "windows" "the MinGW-w64 build's tests under Wine"
+about fuzz-smoke 201 "fuzz" "both fuzz harnesses a minute per engine, and their planted bugs"
+about lint 208 "lint" "clang-format, the include and call layer checks, cppcheck, clang-tidy"
+about install-and-downstream 40 "" "both builds installed into one prefix, downstream projects built against them"
+about bench-smoke 22 "bench" "the bench workloads once, against the peers"
+about heap-snapshot-viewers 31 "viewers" "the heap snapshot's readers and HTML viewer"
+about stats-detailed 120 "pprof" "MI_STAT=2 builds: exact requested bytes, and their planted bug"
+about purge-holes-plants 60 "" "memory returned from used pages: its planted bugs, each caught"
+about rust-crate 90 "rust" "the Rust crate: build, tests, doc-tests, with rustc 1.63 too"
+
 # ---- Running it -----------------------------------------------------------------
 
 if [ "${1:-}" = --list ]; then
-  for n in "${names[@]}"; do printf '%-32s needs: %s\n' "$n" "${needs[$n]:-nothing}"; done
+  printf '%-30s %7s  %-12s %s\n' job seconds installs "what it does (after the jobs it needs)"
+  for n in "${names[@]}"; do
+    printf '%-30s %7s  %-12s %s%s\n' "$n" "${seconds[$n]:-?}" "${groups[$n]:--}" "${what[$n]:-}" \
+      "$([ -n "${needs[$n]}" ] && echo " (needs: ${needs[$n]})")"
+  done
+  echo "(seconds: on the last clean-clone run of the whole suite, 2 cores; a job runs the jobs it needs first,"
+  echo " and installs only the packages of its groups and the build's: ci/install-deps.sh --groups)"
   exit 0
 fi
 declare -A wanted state
@@ -263,7 +310,16 @@ else
 fi
 mkdir -p "$out"
 
-bash ci/install-deps.sh || { echo "ci: dependency install failed"; exit 1; }
+# every package for the whole suite; for chosen jobs, their groups only
+install_groups=()
+if [ $# -gt 0 ]; then
+  for n in "${names[@]}"; do
+    [ -n "${wanted[$n]+x}" ] || continue
+    for g in ${groups[$n]:-}; do install_groups+=("$g"); done
+  done
+  [ ${#install_groups[@]} -gt 0 ] || install_groups=(build)
+fi
+bash ci/install-deps.sh "${install_groups[@]}" || { echo "ci: dependency install failed"; exit 1; }
 
 passed=0
 failed=0

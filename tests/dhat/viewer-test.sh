@@ -4,7 +4,7 @@
 # Valgrind's dh_view.html in headless Chromium, which must show the file's
 # totals and no error; a broken file must fail the same check (positive
 # control). playwright-core (pinned in viewer/package.json) is installed
-# into viewer/node_modules with npm on first use.
+# into viewer/node_modules by ci/install-deps.sh (group dhat).
 # usage: viewer-test.sh /path/to/libmimalloc.so [screenshot.png]
 set -u
 LIB="${1:?usage: $0 libmimalloc.so}"
@@ -16,9 +16,11 @@ trap 'rm -rf "$WORK"' EXIT
 for need in node npm /usr/bin/chromium /usr/libexec/valgrind/dh_view.html; do
   command -v "$need" >/dev/null 2>&1 || [ -e "$need" ] || { echo "missing $need (ci/install-deps.sh)"; exit 1; }
 done
+# installed with the packages (ci/install-deps.sh dhat), not here: a test
+# that fetches from the network on its first run fails offline, or slowly
 if [ ! -d "$HERE/viewer/node_modules/playwright-core" ]; then
-  (cd "$HERE/viewer" && npm install --no-audit --no-fund --no-save --loglevel=error >/dev/null) ||
-    { echo "npm install of playwright-core failed"; exit 1; }
+  echo "missing playwright-core in $HERE/viewer (bash ci/install-deps.sh dhat)"
+  exit 1
 fi
 failed=0
 if command -v python3 >/dev/null; then

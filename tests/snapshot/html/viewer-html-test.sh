@@ -3,7 +3,7 @@
 #
 # tools/mi-heapview.html in real headless Chromium (/usr/bin/chromium, or
 # $CHROMIUM), driven by puppeteer-core (pinned in package.json, installed
-# into node_modules/ here with npm on first use). The fixtures are made anew
+# into node_modules/ here by ci/install-deps.sh, group viewers). The fixtures are made anew
 # by tests/snapshot/make_fixture.py; the viewer's published summary
 # (window.miHeapView) and what it shows are held against the generator's
 # ground truth (expected.json) and against the reference reader
@@ -43,9 +43,12 @@ for need in node npm python3 "$chromium"; do
   command -v "$need" >/dev/null 2>&1 || [ -x "$need" ] ||
     { echo "missing $need (apt-get install nodejs npm python3 chromium)"; echo "viewer-html-test: FAILED"; exit 1; }
 done
+# installed with the packages (ci/install-deps.sh viewers), not here: a
+# test that fetches from the network on its first run fails offline
 if [ ! -f "$here/node_modules/puppeteer-core/package.json" ]; then
-  (cd "$here" && npm install --no-audit --no-fund --no-save --loglevel=error >"$tmp/npm.log" 2>&1) ||
-    { cat "$tmp/npm.log"; echo "npm install of puppeteer-core failed"; echo "viewer-html-test: FAILED"; exit 1; }
+  echo "missing puppeteer-core in $here (bash ci/install-deps.sh viewers)"
+  echo "viewer-html-test: FAILED"
+  exit 1
 fi
 if [ -n "$shots" ]; then mkdir -p "$shots" && shots=$(cd "$shots" && pwd); fi
 
