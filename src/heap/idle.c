@@ -39,6 +39,7 @@ static void mi_thread_idle(mi_tld_t* tld, bool force) {
 /* A parked thread's pages, swept by another (init.c holds the threads lock
    and the thread's park state SWEEPING). True if a sweep ran. */
 bool _mi_tld_holes_sweep(mi_tld_t* tld, bool force) {
+  mi_assert_internal(atomic_load_explicit(&tld->park, memory_order_relaxed) == MI_PARK_SWEEPING);
   bool full = false;
   if (!mi_holes_due(tld, force, &full)) return false;
   bool eager_zero = mi_option_is_enabled(mi_option_purge_holes_eager_zero);
@@ -82,7 +83,8 @@ void _mi_tld_unpark(mi_tld_t* tld) {
       return;
     }
     if (expected == MI_PARK_RUNNING) return; /* (not parked: a call without _start) */
-    mi_prim_yield();                         /* a sweep of its pages is running: bounded */
+    mi_assert_internal(expected == MI_PARK_SWEEPING);
+    mi_prim_yield(); /* a sweep of its pages is running: bounded */
   }
 }
 

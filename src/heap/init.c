@@ -61,9 +61,13 @@ void _mi_threads_sweep_parked(const mi_tld_t* self, uint64_t gen, bool force, si
                                                 memory_order_relaxed)) {
       if (_mi_tld_holes_sweep(tld, force)) (*swept)++;
       tld->purge_gen = gen;
+      /* its owner waits while SWEEPING (it takes its heaps back only from PARKED) */
+      mi_assert_internal(atomic_load_explicit(&tld->park, memory_order_relaxed) == MI_PARK_SWEEPING);
       atomic_store_explicit(&tld->park, MI_PARK_PARKED, memory_order_release);
     } else if (expected == MI_PARK_RUNNING) {
       (*running)++;
+    } else {
+      mi_assert_internal(expected != MI_PARK_SWEEPING); /* set only here, under the lock */
     }
   }
   _mi_lock_release(&mi_threads_lock);

@@ -122,6 +122,7 @@ static bool mi_os_release(void* p, size_t size) {
 /* False: the OS refused (the range stays mapped and counted). */
 bool _mi_os_free(void* p, size_t size) {
   if (p == NULL || size == 0) return true;
+  mi_assert_internal(((uintptr_t)p % _mi_os_page_size()) == 0); /* a range the OS gave */
   if (!mi_os_release(p, size)) return false;
   _mi_stat_decrease(&_mi_stats.reserved, (int64_t)size);
   return true;
@@ -150,6 +151,7 @@ static void* mi_os_try_large(size_t size, size_t alignment) {
       return NULL;
     }
   }
+  mi_assert_internal(_mi_is_power_of_two(alignment));
   void* p = NULL;
   int err = mi_prim_alloc_large_os_pages(size, alignment, &p);
   if (err == 0 && ((uintptr_t)p & (alignment - 1)) != 0) {
@@ -185,6 +187,7 @@ static void* mi_os_alloc_aligned_placed(size_t size, size_t alignment, size_t of
       return NULL;
     }
     void* aligned = (void*)(_mi_align_up((uintptr_t)p + offset, alignment) - offset);
+    mi_assert_internal((uint8_t*)aligned >= (uint8_t*)p && (uint8_t*)aligned + size <= (uint8_t*)p + over);
     if (!mi_os_release(p, over)) {
       /* the OS kept it: it stays ours, unused */
       _mi_stat_increase(&_mi_stats.reserved, (int64_t)over); /* fault path: Windows */
@@ -215,6 +218,8 @@ static void* mi_os_alloc_trimmed(size_t size, size_t alignment, size_t offset, b
   uintptr_t start = (uintptr_t)p;
   uintptr_t aligned = _mi_align_up(start + offset, alignment) - offset;
   size_t pre = aligned - start;
+  mi_assert_internal(pre < alignment && pre + size <= over);
+  mi_assert_internal(((aligned + offset) & (alignment - 1)) == 0);
   size_t post = over - pre - size;
   size_t kept = size;
   /* an end the OS will not take back stays mapped and counted */
@@ -236,6 +241,7 @@ static void* mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, boo
   size_t psize = _mi_os_page_size();
   size = _mi_align_up(size, psize);
   if (alignment < psize) alignment = psize;
+  mi_assert_internal(_mi_is_power_of_two(alignment));
   *is_pinned = false;
   /* pinned pages cannot hold guard pages or be purged in parts: secure builds use them only as a hint */
   if (allow_large && commit && !MI_SECURE) {
@@ -268,6 +274,7 @@ void* _mi_os_alloc_aligned(size_t size, size_t alignment, bool commit, bool allo
   int saved_errno = errno; /* failures on the way to a success leave no trace */
   void* p = mi_os_alloc_aligned(size, alignment, commit, allow_large, is_pinned);
   if (p != NULL) errno = saved_errno;
+  mi_assert_internal(p == NULL || alignment <= 1 || ((uintptr_t)p & (alignment - 1)) == 0);
   return p;
 }
 
@@ -280,6 +287,7 @@ void* _mi_os_reserve_aligned_at(size_t size, size_t alignment, size_t offset) {
   size = _mi_align_up(size, _mi_os_page_size());
   void* p = mi_os_alloc_trimmed(size, alignment, offset, false, false);
   if (p != NULL) errno = saved_errno;
+  mi_assert_internal(p == NULL || (((uintptr_t)p + offset) & (alignment - 1)) == 0);
   return p;
 }
 
@@ -299,6 +307,7 @@ static int mi_os_commit_attempt(void* arg) {
 /* Make a decommitted range usable again; false (errno ENOMEM) if the OS
    will not, after the retry policy. */
 bool _mi_os_commit(void* p, size_t size) {
+  mi_assert_internal(p != NULL && ((uintptr_t)p % _mi_os_page_size()) == 0);
   mi_os_commit_args_t args = {p, size};
   int err = mi_os_with_retry(&mi_os_commit_attempt, &args);
   if (err == 0) atomic_fetch_add_explicit(&_mi_stats.commit_calls, 1, memory_order_relaxed);
@@ -316,6 +325,7 @@ bool _mi_os_commit(void* p, size_t size) {
    memory reading as zero. On failure the memory stays committed and
    nothing changes. */
 bool _mi_os_purge(void* p, size_t size) {
+  mi_assert_internal(p != NULL && ((uintptr_t)p % _mi_os_page_size()) == 0);
   atomic_fetch_add_explicit(&_mi_stats.purge_calls, 1, memory_order_relaxed);
   bool is_zero = false;
   int err = mi_prim_purge(p, size, false, &is_zero);
@@ -331,6 +341,7 @@ bool _mi_os_purge(void* p, size_t size) {
 /* Give a committed range's memory and commit charge back; it must be
    committed again before use. On failure it stays committed and usable. */
 bool _mi_os_decommit(void* p, size_t size) {
+  mi_assert_internal(p != NULL && ((uintptr_t)p % _mi_os_page_size()) == 0);
   int err = mi_prim_decommit(p, size);
   if (err != 0) {
     mi_fault_event(mi_fault_event_decommit_failed);
@@ -347,6 +358,7 @@ void* _mi_os_alloc_meta(size_t size) {
   if (mi_os_alloc_retry(size, 0, true, false, &p) != 0) {
     return NULL; /* fault path */
   }
+  mi_assert_internal(((uintptr_t)p % _mi_os_page_size()) == 0);
   _mi_stat_increase(&_mi_stats.reserved, (int64_t)size);
   _mi_stat_increase(&_mi_stats.meta, (int64_t)size);
   return p;
@@ -363,6 +375,7 @@ void _mi_os_free_meta(void* p, size_t size) {
 /* Guard pages on (`protect`) or off. A failure is counted here; the caller
    reports it and keeps the memory out of use. */
 int _mi_os_protect(void* p, size_t size, bool protect) {
+  mi_assert_internal(((uintptr_t)p % _mi_os_page_size()) == 0 && (size % _mi_os_page_size()) == 0);
   int err = mi_prim_protect(p, size, protect);
   if (err == 0 && protect) atomic_fetch_add_explicit(&_mi_stats.protect_calls, 1, memory_order_relaxed);
   if (err != 0) {

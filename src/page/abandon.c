@@ -30,6 +30,9 @@ bool _mi_segment_has_live_blocks(const mi_segment_t* segment) {
 /* The segment becomes ABANDONED in the critical section that lists it, so
    whoever wins a claim finds it on the list to take it off. */
 static void mi_abandoned_push(mi_segment_t* segment) {
+  mi_assert_internal(segment->tld == NULL);    /* its thread let go of it */
+  mi_assert_internal(segment->used_pages > 0); /* an empty one is released instead */
+  mi_assert_internal(atomic_load_explicit(&segment->thread_id, memory_order_relaxed) == 0);
   _mi_lock_acquire(&mi_abandoned_lock);
   segment->prev = NULL;
   segment->next = mi_abandoned_first;
@@ -45,6 +48,11 @@ static void mi_abandoned_push(mi_segment_t* segment) {
    takes its own segment from wherever it is on the list). */
 static void mi_abandoned_unlink_locked(mi_segment_t* segment) {
   mi_lock_assert_held(&mi_abandoned_lock);
+  /* only the claimer unlinks: the word says CLAIMED, and the segment is listed */
+  mi_assert_internal(_mi_owner_state_of(atomic_load_explicit(&segment->owner, memory_order_relaxed)) ==
+                     MI_OWNER_CLAIMED);
+  mi_assert_internal(segment->prev != NULL || mi_abandoned_first == segment);
+  mi_assert_internal(atomic_load_explicit(&mi_abandoned_count, memory_order_relaxed) > 0);
   if (segment->prev != NULL) segment->prev->next = segment->next;
   else mi_abandoned_first = segment->next;
   if (segment->next != NULL) segment->next->prev = segment->prev;
@@ -85,6 +93,7 @@ static mi_segment_t* mi_abandoned_claim(mi_tld_t* tld, int kind) {
 void _mi_segments_abandon(mi_tld_t* tld) {
   while (tld->segments != NULL) {
     mi_segment_t* segment = tld->segments;
+    mi_assert_internal(segment->tld == tld);
     _mi_tld_segment_remove(tld, segment);
     segment->tld = NULL;
     size_t left = segment->used_pages;
@@ -244,6 +253,7 @@ bool _mi_segment_claim_on_free(mi_segment_t* segment) {
   _mi_lock_acquire(&mi_abandoned_lock);
   mi_abandoned_unlink_locked(segment); /* ABANDONED meant listed, and only the claimer unlinks a CLAIMED one */
   _mi_tld_segment_add(tld, segment);
+  mi_assert_internal(segment->tld == tld && segment->next != segment);
   _mi_lock_release(&mi_abandoned_lock);
   _mi_stat_decrease(&_mi_stats.abandoned, 1);
   atomic_fetch_add_explicit(&_mi_stats.reclaimed, 1, memory_order_relaxed);

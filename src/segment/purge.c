@@ -27,7 +27,10 @@ void _mi_purge_init(void) {
 
 /* Under the purge lock. */
 static void mi_purge_list_add(mi_segment_t* segment) {
+  mi_lock_assert_held(&_mi_purge_lock);
+  mi_assert_internal(!segment->is_pinned); /* pinned memory is never purged in parts */
   if (segment->in_purge_list) return;
+  mi_assert_internal(segment->purge_prev == NULL && segment->purge_next == NULL);
   segment->in_purge_list = 1;
   segment->purge_prev = NULL;
   segment->purge_next = mi_purge_first;
@@ -82,6 +85,9 @@ void _mi_purge_schedule_page(mi_segment_t* segment, mi_page_t* page) {
 }
 
 static void mi_purge_list_remove(mi_segment_t* segment) {
+  mi_lock_assert_held(&_mi_purge_lock);
+  mi_assert_internal(segment->in_purge_list);
+  mi_assert_internal(segment->purge_prev != NULL || mi_purge_first == segment);
   if (segment->purge_prev != NULL) segment->purge_prev->purge_next = segment->purge_next;
   else mi_purge_first = segment->purge_next;
   if (segment->purge_next != NULL) segment->purge_next->purge_prev = segment->purge_prev;
@@ -120,6 +126,7 @@ void _mi_purge_unlink_segment(mi_segment_t* segment) {
     for (size_t i = 0; i < segment->page_count && !purging; i++) {
       purging = (atomic_load_explicit(&segment->pages[i].state, memory_order_acquire) == MI_PAGE_PURGING);
     }
+    mi_assert_internal(!segment->in_purge_list);
     _mi_lock_release(&_mi_purge_lock);
     if (!purging) return;
     mi_prim_yield();

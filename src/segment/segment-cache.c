@@ -52,12 +52,17 @@ void _mi_segment_cache_init(void) {
 }
 
 static void mi_cache_undirty(mi_cache_slot_t* slot) {
+  mi_lock_assert_held(&mi_cache_lock);
+  mi_assert_internal(slot->dirty && atomic_load_explicit(&mi_cache_dirty_count, memory_order_relaxed) > 0);
   atomic_fetch_sub_explicit(&mi_cache_dirty_count, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&mi_cache_dirty_bytes, slot->committed, memory_order_relaxed);
   slot->dirty = false;
 }
 
 static mi_segment_t* mi_cache_take(mi_cache_slot_t* slot) {
+  mi_lock_assert_held(&mi_cache_lock);
+  mi_assert_internal(slot->segment != NULL && !slot->purging); /* a slot being purged is skipped */
+  mi_assert_internal(atomic_load_explicit(&mi_cache_count, memory_order_relaxed) > 0);
   mi_segment_t* segment = slot->segment;
   if (slot->dirty) mi_cache_undirty(slot);
   slot->segment = NULL;
@@ -124,6 +129,9 @@ mi_segment_t* _mi_segment_cache_pop(mi_segment_kind_t kind, size_t size, size_t 
     }
   }
   if (same == NULL) same = larger;
+  /* the same size, or larger and dirty (a purged one's header reads zero: its slot keeps the size) */
+  mi_assert_internal(same == NULL || (same->size >= size && same->dirty));
+  mi_assert_internal(clean == NULL || clean->size == size);
   mi_segment_t* found = NULL;
   int64_t purged_at = 0;
   if (same != NULL) {
@@ -151,6 +159,7 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
     for (size_t i = 0; i < MI_CACHE_SLOTS; i++) {
       mi_cache_slot_t* slot = &mi_cache[i];
       if (slot->segment != NULL) continue;
+      mi_assert_internal(!slot->dirty && !slot->purging);
       slot->segment = segment;
       slot->size = segment->segment_size;
       slot->kind = segment->kind;
@@ -174,6 +183,7 @@ bool _mi_segment_cache_push(mi_segment_t* segment) {
 
 /* Return the memory of a claimed slot (`purging` set); true if it went. */
 static bool mi_cache_purge_slot(mi_cache_slot_t* slot, int64_t now) {
+  mi_assert_internal(slot->purging && slot->dirty && slot->segment != NULL); /* claimed: nobody else takes it */
   bool purged = true;
   /* secure builds: purging zeroes the header, and with it where a large
      block's guard page is: that guard is lifted first */
@@ -210,6 +220,7 @@ static mi_cache_slot_t* mi_cache_claim_oldest(int64_t before) {
     if (oldest == NULL || slot->cached_at < oldest->cached_at) oldest = slot;
   }
   if (oldest != NULL) oldest->purging = true;
+  mi_assert_internal(oldest == NULL || oldest->dirty);
   return oldest;
 }
 
