@@ -4,7 +4,6 @@
 #define MI_API_H
 
 #include "../heap/heap.h"
-#include "../../include/mimalloc-stats.h"
 
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
@@ -43,10 +42,5 @@ static inline bool _mi_realloc_total(const void* p, size_t count, size_t size, s
   *total = SIZE_MAX;
   return true;
 }
-
-/* stats-api.c: the statistics as data, filled here and written as JSON by
-   stats-json.c */
-bool _mi_stats_valid(const mi_stats_t* stats) mi_decl_hidden;
-void _mi_stats_fill(mi_stats_t* stats) mi_decl_hidden; /* the process's figures */
 
 #endif

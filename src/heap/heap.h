@@ -5,6 +5,7 @@
 #define MI_HEAP_H
 
 #include "../page/page.h"
+#include "../../include/mimalloc-stats.h"
 
 /* init.c */
 mi_heap_t* _mi_heap_init_thread(void) mi_decl_hidden;
@@ -31,6 +32,10 @@ bool _mi_page_free_map(mi_page_t* page, uint8_t* map, size_t nbytes) mi_decl_hid
 
 /* stats.c */
 void _mi_stats_print_at_exit(void) mi_decl_hidden;
+/* stats-fill.c: the statistics as data (mimalloc-stats.h's struct) */
+bool _mi_stats_valid(const mi_stats_t* stats) mi_decl_hidden;
+void _mi_stats_clear(mi_stats_t* stats) mi_decl_hidden; /* zero, with its size and version */
+void _mi_stats_fill(mi_stats_t* stats) mi_decl_hidden;  /* the process's figures */
 
 /* snapshot.c */
 void _mi_snapshot_at_exit(void) mi_decl_hidden;

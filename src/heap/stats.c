@@ -84,64 +84,6 @@ static void mi_print_line(const mi_printer_t* pr, const char* fmt, ...) {
   _mi_fputs(pr->out, pr->arg, NULL, buf);
 }
 
-static void mi_print_bytes(const mi_printer_t* pr, const char* name, const mi_stat_atomic_t* stat) {
-  char cur[32], peak[32], total[32];
-  mi_format_size(atomic_load(&stat->current), cur, sizeof(cur));
-  mi_format_size(atomic_load(&stat->peak), peak, sizeof(peak));
-  mi_format_size(atomic_load(&stat->total), total, sizeof(total));
-  mi_print_line(pr, "%-12s %14s %14s %14s\n", name, cur, peak, total);
-}
-
-static void mi_print_count(const mi_printer_t* pr, const char* name, const mi_stat_atomic_t* stat) {
-  mi_print_line(pr, "%-12s %14lld %14lld %14lld\n", name, (long long)atomic_load(&stat->current),
-                (long long)atomic_load(&stat->peak), (long long)atomic_load(&stat->total));
-}
-
-void mi_stats_print_out(mi_output_fun* out, void* arg) {
-  mi_printer_t pr = {out, arg};
-  mi_stats_merge();
-  char version[32];
-  _mi_version_string(version, sizeof(version));
-  /* the pid tells apart the blocks of a process tree printing to one stream */
-  mi_print_line(&pr, "mimalloc-pprof statistics (pid %ld, version %s, secure %d)\n", (long)mi_prim_getpid(), version,
-                MI_SECURE);
-  mi_print_line(&pr, "%-12s %14s %14s %14s\n", "", "current", "peak", "total");
-  mi_print_bytes(&pr, "reserved", &_mi_stats.reserved);
-  mi_print_bytes(&pr, "committed", &_mi_stats.committed);
-  mi_print_count(&pr, "segments", &_mi_stats.segments);
-  mi_print_count(&pr, "pages", &_mi_stats.pages);
-  mi_print_count(&pr, "large/huge", &_mi_stats.large);
-  mi_print_count(&pr, "abandoned", &_mi_stats.abandoned);
-  mi_print_count(&pr, "threads", &_mi_stats.threads);
-  char purged[32];
-  mi_format_size(atomic_load(&_mi_stats.purged.total), purged, sizeof(purged));
-  mi_print_line(&pr, "%-12s %14s in %lld calls; %lld OS allocations, %lld segments reclaimed\n", "purged", purged,
-                (long long)atomic_load(&_mi_stats.purge_calls), (long long)atomic_load(&_mi_stats.mmap_calls),
-                (long long)atomic_load(&_mi_stats.reclaimed));
-#if MI_STAT
-  mi_print_line(&pr, "allocations per size class (block size: count)\n");
-  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
-    int64_t n = atomic_load(&_mi_stats.malloc_bins[bin]);
-    if (n == 0) continue;
-    mi_print_line(&pr, "  %8zu: %lld\n", _mi_bin_size(bin), (long long)n);
-  }
-#endif
-  mi_prim_process_info_t info;
-  mi_prim_process_info(&info);
-  char rss[32], peak_rss[32];
-  mi_format_size((int64_t)info.current_rss, rss, sizeof(rss));
-  mi_format_size((int64_t)info.peak_rss, peak_rss, sizeof(peak_rss));
-  mi_print_line(&pr, "process: rss %s, peak rss %s, user %lld ms, system %lld ms, elapsed %lld ms\n", rss, peak_rss,
-                (long long)info.utime_ms, (long long)info.stime_ms, (long long)info.elapsed_ms);
-}
-
-/* `out` is an mi_output_fun* (mimalloc's older signature), called with arg NULL. */
-void mi_stats_print(void* out) {
-  mi_output_fun* fun = NULL;
-  memcpy(&fun, &out, sizeof(fun)); /* a function pointer passed as void*: C forbids the cast */
-  mi_stats_print_out(fun, NULL);
-}
-
 /* The calling thread's own figures: what its heaps hold now, walked (only
    the owner may walk them), and its per-size-class counts not yet merged. */
 void mi_thread_stats_print_out(mi_output_fun* out, void* arg) {
@@ -179,10 +121,6 @@ void mi_thread_stats_print_out(mi_output_fun* out, void* arg) {
     if (n != 0) mi_print_line(&pr, "  %8zu: %lld\n", _mi_bin_size(bin), (long long)n);
   }
 #endif
-}
-
-void _mi_stats_print_at_exit(void) {
-  mi_stats_print_out(NULL, NULL);
 }
 
 void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs, size_t* current_rss,
