@@ -35,7 +35,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # out: it counts exact mmap outcomes, which ASan's own mappings perturb
 # (fault injection has jobs of its own). The fork storm runs below, in a
 # build of its own.
-(cd "$dir" && ctest --output-on-failure -L core -LE fork \
+(cd "$dir" && ctest --output-on-failure -j2 -L core -LE fork \
   -E '^(test-memory-return|test-fault|test-new-delete|test-new-delete-shared|test-hardened-cxx)$') || status=1
 # the teardown protocol's forced interleavings (docs/teardown-protocol.md)
 (cd "$dir" && ctest --output-on-failure -L '^teardown$') || status=1

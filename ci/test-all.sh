@@ -108,9 +108,9 @@ bench_smoke() {
 stats_detailed() {
   local ok=0
   local -x MI_PPROF_TOOLS=$out/pprof-tools
-  ci_build "$out/stat2" gcc Release -DMI_STAT=2 && run_ctest "$out/stat2" -L '^(core|pprof)$' || ok=1
+  ci_build "$out/stat2" gcc Release -DMI_STAT=2 && run_ctest "$out/stat2" -L '^(core|pprof)$' -j2 || ok=1
   ci_build "$out/stat2-secure" gcc Release -DMI_STAT=2 -DMI_SECURE=ON &&
-    run_ctest "$out/stat2-secure" -L '^(core|pprof)$' || ok=1
+    run_ctest "$out/stat2-secure" -L '^(core|pprof)$' -j2 || ok=1
   if ci_build "$out/stat2-plant" gcc Release -DMI_STAT=2 -DMI_STAT_PLANT_REQUESTED_OFF_BY_ONE=ON -- test-stats-api; then
     if "$out/stat2-plant/tests/test-stats-api" >"$out/stat2-plant.log" 2>&1; then
       echo "stats-detailed: the planted off-by-one was NOT caught"
@@ -257,30 +257,30 @@ about clang-release 39 "" "build (clang, Release) and run the core tests"
 about clang-debug 88 "" "build (clang, Debug) and run the core tests"
 about gcc-secure-release 86 "" "the secure build (gcc, Release) and the core tests"
 about clang-secure-debug 95 "" "the secure build (clang, Debug) and the core tests"
-about debug3 85 "" "MI_DEBUG=3 (every expensive assertion) and the core tests"
-about debug3-secure 123 "" "the secure build with MI_DEBUG=3 and the core tests"
-about fault-coverage 198 "coverage" "fault injection: every failure path of the OS layer taken, with gcov"
-about fault-sweep-threads 65 "coverage" "the fault sweep with two threads"
-about fault-positive-control 13 "" "a planted unchecked commit the fault sweep must catch"
-about teardown 45 "model" "the teardown protocol: forced interleavings, the spin model, planted races"
-about override-real-programs 38 "" "real programs under LD_PRELOAD of the default build, output compared"
-about override-real-programs-secure 40 "" "the same under the secure build"
-about real-suite-secure 330 "real-suites" "CPython's and GLib's own tests under the secure build, against glibc"
-about dhat-profiler 8 "dhat" "the DHAT profiler: format, counts, Valgrind's DHAT and its viewer"
-about pprof-profiler 65 "pprof" "the sampled heap profiler read by Go pprof and google-pprof, accuracy"
-about memory-events-plants 32 "" "the memory events' planted bugs, each caught"
-about asan 106 "sanitizers" "the tests under ASan+UBSan with the allocator's poisoning"
-about tsan 100 "sanitizers" "the threaded and teardown tests under TSan"
-about valgrind 32 "sanitizers" "a subset under memcheck with the allocator's client requests"
-about windows-mingw-wine 245 "windows" "the MinGW-w64 build's tests under Wine"
-about fuzz-smoke 201 "fuzz" "both fuzz harnesses a minute per engine, and their planted bugs"
-about lint 208 "lint" "clang-format, the include and call layer checks, cppcheck, clang-tidy"
-about install-and-downstream 40 "" "both builds installed into one prefix, downstream projects built against them"
-about bench-smoke 22 "bench" "the bench workloads once, against the peers"
-about heap-snapshot-viewers 31 "viewers" "the heap snapshot's readers and HTML viewer"
-about stats-detailed 120 "pprof" "MI_STAT=2 builds: exact requested bytes, and their planted bug"
-about purge-holes-plants 60 "" "memory returned from used pages: its planted bugs, each caught"
-about rust-crate 90 "rust" "the Rust crate: build, tests, doc-tests, with rustc 1.63 too"
+about debug3 63 "" "MI_DEBUG=3 (every expensive assertion) and the core tests"
+about debug3-secure 98 "" "the secure build with MI_DEBUG=3 and the core tests"
+about fault-coverage 189 "coverage" "fault injection: every failure path of the OS layer taken, with gcov"
+about fault-sweep-threads 50 "coverage" "the fault sweep with two threads"
+about fault-positive-control 4 "" "a planted unchecked commit the fault sweep must catch"
+about teardown 46 "model" "the teardown protocol: forced interleavings, the spin model, planted races"
+about override-real-programs 53 "" "real programs under LD_PRELOAD of the default build, output compared"
+about override-real-programs-secure 49 "" "the same under the secure build"
+about real-suite-secure 415 "real-suites" "CPython's and GLib's own tests under the secure build, against glibc"
+about dhat-profiler 9 "dhat" "the DHAT profiler: format, counts, Valgrind's DHAT and its viewer"
+about pprof-profiler 70 "pprof" "the sampled heap profiler read by Go pprof and google-pprof, accuracy"
+about memory-events-plants 38 "" "the memory events' planted bugs, each caught"
+about asan 116 "sanitizers" "the tests under ASan+UBSan with the allocator's poisoning"
+about tsan 63 "sanitizers" "the threaded and teardown tests under TSan"
+about valgrind 36 "sanitizers" "a subset under memcheck with the allocator's client requests"
+about windows-mingw-wine 260 "windows" "the MinGW-w64 build's tests under Wine"
+about fuzz-smoke 204 "fuzz" "both fuzz harnesses a minute per engine, and their planted bugs"
+about lint 202 "lint" "clang-format, the include and call layer checks, cppcheck, clang-tidy"
+about install-and-downstream 28 "" "both builds installed into one prefix, downstream projects built against them"
+about bench-smoke 21 "bench" "the bench workloads once, against the peers"
+about heap-snapshot-viewers 30 "viewers" "the heap snapshot's readers and HTML viewer"
+about stats-detailed 175 "pprof" "MI_STAT=2 builds: exact requested bytes, and their planted bug"
+about purge-holes-plants 23 "" "memory returned from used pages: its planted bugs, each caught"
+about rust-crate 65 "rust" "the Rust crate: build, tests, doc-tests, with rustc 1.63 too"
 
 # ---- Running it -----------------------------------------------------------------
 

@@ -57,7 +57,7 @@ if configure_build "$out/build" all; then
   # the first Wine start creates the prefix: not inside a test's timeout
   "$wine" cmd /c exit >/dev/null 2>&1 || true
   echo "--- windows: ctest under Wine"
-  (cd "$out/build" && ctest --output-on-failure) | tee "$out/ctest.log" || ok=1
+  (cd "$out/build" && ctest --output-on-failure -j2) | tee "$out/ctest.log" || ok=1
   # the figures of the passing tests (ctest shows only failures' output)
   echo "--- windows: figures"
   grep -hE "^(thread-exit:|win-path:|large pages|huge pages|VirtualAlloc2|fault-sweep: (threads=|[0-9]+ runs)|win_check: (proto|text) )" \
