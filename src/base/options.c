@@ -192,12 +192,13 @@ static void mi_option_init(mi_option_t option) {
   desc->init = MI_OPTION_DEFAULTED;
 }
 
-/* MI_MALLOC_VERSION as mimalloc writes it: 212 is 2.1.2 (its scheme before
-   2.1.4), 20401 is 2.4.1. */
+/* MI_MALLOC_VERSION as mimalloc writes it: 20401 is 2.4.1 (the constant,
+   not mi_version(), which is the api floor's; mimalloc's scheme before
+   2.1.4, 212 for 2.1.2, is not one this library ever had). */
+_Static_assert(MI_MALLOC_VERSION >= 10000, "major*10000 + minor*100 + patch");
 void _mi_version_string(char* buf, size_t size) {
-  int v = MI_MALLOC_VERSION; /* (not mi_version(): that is the api floor's) */
-  if (v >= 10000) (void)snprintf(buf, size, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
-  else (void)snprintf(buf, size, "%d.%d.%d", v / 100, (v % 100) / 10, v % 10);
+  const int v = MI_MALLOC_VERSION;
+  (void)snprintf(buf, size, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
 }
 
 void mi_options_print(void) {
