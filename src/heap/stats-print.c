@@ -93,21 +93,24 @@ static void mi_table_status(mi_table_t* t, bool current_kept, int64_t current, c
 }
 
 /* peak, total and current in bytes, the block and count columns empty */
+/* a count's peak, total and current, in that order (upstream's columns) */
+static void mi_table_three(mi_table_t* t, const mi_stat_count_t* c, mi_amount_t kind) {
+  mi_table_amount(t, c->peak, kind);
+  mi_table_amount(t, c->total, kind);
+  mi_table_amount(t, c->current, kind);
+}
+
 static void mi_table_bytes_row(mi_table_t* t, const char* label, const mi_stat_count_t* c, bool current_kept,
                                const char* not_ok) {
   mi_table_label(t, label);
-  mi_table_amount(t, c->peak, MI_AMOUNT_BYTES);
-  mi_table_amount(t, c->total, MI_AMOUNT_BYTES);
-  mi_table_amount(t, c->current, MI_AMOUNT_BYTES);
+  mi_table_three(t, c, MI_AMOUNT_BYTES);
   mi_table_blank(t, 2);
   mi_table_status(t, current_kept, c->current, not_ok);
 }
 
 static void mi_table_count_row(mi_table_t* t, const char* label, const mi_stat_count_t* c) {
   mi_table_label(t, label);
-  mi_table_amount(t, c->peak, MI_AMOUNT_COUNT);
-  mi_table_amount(t, c->total, MI_AMOUNT_COUNT);
-  mi_table_amount(t, c->current, MI_AMOUNT_COUNT);
+  mi_table_three(t, c, MI_AMOUNT_COUNT);
   mi_table_end_line(t);
 }
 
@@ -127,9 +130,7 @@ static void mi_table_alloc_row(mi_table_t* t, const char* label, const mi_stat_c
     return;
   }
   mi_table_label(t, label);
-  mi_table_amount(t, c->peak, MI_AMOUNT_COUNT_BINARY);
-  mi_table_amount(t, c->total, MI_AMOUNT_COUNT_BINARY);
-  mi_table_amount(t, c->current, MI_AMOUNT_COUNT_BINARY);
+  mi_table_three(t, c, MI_AMOUNT_COUNT_BINARY);
   mi_table_blank(t, 2);
   mi_table_status(t, current_kept, c->current, not_ok);
 }
