@@ -25,7 +25,7 @@ static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size) {
 
 /* No lock, no atomic read-modify-write. With `observed` (an entry point the
    program called) the heap's observers' countdown runs after the pop
-   (hooks.h: mi_observe_fast); both exits are tail calls, so the fast path
+   (observe.h: mi_observe_fast); both exits are tail calls, so the fast path
    needs no frame. `slow` is a constant at
    every call site: the call is direct. */
 static inline void* _mi_heap_malloc_fast(mi_heap_t* heap, size_t size, bool observed, mi_malloc_slow_fun* slow) {

@@ -136,7 +136,7 @@ void* mi_mallocn(size_t count, size_t size) {
    kept in place whose page is flagged tells the sampler its new size, and
    a move's new block is an allocation of the program's, through the heap's
    countdown as malloc's (a moved sampled block's free is told by its
-   page's flag: hooks.h). The secure build's the same: secure/free.c. */
+   page's flag: prof/hooks.h). The secure build's the same: secure/free.c. */
 static mi_forceinline void* mi_heap_realloc_zero_at(mi_heap_t* heap, void* p, size_t newsize, bool zero, bool sampled) {
   if (p == NULL) {
     if (sampled) return (zero ? mi_heap_malloc_zero_observed(heap, newsize) : mi_heap_malloc_observed(heap, newsize));
@@ -203,7 +203,7 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
   return newp;
 }
 
-/* A reallocation while an observer runs (hooks.h: the old block's record
+/* A reallocation while an observer runs (observe.h: the old block's record
    is held while realloc runs). */
 static mi_noinline void* mi_heap_realloc_observing(uint8_t armed, mi_heap_t* heap, void* p, size_t newsize, bool zero) {
   mi_observe_held_t held;

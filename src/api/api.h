@@ -4,6 +4,7 @@
 #define MI_API_H
 
 #include "../heap/heap.h"
+#include "observe.h" /* the observers' dispatch */
 
 /* free.c */
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;

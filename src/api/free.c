@@ -43,7 +43,7 @@ void _mi_free_unobserved(void* p) {
 
 /* The observers first: once the block is free another thread may get it.
    (The memory events take the block's size and record before the free and
-   tell it after: hooks.h.) */
+   tell it after: observe.h.) */
 static mi_forceinline void mi_free_observed(void* p, mi_alloc_kind_t kind) {
   mi_observe_free_held_t held;
   mi_observe_free_take(p, &held);

@@ -7,6 +7,7 @@
 
 #include "types.h"
 #include "lock.h"
+#include "observers.h"
 
 /* xorshift64*: not for secrets, only for spreading (inline: the secure
    build draws one per block it carves and per free) */

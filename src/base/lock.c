@@ -1,11 +1,11 @@
 /* The allocator's lock type and the global locks taken by the fork
-   handlers (the classes, their names and ranks: lockorder/classes.h,
+   handlers (the classes, their names and ranks: base/lock-classes.h,
    documented in docs/lock-order.md). With MI_LOCKORDER every acquire and
    release goes through the lock-order checker (src/lockorder); without it
    base/lock.h maps them to the primitives and this file only keeps the
    registry. */
 #include "base.h"
-#include "../lockorder/lockorder.h"
+#include "lockorder.h"
 
 /* Each global class has exactly one lock; it registers itself here when
    initialised, so the fork handlers can take them all in class order (the

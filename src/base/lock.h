@@ -8,12 +8,12 @@
 #include "../prim/prim.h"
 
 /* The allocator's one lock type. Every lock has a class; the classes and the
-   order in which they may nest are the table in lockorder/classes.h. With
+   order in which they may nest are the table in base/lock-classes.h. With
    MI_LOCKORDER the acquire/release calls pass their source location to the
    lock-order checker (src/lockorder); without it they are the plain
    primitives. */
-#include "../lockorder/classes.h"
-#include "../lockorder/lockorder.h"
+#include "lock-classes.h"
+#include "lockorder.h"
 
 typedef struct mi_lock_s {
   mi_prim_lock_t lock;

@@ -1,7 +1,7 @@
 /* Options: one table, read lazily from MIMALLOC_<NAME> in the environment.
    mi_option_set wins over the environment; mi_option_set_default loses to it. */
 #include "base.h"
-#include "../hooks.h"
+#include "listeners.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -245,7 +245,7 @@ void mi_option_set(mi_option_t option, long value) {
   if (!mi_option_valid(option)) return;
   _mi_options[option].value = value;
   _mi_options[option].init = MI_OPTION_INITIALIZED;
-  mi_hook_option_changed(option, value); /* what depends on it catches up */
+  _mi_raise_option_changed(option, value); /* what depends on it catches up */
 }
 
 void mi_option_set_default(mi_option_t option, long value) {
@@ -253,7 +253,7 @@ void mi_option_set_default(mi_option_t option, long value) {
   if (_mi_options[option].init == MI_OPTION_UNINIT) mi_option_init(option);
   if (_mi_options[option].init != MI_OPTION_INITIALIZED) {
     _mi_options[option].value = value;
-    mi_hook_option_changed(option, value); /* what depends on it catches up */
+    _mi_raise_option_changed(option, value); /* what depends on it catches up */
   }
 }
 

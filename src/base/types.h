@@ -189,7 +189,7 @@ struct mi_heap_s {
   uintptr_t handle_check;
 #endif
 #if MI_OBSERVERS
-  /* The observers' countdown (src/hooks.h, mi_observe_fast): the bytes the
+  /* The observers' countdown (api/observe.h, mi_observe_fast): the bytes the
      fast path hands out before it tells the observers; idle, more than a
      process allocates, so idle and sampling cost the fast path the same
      subtraction and branch. Set for the observers' epoch below. */

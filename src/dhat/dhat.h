@@ -7,7 +7,8 @@
 #ifndef MI_DHAT_INTERNAL_H
 #define MI_DHAT_INTERNAL_H
 
-#include "../api/api.h"
+#include "../heap/heap.h"
+#include "hooks.h"
 
 /* Frames kept per allocation site, innermost first. Valgrind's default
    (--num-callers=12) counts the allocation function itself; ours start at

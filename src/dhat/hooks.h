@@ -1,13 +1,14 @@
-/* The heap profiler's entry points (MI_DHAT), called through the events
-   and observers of src/hooks.h: the core includes that header, never this
-   one. Only declarations of the base layer's types. */
+/* The heap profiler's entry points (MI_DHAT), called through the observers'
+   dispatch (api/observe.h) and the rare events (base/listeners.h, its
+   listener): the floors below api/ never include this header. Only declarations of the base layer's types. */
 #ifndef MI_DHAT_HOOKS_H
 #define MI_DHAT_HOOKS_H
 
 #include "../base/base.h"
+#include "../base/listeners.h"
 
 /* The allocator's entry points call the recording functions after the flag
-   test below (hooks.h's mi_observing), so a build with the profiler in but
+   test below (base/observers.h's mi_observing), so a build with the profiler in but
    not started pays one relaxed load and a predictable branch. */
 #if MI_DHAT
 extern _Atomic(bool) _mi_dhat_on mi_decl_hidden;
@@ -38,5 +39,9 @@ void _mi_dhat_segment_unmapped(const void* segment) mi_decl_hidden;
 /* The calling thread's stack cache (stack.c, shared by both profilers) goes back to the OS. */
 void _mi_dhat_stack_thread_done(void) mi_decl_hidden;
 #endif
+
+/* their listeners to the rare events (api/wings.c) */
+extern const mi_listener_t _mi_dhat_listener mi_decl_hidden;
+extern const mi_listener_t _mi_stack_cache_listener mi_decl_hidden;
 
 #endif

@@ -710,6 +710,23 @@ bool mi_dhat_dump(const char* path) {
   return ok;
 }
 
+/* ---- Listening to the rare events (base/listeners.h) ---------------------------------- */
+
+static void mi_dhat_segment_unmapped(const void* segment, size_t size) {
+  (void)size;
+  _mi_dhat_segment_unmapped(segment); /* the records kept beside it */
+}
+static void mi_dhat_page_gone(const mi_page_t* page) {
+  if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its live blocks are freed */
+}
+const mi_listener_t _mi_dhat_listener = {
+    .name = "dhat",
+    .process_ready = &_mi_dhat_process_init, /* MIMALLOC_DHAT=1: the profiler starts now */
+    .process_done = &_mi_dhat_process_done,
+    .fork_child = &_mi_dhat_after_fork_child,
+    .segment_unmapped = &mi_dhat_segment_unmapped,
+    .page_gone = &mi_dhat_page_gone,
+};
 #else /* MI_DHAT */
 
 bool mi_dhat_start(void) {

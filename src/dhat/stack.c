@@ -368,4 +368,6 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
   return n;
 }
 
+/* the stack cache both profilers' capture keeps: a thread's goes with it */
+const mi_listener_t _mi_stack_cache_listener = {.name = "stack cache", .thread_done = &_mi_dhat_stack_thread_done};
 #endif

@@ -3,7 +3,7 @@
    of the program's heap, and the program's handler called once per
    allocation, free and resize.
 
-   The entry points tell the observers of src/hooks.h; this file is the
+   The entry points tell the observers' dispatch (api/observe.h); this file is the
    observer of bit MI_OBSERVER_EVENTS, which is set while counting is on or
    an ETW session listens (etw-windows.c), so that switched off it costs the
    entry points nothing but the load of the observers' word they make
@@ -402,6 +402,21 @@ bool mi_memory_visit_live_allocations(mi_memory_allocation_visit_fun* visitor, v
   }
   return true;
 }
+
+/* ---- Listening to the rare events (base/listeners.h) ---------------------------------- */
+
+static void mi_events_segment_unmapped(const void* segment, size_t size) {
+  (void)size;
+  _mi_events_segment_unmapped(segment); /* the records beside it */
+}
+const mi_listener_t _mi_events_listener = {
+    .name = "memory events",
+    .process_init = &_mi_events_process_init,   /* their locks */
+    .process_ready = &_mi_events_process_ready, /* MIMALLOC_MEMORY_EVENTS=1; the ETW provider */
+    .process_done = &_mi_events_process_done,
+    .segment_unmapped = &mi_events_segment_unmapped,
+    .page_gone = &_mi_events_page_gone, /* each counted block freed (a heap destroy: no test first) */
+};
 
 #else /* built without memory events: the calls exist and fail */
 

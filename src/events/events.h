@@ -6,7 +6,8 @@
 #ifndef MI_EVENTS_INTERNAL_H
 #define MI_EVENTS_INTERNAL_H
 
-#include "../api/api.h"
+#include "../heap/heap.h"
+#include "hooks.h"
 #include "../../include/mimalloc/memory-events.h"
 
 #if MI_MEMORY_EVENTS

@@ -176,3 +176,6 @@ void* mi_unwrapped_realloc(void* p, size_t new_size, size_t alignment) {
   mi_unwrapped_free(p);
   return q;
 }
+
+/* (mi_unwrapped_*, in every build: its lock) */
+const mi_listener_t _mi_unwrapped_listener = {.name = "unwrapped", .process_init = &_mi_unwrapped_process_init};

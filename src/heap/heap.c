@@ -125,7 +125,7 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
       _mi_page_queue_remove(heap, pq, page);
       mi_page_flags_store(page, 0);
       mi_sched_point(MI_SCHED_HEAP_DESTROY_PAGE);
-      mi_hook_heap_page_gone(page);
+      _mi_raise_page_gone(page);
       /* secure builds: not reused at once, so a stale pointer into it stays reported */
       if (MI_SECURE) _mi_secure_page_hold(heap->tld, page);
       else _mi_segment_page_free(page);

@@ -2,6 +2,7 @@
    constructor runs, from dlsym and from TLS set-up), thread exit, fork and
    process exit. */
 #include "heap.h"
+#include "../prim/fault.h"
 
 typedef struct mi_thread_data_s {
   mi_heap_t heap;
@@ -152,7 +153,7 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
   tld->exiting = true; /* a segment claimed on free from here on would stay with a dead thread */
   _mi_tld_unpark(tld); /* parked and never taken back: a sweep of its pages ends first */
   _mi_heap_free_all_of_thread(tld);
-  mi_hook_thread_done();
+  _mi_raise_thread_done();
   /* off the list only now: a fork before this point orphans the rest of
      this thread's segments in the child */
   _mi_lock_acquire(&mi_threads_lock);
@@ -211,13 +212,11 @@ void mi_thread_done(void) {
    when compiled in, verifies it), so the child inherits no lock held by a
    thread it does not have and no list in mid-update. */
 static void mi_fork_prepare(void) {
-  mi_hook_fork_prepare();
   _mi_locks_acquire_all();
 }
 
 static void mi_fork_parent(void) {
   _mi_locks_release_all();
-  mi_hook_fork_parent();
 }
 
 /* The child has one thread, this one, the replica of the one that took
@@ -235,7 +234,10 @@ static void mi_fork_parent(void) {
    handler. */
 static void mi_fork_child(void) {
   _mi_locks_release_all();
-  mi_hook_fork_child(); /* the lock-order checker's record of held locks cleared before any is taken */
+#if MI_LOCKORDER
+  _mi_lockorder_fork_child(); /* its record of held locks cleared before any is taken */
+#endif
+  _mi_raise_fork_child();
   _mi_background_fork_child_begin();
   mi_heap_t* heap = mi_get_default_heap();
   mi_tld_t* self = (mi_heap_is_initialized(heap) ? heap->tld : NULL);
@@ -258,13 +260,20 @@ static void mi_fork_child(void) {
 
 /* ---- Process ------------------------------------------------------------------------- */
 
+#if MI_FAULT
+/* prim/ calls nothing above it: its warning comes back through this */
+static void mi_fault_env_warning(const char* name, const char* value) {
+  _mi_warning_message("environment option %s has an invalid value: %s\n", name, value);
+}
+#endif
+
 /* At exit, or earlier when the program calls it (mimalloc's API): once. */
 void mi_process_done(void) {
   static _Atomic(bool) done;
   if (atomic_load_explicit(&mi_process_state, memory_order_acquire) != 2) return;
   if (atomic_exchange_explicit(&done, true, memory_order_acq_rel)) return;
   _mi_background_stop();
-  mi_hook_process_done();
+  _mi_raise_process_done();
   if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
     _mi_stats_print_at_exit();
   }
@@ -282,11 +291,17 @@ void _mi_process_init_once(void) {
     return;
   }
   mi_prim_init(&_mi_os_config);
-  mi_hook_process_start();
+#if MI_FAULT
+  _mi_fault_init_from_env(&mi_fault_env_warning); /* before any primitive fails on purpose */
+#endif
+  _mi_wings_listen(); /* the features compiled in, each its listener, before the first event */
   _mi_options_init();
   _mi_os_thp_init();
   _mi_process_key = mi_initial_key();
-  mi_hook_process_init();
+#if MI_LOCKORDER
+  _mi_lockorder_init();
+#endif
+  _mi_raise_process_init();
   _mi_lock_init(&mi_threads_lock, MI_LOCK_THREADS);
   _mi_meta_init();
   _mi_segments_init();
@@ -301,7 +316,10 @@ void _mi_process_init_once(void) {
   mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
   mi_prim_atexit(&mi_process_done);
   _mi_arenas_reserve_from_options();
-  mi_hook_process_ready();
+#if MI_FAULT
+  _mi_fault_register_report();
+#endif
+  _mi_raise_process_ready(); /* (these may allocate) */
   char version[32];
   _mi_version_string(version, sizeof(version));
   _mi_verbose_message("mimalloc-pprof %s initialised (secure: %d, debug: %d, lock-order checker: %d)\n", version,

@@ -138,7 +138,15 @@ void _mi_page_collect(mi_page_t* page) {
   mi_block_set_next(page, tail, page->free);
   page->free = list;
   page->used -= count;
-  mi_hook_page_collected(page);
+#if MI_PPROF
+  /* a page flagged for a sampled block that none holds any more (its
+     frees came from other threads, which may not take the owner's flag
+     off) goes back to the fast path */
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) &&
+      atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0) {
+    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
+  }
+#endif
 }
 
 /* ---- Page set-up --------------------------------------------------------------- */
@@ -207,7 +215,7 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   mi_track_mem_noaccess(page->start, area); /* never-carved slack too, whatever it held before */
 #if MI_STAT >= 2
-  _mi_stat_requested_page_init(page); /* its slots after the blocks */
+  _mi_raise_page_init(page); /* (its only listener: MI_STAT=2's request slots after the blocks) */
 #endif
   mi_page_extend(page);
 }

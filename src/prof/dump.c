@@ -321,4 +321,20 @@ void _mi_prof_process_done(void) {
   }
 }
 
+/* ---- Listening to the rare events (base/listeners.h) ---------------------------------- */
+
+static void mi_prof_page_gone(const mi_page_t* page) {
+  if (mi_unlikely(mi_prof_is_on())) _mi_prof_record_page_gone(page); /* its samples are freed */
+}
+const mi_listener_t _mi_prof_listener = {
+    .name = "pprof",
+    .process_ready = &_mi_prof_process_init, /* MIMALLOC_PROF=1: the sampler starts now */
+    .process_done = &_mi_prof_process_done,
+    .thread_done = &_mi_prof_thread_done, /* its pending resizes of sampled blocks */
+    .fork_child = &_mi_prof_after_fork_child,
+    .page_gone = &mi_prof_page_gone,
+    /* the dumps asked by a signal (polled while one is armed) or by the bytes allocated */
+    .background_poll_ms = &_mi_prof_background_poll_ms,
+    .background_tick = &_mi_prof_background_tick,
+};
 #endif

@@ -1,10 +1,11 @@
 /* The sampled heap profiler's entry points (MI_PPROF), called through the
-   events and observers of src/hooks.h: the core includes that header, never
-   this one. Only declarations of the base layer's types. */
+   observers' dispatch (api/observe.h) and the rare events (base/listeners.h,
+   its listener): the floors below api/ never include this header. Only declarations of the base layer's types. */
 #ifndef MI_PROF_HOOKS_H
 #define MI_PROF_HOOKS_H
 
 #include "../base/base.h"
+#include "../base/listeners.h"
 
 #if MI_PPROF
 extern _Atomic(bool) _mi_prof_on mi_decl_hidden;
@@ -82,7 +83,7 @@ void _mi_prof_process_done(void) mi_decl_hidden;
 void _mi_prof_after_fork_child(void) mi_decl_hidden;
 void _mi_prof_thread_done(void) mi_decl_hidden;
 void _mi_prof_record_alloc(void* p, size_t size) mi_decl_hidden;
-/* A heap's countdown (src/hooks.h: mi_observe_fast): its next gap, and a
+/* A heap's countdown (api/observe.h: mi_observe_fast): its next gap, and a
    sample at its end. */
 int64_t _mi_prof_heap_gap(void) mi_decl_hidden;
 void _mi_prof_record_heap_sample(void* p, size_t size, uint64_t gap) mi_decl_hidden;
@@ -98,5 +99,34 @@ void _mi_prof_background_tick(void) mi_decl_hidden;
 /* A free on the generic path in a page flagged MI_PAGE_FLAG_SAMPLED. */
 void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_hidden;
 #endif
+
+/* Whether the page's flag and its bits say that the block may be sampled. */
+static inline bool mi_prof_page_may_hold(const mi_page_t* page, const void* p) {
+#if MI_PPROF
+  return ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) != 0 &&
+          (atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0);
+#else
+  (void)page, (void)p;
+  return false;
+#endif
+}
+
+/* A free on the generic path of a block whose page holds a sampled one:
+   the profiler is called when the page's bits say the block may be a
+   sample, or when the page holds none any more (its owner takes the flag
+   off); the other blocks of the page, most of its frees, go on at once. */
+static inline void mi_hook_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p) {
+#if MI_PPROF
+  if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) &&
+      ((atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0 ||
+       atomic_load_explicit(&page->prof_samples, memory_order_relaxed) == 0)) {
+    _mi_prof_sampled_page_free(segment, page, p);
+  }
+#endif
+  (void)segment, (void)page, (void)p;
+}
+
+/* its listener to the rare events (api/wings.c) */
+extern const mi_listener_t _mi_prof_listener mi_decl_hidden;
 
 #endif

@@ -7,7 +7,8 @@
 #ifndef MI_PROF_INTERNAL_H
 #define MI_PROF_INTERNAL_H
 
-#include "../api/api.h"
+#include "../heap/heap.h"
+#include "hooks.h"
 #include "../dhat/dhat.h"
 
 #define MI_PROF_DEFAULT_INTERVAL ((size_t)512 * 1024)

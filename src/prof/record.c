@@ -285,7 +285,7 @@ static void mi_prof_sample_locked(uintptr_t key, uint64_t size, const uintptr_t*
 /* ---- Hooks ------------------------------------------------------------------------- */
 
 /* The page of a sampled block is flagged, so that the block's free goes the
-   generic way and tells us (hooks.h: mi_hook_sampled_page_free). The
+   generic way and tells us (prof/hooks.h: mi_hook_sampled_page_free). The
    allocating thread owns the page (or, for a block of its own segment, has
    not handed the pointer out yet): the flag is its to set. (The secure
    build sees every free, and reads the flag there; its zero-size slots have
@@ -426,7 +426,7 @@ void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) {
    old block is freed, and the new one gets a sampling decision of its own.
    Failed: the record is put back. */
 void _mi_prof_realloc_done(mi_prof_held_t* held, void* p, void* newp, size_t newsize) {
-  /* (a block not held: src/hooks.h, mi_observe_realloc_done) */
+  /* (a block not held: api/observe.h, mi_observe_realloc_done) */
   if (!held->found) return;
   bool moved = (newp != NULL && newp != p);
   _mi_lock_acquire(&mi_prof_lock);

@@ -85,7 +85,7 @@ bool _mi_prof_sample_decide(size_t size) {
   return true;
 }
 
-/* A gap for a heap's countdown (src/hooks.h, mi_observe_fast), from the
+/* A gap for a heap's countdown (api/observe.h, mi_observe_fast), from the
    calling thread's stream for the current start: 0 at interval 1 (every
    allocation a sample). Each heap counts its own allocations, so each
    allocation is still sampled with probability 1 - e^(-s/R). */

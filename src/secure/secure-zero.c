@@ -56,7 +56,7 @@ static mi_zero_segment_t* mi_zero_segment_map(void) {
    last segments unmapped). */
 void _mi_zero_segment_unmap(mi_zero_segment_t* z) {
   _mi_segment_map_set(&z->segment, MI_SEGMENT_SIZE, false);
-  mi_hook_segment_unmapped(z, MI_SEGMENT_SIZE); /* as any segment's: stale frees, the profiler's records */
+  _mi_raise_segment_unmapped(z, MI_SEGMENT_SIZE); /* as any segment's: stale frees, the profiler's records */
   _mi_stat_decrease(&_mi_stats.committed, (int64_t)mi_zero_header_size());
   _mi_os_free(z, MI_SEGMENT_SIZE);
 }

@@ -35,6 +35,7 @@
 #define MI_SECURE_H
 
 #include "../base/base.h"
+#include "../base/listeners.h"
 
 /* The secure wing's rooms (MI_SECURE). Declared in every build, so the
    core's `if (MI_SECURE)` choices compile both ways; defined only in the
@@ -110,7 +111,7 @@ bool _mi_cxx_operators_ours(void) mi_decl_hidden;
 size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats/requested.c */
 #endif
 /* The same while the pprof sampler runs: a sampled block's free is told
-   (src/hooks.h, mi_hook_secure_sampled_free). */
+   (api/observe.h, mi_hook_secure_sampled_free). */
 void _mi_secure_free_sampling(void* p) mi_decl_hidden;
 void _mi_secure_free_copied(void* p, bool sampling) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
@@ -199,5 +200,8 @@ bool _mi_secure_single_guard(mi_segment_t* segment, size_t segment_size, mi_page
                              size_t block_at) mi_decl_hidden;
 void _mi_secure_single_destroyed(mi_page_t* page) mi_decl_hidden;
 bool _mi_secure_single_guard_lift(mi_segment_t* segment) mi_decl_hidden;
+
+/* its listener to the rare events (listener.c, api/wings.c) */
+extern const mi_listener_t _mi_secure_listener mi_decl_hidden;
 
 #endif

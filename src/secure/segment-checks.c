@@ -1,6 +1,6 @@
 /* The secure wing's part of the segment layer (MI_SECURE): where the guard
    pages go and the checks of a segment's header and links. segment.c calls
-   it where it lays a segment out and (through hooks.h's page freed and
+   it where it lays a segment out and (through secure/hooks.h's page freed and
    segment emptied events) where it frees a page slot; single.c where it
    places a large block, links and unlinks it, and destroys it with its
    heap. */

@@ -107,7 +107,7 @@ static bool mi_background_idle_end(void) {
 static void mi_background_main(void) {
   int64_t idle_since = mi_prim_clock_now();
   while (atomic_load_explicit(&mi_background_state, memory_order_acquire) == 1) {
-    mi_hook_background_tick();
+    _mi_raise_background_tick();
     int64_t due = atomic_load_explicit(&mi_background_next_due, memory_order_relaxed);
     int64_t now = mi_prim_clock_now();
     if (due <= now) {
@@ -115,7 +115,7 @@ static void mi_background_main(void) {
       idle_since = mi_prim_clock_now();
       continue;
     }
-    int64_t poll = mi_hook_background_poll_ms();
+    int64_t poll = _mi_raise_background_poll_ms();
     if (due == INT64_MAX && poll < 0 && now - idle_since >= MI_BACKGROUND_IDLE_END_MS) {
       if (mi_background_idle_end()) return;
       idle_since = now;

@@ -119,7 +119,7 @@ static size_t mi_segment_range_free(mi_segment_t* segment, size_t size) {
   /* whoever maps this range next must not inherit our poisoned blocks (the
      header is not read after this: memcheck would see it as undefined) */
   mi_track_mem_undefined(segment, size);
-  mi_hook_segment_unmapped(segment, size);
+  _mi_raise_segment_unmapped(segment, size);
   if (_mi_arena_free(segment, size)) return 0;
   return (_mi_os_free(segment, size) ? size : 0);
 }

@@ -5,7 +5,8 @@
 #define MI_SEGMENT_H
 
 #include "../os/os.h"
-#include "../hooks.h" /* the events the optional features listen to */
+#include "../base/listeners.h" /* the rare events, and who listens */
+#include "../secure/hooks.h"   /* the secure policy at a page's set-up and release */
 
 /* segment-cache.c */
 void _mi_segment_cache_init(void) mi_decl_hidden;

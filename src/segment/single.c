@@ -286,7 +286,7 @@ void _mi_single_heap_destroy(mi_heap_t* heap) {
     mi_page_t* page = heap->single_first;
     _mi_lock_release(&mi_single_lock);
     if (page == NULL) break;
-    mi_hook_heap_page_gone(page);
+    _mi_raise_page_gone(page);
     if (MI_SECURE) _mi_secure_single_destroyed(page); /* as free does: a stale use faults or is reported */
     else _mi_segment_single_free(_mi_page_segment(page));
   }

@@ -1,6 +1,6 @@
 /* Detailed statistics (MI_STAT >= 2): `malloc_requested`, the bytes the
    program asked for, exact. The requests are seen where the observers see
-   the program's allocations (src/hooks.h: MI_OBSERVER_STATS, armed for the
+   the program's allocations (base/observers.h: MI_OBSERVER_STATS, armed for the
    whole run in such builds), and each block's request is kept until its
    free:
    - in a small or medium page, in an array of 32-bit sizes after the
@@ -124,5 +124,13 @@ void _mi_stat_requested_page_gone(const mi_page_t* page) {
   }
   _mi_stat_decrease(&_mi_stats.malloc_requested, (int64_t)total);
 }
+
+/* detailed statistics: a fresh page's request slots after its blocks, a
+   gone page's live requests */
+const mi_listener_t _mi_stat_requested_listener = {
+    .name = "requested bytes",
+    .page_gone = &_mi_stat_requested_page_gone,
+    .page_init = &_mi_stat_requested_page_init,
+};
 
 #endif

@@ -1,4 +1,4 @@
-/* The lock-order checker (src/lockorder) and its table.
+/* The lock-order checker (src/base/lockorder.c) and its table.
 
    - The table of lock classes in the code and the one in docs/lock-order.md
      agree (with a planted mismatch as the comparison's positive control).
@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "internal.h"
-#include "lockorder/lockorder.h"
+#include "base/lockorder.h"
 
 #include "child.h"
 
@@ -130,7 +130,7 @@ static void test_table_matches_doc(void** state) {
   assert_non_null(doc);
   char why[256];
   int diffs = table_differences(doc, why, sizeof(why));
-  if (diffs != 0) print_error("docs/lock-order.md and src/lockorder/classes.h differ: %s\n", why);
+  if (diffs != 0) print_error("docs/lock-order.md and src/base/lock-classes.h differ: %s\n", why);
   assert_int_equal(diffs, 0);
   /* the fork handler takes the locks in class order: ranks must increase */
   for (int c = 1; c < MI_LOCK_GLOBAL_COUNT; c++) {

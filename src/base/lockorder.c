@@ -16,7 +16,7 @@
    thread-local array, the graph a fixed matrix of atomics, and reports are
    formatted by hand into a stack buffer and written straight to stderr. So
    the checker is safe inside the allocator it checks and in a forked child. */
-#include "../api/api.h"
+#include "base.h"
 #include "lockorder.h"
 
 #include <stdlib.h>

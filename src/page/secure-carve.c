@@ -4,8 +4,8 @@
    page layer carves at most MI_SECURE_CARVE_MAX at a time (page.c), still
    as many to choose the next among as a 4 KiB carve of 128-byte blocks
    gives. */
-#include "../api/api.h"
-#include "secure.h"
+#include "page.h"
+#include "../secure/secure.h"
 
 /* `want` (1 to MI_SECURE_CARVE_MAX) blocks from `start`, linked: the first
    returned, the last in *last_out. */

@@ -1,6 +1,6 @@
 /* Pages of destroyed heaps (MI_SECURE), held by their thread before reuse. */
-#include "../api/api.h"
-#include "secure.h"
+#include "heap.h"
+#include "../secure/secure.h"
 
 /* A destroyed heap's blocks were never freed one by one: a stale pointer to
    one is reported (a double free, a use of a freed block) only as long as

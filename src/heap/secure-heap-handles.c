@@ -16,8 +16,8 @@
    live heap again. The cost: that many slots of memory (3.8 KiB each,
    0.9 MiB in all) once as many heaps have gone; nothing on any path but a
    heap's end. */
-#include "../api/api.h"
-#include "secure.h"
+#include "heap.h"
+#include "../secure/secure.h"
 
 #if MI_SECURE
 

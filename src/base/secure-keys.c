@@ -1,6 +1,7 @@
 /* The secure build's process keys: the trailer's, the header check's and
    the heap handles', derived from the process key at start-up. */
-#include "block.h"
+#include "base.h"
+#include "../secure/secure.h"
 
 /* Derived from the process key once, at start-up: free and malloc both use it. */
 uintptr_t _mi_secure_trailer_key;

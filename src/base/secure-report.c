@@ -1,6 +1,7 @@
 /* The secure build's reports: one line on stderr (what, which address, which
    size), the error callback, then abort. */
-#include "validate.h"
+#include "base.h"
+#include "../secure/secure.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,77 @@
+/* The rare events of the allocator's life, and the table of the optional
+   features that listen to them.
+
+   The floors raise each event at the one place where it happens, without
+   knowing who listens: each feature compiled in (DHAT, the pprof sampler,
+   the memory events, MI_STAT=2's requested bytes, the secure front) hands
+   its listener to _mi_listen once, at process start-up (api/wings.c, called
+   from heap/init.c before the first event), as heap/init.c hands the
+   background thread its cleanup. A listener leaves NULL what it does not
+   hear. Raised per page gone or segment unmapped at most: never on an
+   allocation's or a free's fast path (those are api/observe.h's).
+
+   | event            | raised by                     | listeners                           |
+   |------------------|-------------------------------|-------------------------------------|
+   | process_init     | heap/init.c, before the locks | secure keys, zero-size segments;    |
+   |                  |                               | memory events' locks; unwrapped     |
+   | process_ready    | heap/init.c, set-up done      | DHAT, pprof, memory events start    |
+   |                  |                               | (environment); secure fault handler |
+   | process_done     | heap/init.c, at exit          | pprof, DHAT: profiles written; ETW  |
+   | thread_done      | heap/init.c, thread data goes | profilers' stack cache; pprof's     |
+   |                  |                               | pending resizes                     |
+   | fork_child       | heap/init.c, child's locks out| DHAT, pprof                         |
+   | option_changed   | base/options.c, mi_option_set | guard sampler; secure zeroing       |
+   | segment_unmapped | segment/segment.c             | secure (stale frees); DHAT, memory  |
+   |                  |                               | events (records beside it)          |
+   | page_gone        | heap/heap.c, segment/single.c | DHAT, pprof, memory events, MI_STAT |
+   |                  |                               | =2: the page's live blocks freed    |
+   | page_init        | page/page.c, fresh page       | MI_STAT=2: the page's request slots |
+   | background_poll, | segment/background.c          | pprof: dumps asked by a signal or   |
+   | background_tick  |                               | by the bytes allocated              |
+*/
+#ifndef MI_LISTENERS_H
+#define MI_LISTENERS_H
+
+#include "types.h"
+
+typedef struct mi_listener_s {
+  const char* name;
+  void (*process_init)(void);  /* options read, the process key drawn; no lock made yet */
+  void (*process_ready)(void); /* the allocator set up (may allocate) */
+  void (*process_done)(void);
+  void (*thread_done)(void); /* a thread's heaps gone, its thread data about to go */
+  void (*fork_child)(void);  /* the child's one thread released every lock */
+  void (*option_changed)(mi_option_t option, long value);
+  void (*segment_unmapped)(const void* segment, size_t size); /* out of the segment map */
+  void (*page_gone)(const mi_page_t* page);                   /* with the blocks it still holds */
+  void (*page_init)(mi_page_t* page);                         /* a fresh page, its geometry set */
+  /* the background thread: the longest it may sleep (-1: until woken; a
+     signal handler may not wake a thread), and its wake-up */
+  int64_t (*background_poll_ms)(void);
+  void (*background_tick)(void);
+} mi_listener_t;
+
+#define MI_LISTENERS_MAX 8
+
+/* At start-up, before the first event: in the order given, which is the
+   order each event is told in. */
+void _mi_listen(const mi_listener_t* listener) mi_decl_hidden;
+
+/* The start-up itself (api/wings.c, the one call from the floors up: the
+   entry points' floor knows which features are compiled in): each hands its
+   listener to _mi_listen. */
+void _mi_wings_listen(void) mi_decl_hidden;
+
+void _mi_raise_process_init(void) mi_decl_hidden;
+void _mi_raise_process_ready(void) mi_decl_hidden;
+void _mi_raise_process_done(void) mi_decl_hidden;
+void _mi_raise_thread_done(void) mi_decl_hidden;
+void _mi_raise_fork_child(void) mi_decl_hidden;
+void _mi_raise_option_changed(mi_option_t option, long value) mi_decl_hidden;
+void _mi_raise_segment_unmapped(const void* segment, size_t size) mi_decl_hidden;
+void _mi_raise_page_gone(const mi_page_t* page) mi_decl_hidden;
+void _mi_raise_page_init(mi_page_t* page) mi_decl_hidden;
+int64_t _mi_raise_background_poll_ms(void) mi_decl_hidden; /* the shortest asked, -1 if none */
+void _mi_raise_background_tick(void) mi_decl_hidden;
+
+#endif
