@@ -59,6 +59,12 @@ void _mi_raise_page_gone(const mi_page_t* page) {
 void _mi_raise_page_init(mi_page_t* page) {
   MI_RAISE(page_init, (page));
 }
+void _mi_raise_heap_flush(mi_heap_t* heap) {
+  MI_RAISE(heap_flush, (heap));
+}
+void _mi_raise_thread_collect(mi_tld_t* tld, bool everything) {
+  MI_RAISE(thread_collect, (tld, everything));
+}
 void _mi_raise_background_tick(void) {
   MI_RAISE(background_tick, ());
 }

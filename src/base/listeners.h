@@ -26,6 +26,10 @@
    | page_gone        | heap/heap.c, segment/single.c | DHAT, pprof, memory events, MI_STAT |
    |                  |                               | =2: the page's live blocks freed    |
    | page_init        | page/page.c, fresh page       | MI_STAT=2: the page's request slots |
+   | heap_flush       | heap/heap.c, heap destroyed   | secure: the heap's quarantined      |
+   |                  | or its thread's at exit       | blocks back to their pages          |
+   | thread_collect   | heap/heap.c, mi_collect(true),| secure: quarantines, held pages,    |
+   |                  | thread exit                   | fenced large blocks                 |
    | background_poll, | segment/background.c          | pprof: dumps asked by a signal or   |
    | background_tick  |                               | by the bytes allocated              |
 */
@@ -45,6 +49,11 @@ typedef struct mi_listener_s {
   void (*segment_unmapped)(const void* segment, size_t size); /* out of the segment map */
   void (*page_gone)(const mi_page_t* page);                   /* with the blocks it still holds */
   void (*page_init)(mi_page_t* page);                         /* a fresh page, its geometry set */
+  /* before a heap's pages go (destroyed, or its thread's at exit): what a
+     feature holds back of its blocks goes first */
+  void (*heap_flush)(mi_heap_t* heap);
+  /* a thread collects: mi_collect(true) (everything), or its exit */
+  void (*thread_collect)(mi_tld_t* tld, bool everything);
   /* the background thread: the longest it may sleep (-1: until woken; a
      signal handler may not wake a thread), and its wake-up */
   int64_t (*background_poll_ms)(void);
@@ -71,6 +80,8 @@ void _mi_raise_option_changed(mi_option_t option, long value) mi_decl_hidden;
 void _mi_raise_segment_unmapped(const void* segment, size_t size) mi_decl_hidden;
 void _mi_raise_page_gone(const mi_page_t* page) mi_decl_hidden;
 void _mi_raise_page_init(mi_page_t* page) mi_decl_hidden;
+void _mi_raise_heap_flush(mi_heap_t* heap) mi_decl_hidden;
+void _mi_raise_thread_collect(mi_tld_t* tld, bool everything) mi_decl_hidden;
 int64_t _mi_raise_background_poll_ms(void) mi_decl_hidden; /* the shortest asked, -1 if none */
 void _mi_raise_background_tick(void) mi_decl_hidden;
 

@@ -263,6 +263,7 @@ typedef struct mi_process_stats_s {
   _Atomic(int64_t) protect_calls; /* guard pages set (mprotect to no access) */
   _Atomic(int64_t) reclaimed;
   _Atomic(int64_t) secure_reports; /* misuse reports (secure builds): counted before the error callback, then abort */
+  _Atomic(int64_t) guarded_total;  /* guarded blocks handed out (MI_GUARDED), ever */
   _Atomic(int64_t) malloc_bins[MI_BIN_COUNT + 1];
   /* pages in use by their blocks' bin in upstream's numbering (MI_STAT_BIN_HUGE + 1 bins) */
   mi_stat_atomic_t page_bins[MI_STAT_BIN_COUNT];

@@ -166,7 +166,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
     return;
   }
   if (MI_STAT) _mi_stats_merge_heap(heap);
-  if (MI_SECURE) _mi_secure_quarantine_flush(heap->tld, heap);
+  _mi_raise_heap_flush(heap); /* (secure: its quarantined blocks back to their pages) */
 #if MI_TRACK_VALGRIND
   mi_heap_visit_blocks(heap, true, &mi_heap_destroy_unregister, NULL);
 #endif
@@ -180,7 +180,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
    pages that are empty and abandon the rest. */
 void _mi_heap_free_all_of_thread(mi_tld_t* tld) {
   /* an abandoned segment holds only pages in use: the secure wing's held pages go first */
-  if (MI_SECURE) _mi_secure_thread_collect(tld, false);
+  _mi_raise_thread_collect(tld, false);
   mi_heap_t* backing = tld->heap_backing;
   mi_heap_t* heap = tld->heaps;
   while (heap != NULL) {
@@ -229,7 +229,7 @@ void mi_heap_collect(mi_heap_t* heap, bool force) {
   mi_heap_handle_check(heap);
   if (!mi_heap_is_initialized(heap)) return;
   _mi_deferred_free(heap, force);
-  if (MI_SECURE && force) _mi_secure_thread_collect(heap->tld, true);
+  if (force) _mi_raise_thread_collect(heap->tld, true);
   _mi_heap_check(heap);
   _mi_heap_collect_pages(heap);
   if (force) {
@@ -258,7 +258,7 @@ void _mi_heap_destroy_all_at_exit(void) {
   mi_heap_t* backing = tld->heap_backing;
   _mi_heap_default = backing;
   if (MI_STAT) _mi_stats_merge_heap(backing);
-  if (MI_SECURE) _mi_secure_quarantine_flush(tld, backing);
+  _mi_raise_heap_flush(backing);
   mi_heap_free_all_pages(backing);
   mi_heap_collect(backing, true);
 }

@@ -67,11 +67,7 @@ void _mi_stats_fill(mi_stats_t* stats) {
   mi_count_from(&stats->segments, &_mi_stats.segments);
   mi_count_from(&stats->segments_abandoned, &_mi_stats.abandoned);
   stats->pages_reclaim_on_alloc.total = mi_counter_of(&_mi_stats.reclaimed);
-  if (MI_SECURE) {
-    mi_secure_stats_t secure;
-    _mi_secure_stats_get(&secure);
-    stats->malloc_guarded_count.total = secure.guarded_total;
-  }
+  stats->malloc_guarded_count.total = atomic_load_explicit(&_mi_stats.guarded_total, memory_order_relaxed);
   for (size_t bin = 0; bin < MI_STAT_BIN_COUNT; bin++) mi_count_from(&stats->page_bins[bin], &_mi_stats.page_bins[bin]);
   mi_stats_malloc_bins(stats);
 }

@@ -90,7 +90,6 @@ void _mi_guard_fault_report(void* addr) {
 /* with sampling off, allocations between two looks at the rate option */
 #define MI_GUARD_RECHECK (1L << 20)
 static _Atomic(long) mi_guard_live;
-static _Atomic(int64_t) mi_guard_total;
 
 static long mi_guard_next_countdown(mi_heap_t* heap, long rate) {
   if (heap->guard_rng == 0) {
@@ -182,7 +181,7 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   mi_segment_t* segment = _mi_page_segment(page);
   page->start = (uint8_t*)segment + page->guard_offset - bsize;
   _mi_segment_single_set_block_size(page, bsize);
-  atomic_fetch_add_explicit(&mi_guard_total, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&_mi_stats.guarded_total, 1, memory_order_relaxed);
   page->is_guarded = true;
   page->guarded_freed = false;
   _mi_secure_block_prepare(page, (mi_block_t*)page->start, size);
@@ -261,7 +260,7 @@ void _mi_guard_quarantine_flush(void) {
 
 void _mi_guard_stats_get(int64_t* live, int64_t* total, int64_t* quarantined) {
   *live = atomic_load_explicit(&mi_guard_live, memory_order_relaxed);
-  *total = atomic_load_explicit(&mi_guard_total, memory_order_relaxed);
+  *total = atomic_load_explicit(&_mi_stats.guarded_total, memory_order_relaxed);
   int64_t n = 0;
   for (size_t i = 0; i < MI_GUARD_QUARANTINE; i++) {
     n += (atomic_load_explicit(&mi_guard_quarantine[i], memory_order_relaxed) != NULL);

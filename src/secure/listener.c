@@ -26,11 +26,17 @@ static void mi_secure_option_changed(mi_option_t option, long value) {
   if (option == mi_option_zero_on_free && value != 0) _mi_secure_zero_on_free_enabled();
 }
 
+static void mi_secure_heap_flush(mi_heap_t* heap) {
+  _mi_secure_quarantine_flush(heap->tld, heap);
+}
+
 const mi_listener_t _mi_secure_listener = {
     .name = "secure",
     .process_init = &mi_secure_process_init,
     .process_ready = &mi_secure_process_ready,
     .option_changed = &mi_secure_option_changed,
     .segment_unmapped = &_mi_secure_segment_unmapped, /* a later free into it is a double free */
+    .heap_flush = &mi_secure_heap_flush,              /* its quarantined blocks back to their pages */
+    .thread_collect = &_mi_secure_thread_collect,     /* quarantines, held pages, fenced large blocks */
 };
 #endif

@@ -1,6 +1,7 @@
 /* The secure build's memory operations on blocks that are not inline
    (memory.h): the check of a medium freed block, the zeroing with
    stores that bypass the cache. */
+#include "../api/api.h"
 #include "memory.h"
 
 #if defined(__SSE2__)

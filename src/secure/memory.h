@@ -5,7 +5,7 @@
 #ifndef MI_SECURE_MEMORY_H
 #define MI_SECURE_MEMORY_H
 
-#include "block.h"
+#include "../page/secure-block.h"
 
 /* Blocks of the size classes are multiples of 16 bytes and 16-byte aligned:
    the zeroing on free and the check on allocation go 16 bytes at a time

@@ -117,4 +117,15 @@ int64_t _mi_secure_large_quarantined(void) {
   return n;
 }
 
+/* A destroyed heap's large block goes as its free would have let it go. */
+void _mi_secure_single_destroyed(mi_page_t* page) {
+#if MI_GUARDED
+  if (page->is_guarded) {
+    _mi_secure_guarded_destroyed(_mi_page_segment(page), page);
+    return;
+  }
+#endif
+  _mi_secure_large_free(_mi_page_segment(page));
+}
+
 #endif

@@ -30,12 +30,11 @@
 #ifndef MI_SECURE_BLOCK_H
 #define MI_SECURE_BLOCK_H
 
-#include "../api/api.h"
-#include "secure.h"
+#include "page.h"
+#include "../secure/secure.h"
 
 /* keys derived from the process key at start-up (keys.c) */
 extern uintptr_t _mi_secure_trailer_key mi_decl_hidden;
-extern uint64_t _mi_secure_geometry_keys[2] mi_decl_hidden; /* the header's check words; the second odd */
 
 /* A block's keyed tag: its canary is derived from it, its trailer the tag
    xor the data's end times an odd constant, in 55 bits. Decoding multiplies
@@ -151,7 +150,7 @@ static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
   return (size_t)((offset * page->block_size_inv) >> 40);
 }
 
-#include "canary.h" /* the canary bytes between a request's end and its trailer */
+#include "secure-canary.h" /* the canary bytes between a request's end and its trailer */
 
 static inline bool mi_bit_get(const mi_page_t* page, size_t idx) {
   return mi_bitmap_get(page->used_map, idx);

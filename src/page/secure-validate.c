@@ -1,7 +1,7 @@
 /* Validation of a pointer the program hands back (MI_SECURE): the reports
    and the rare cases of the checks in validate.h, the header's check word,
    and the owner's check of the blocks other threads freed. */
-#include "validate.h"
+#include "secure-validate.h"
 
 /* The last segments given back (to the OS or an arena): a pointer into one
    of them was handed out and freed, and its segment went with it, so its
@@ -57,45 +57,6 @@ static bool mi_freed_by_other_thread(const mi_page_t* page, const mi_block_t* bl
   mi_block_t* next = mi_block_next(page, block);
   size_t idx;
   return next == NULL || mi_carved_block_index(page, next, &idx);
-}
-
-/* A single-block segment's page: free also reads (rare path) the segment's
-   size and page count, where the guard page is, whether it is pinned or a
-   guarded block; the block's size changes when realloc resizes it in place
-   (sealed again then). */
-static uint64_t mi_single_geometry(const mi_segment_t* segment, const mi_page_t* page) {
-  uint64_t c = (uint64_t)segment->segment_size ^ mi_rotl(page->guard_offset, 32) ^
-               ((uint64_t)segment->is_pinned << 48) ^ ((uint64_t)page->is_guarded << 56);
-  uint64_t d = (uint64_t)segment->page_count ^ mi_rotl(segment->info_size, 32);
-  uint64_t h = mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift));
-  return mi_geometry_mix(mi_geometry_mix(h, c), d);
-}
-
-void _mi_secure_page_seal(mi_page_t* page) {
-  const mi_segment_t* segment = _mi_page_segment(page);
-  page->geometry = (segment->kind == MI_SEGMENT_SINGLE
-                        ? mi_single_geometry(segment, page)
-                        : mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift)));
-}
-
-/* Nothing of the header is followed once it is found corrupted. The size is
-   the header's, which starts at the address given. */
-mi_noinline mi_decl_noreturn void _mi_secure_report_corrupted_header(const mi_segment_t* segment) {
-  _mi_secure_fatal("corrupted segment header detected at", segment, sizeof(mi_segment_t));
-}
-
-void _mi_secure_corrupted_header(const mi_segment_t* segment) {
-  _mi_secure_report_corrupted_header(segment);
-}
-
-/* A small or medium page about to go back to its segment, which walks its
-   blocks (_mi_secure_page_freed): its geometry is checked again. */
-void _mi_secure_page_check(const mi_page_t* page) {
-  const mi_segment_t* segment = _mi_page_segment(page);
-  if (page->geometry != mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift)) ||
-      page->capacity > page->reserved) {
-    _mi_secure_report_corrupted_header(segment);
-  }
 }
 
 /* The segment of a pointer outside every segment's first chunk: past the

@@ -1,10 +1,10 @@
-/* The secure wing's part of the segment layer (MI_SECURE): where the guard
+/* The secure policy on the segment floor (MI_SECURE): where the guard
    pages go and the checks of a segment's header and links. segment.c calls
    it where it lays a segment out and (through secure/hooks.h's page freed and
    segment emptied events) where it frees a page slot; single.c where it
-   places a large block, links and unlinks it, and destroys it with its
-   heap. */
-#include "../heap/heap.h"
+   places a large block, links and unlinks it (a destroyed heap's large
+   block goes through the secure front: secure/secure-large.c). */
+#include "segment.h"
 
 /* Guard pages: one between the header and the blocks, and one at the end of
    every page of a small or medium segment, so a linear overflow off the end
@@ -184,15 +184,4 @@ bool _mi_secure_single_guard_lift(mi_segment_t* segment) {
   }
   single->guard_offset = 0;
   return true;
-}
-
-/* A destroyed heap's large block goes as its free would have let it go. */
-void _mi_secure_single_destroyed(mi_page_t* page) {
-#if MI_GUARDED
-  if (page->is_guarded) {
-    _mi_secure_guarded_destroyed(_mi_page_segment(page), page);
-    return;
-  }
-#endif
-  _mi_secure_large_free(_mi_page_segment(page));
 }

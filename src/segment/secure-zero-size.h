@@ -23,8 +23,8 @@
 #ifndef MI_SECURE_ZERO_SIZE_H
 #define MI_SECURE_ZERO_SIZE_H
 
-#include "../api/api.h"
-#include "secure.h"
+#include "segment.h"
+#include "../secure/secure.h"
 
 #define MI_ZERO_SLOT MI_MAX_ALIGN_SIZE                     /* keeps malloc's alignment */
 #define MI_ZERO_POSITIONS (MI_SEGMENT_SIZE / MI_ZERO_SLOT) /* slot-sized steps in a segment */
@@ -82,5 +82,6 @@ mi_zero_segment_t** _mi_zero_list_of(mi_zero_segment_t* z) mi_decl_hidden;
 mi_zero_segment_t* _mi_zero_maybe_retire(mi_zero_segment_t* z) mi_decl_hidden;
 mi_zero_segment_t* _mi_zero_retire(mi_zero_segment_t* z) mi_decl_hidden;
 void _mi_zero_segment_unmap(mi_zero_segment_t* z) mi_decl_hidden;
+mi_zero_segment_t* _mi_zero_segment_map(void) mi_decl_hidden; /* outside the lock */
 
 #endif

@@ -5,7 +5,8 @@
 #ifndef MI_SECURE_VALIDATE_H
 #define MI_SECURE_VALIDATE_H
 
-#include "block.h"
+#include "secure-block.h"
+#include "../segment/secure-geometry.h"
 
 /* reports: one line, then abort (report.c, validate.c) */
 mi_decl_noreturn void _mi_secure_fatal_op(mi_secure_op_t op, const char* what, const void* p,
@@ -32,35 +33,7 @@ mi_block_t* _mi_secure_validate_zero(mi_segment_t* segment, const void* p, mi_se
 mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const void* p, mi_secure_op_t op, mi_alloc_kind_t kind,
                                        mi_page_t** page_out, size_t* size_out) mi_decl_hidden;
 
-/* ---- The header's geometry ---------------------------------------------------- */
-
-/* What free trusts of a page to find a block and bound what it reads and
-   writes: where the blocks start, their size and the inverse that divides
-   by it, how many fit, the size class, and the segment's kind and page size
-   (which choose the page). None of it changes while the page is set up, so
-   a keyed check word over it, set when the page is (_mi_secure_page_seal),
-   is checked on every free before any of it is used: a scribbled header is
-   reported instead of followed. Each field enters its word whole (shifts
-   that keep every bit, or rotations), so a change to any one field always
-   changes the word; the two keyed multiplications make a change to several
-   that cancels out a matter of knowing the keys. Bounds on each value would
-   take a dozen compares. What does change (the capacity, the counts, the
-   lists) is bounded where it is used. */
-static inline uint64_t mi_geometry_mix(uint64_t a, uint64_t b) {
-  return (((a ^ _mi_secure_geometry_keys[0]) * _mi_secure_geometry_keys[1]) ^ b) * _mi_secure_geometry_keys[1];
-}
-
-/* the segment's part: its kind and page shift, 16 bits */
-static inline uint64_t mi_segment_bits(uint8_t kind, uint8_t page_shift) {
-  return (uint64_t)kind | ((uint64_t)page_shift << 8);
-}
-
-static inline uint64_t mi_page_geometry(const mi_page_t* page, uint64_t segment_bits) {
-  uint64_t a = (uint64_t)(uintptr_t)page->start ^ mi_rotl(segment_bits, 48);
-  uint64_t b = (uint64_t)page->block_size ^ ((uint64_t)page->reserved << 20) ^ ((uint64_t)page->bin << 40) ^
-               mi_rotl(page->block_size_inv, 24);
-  return mi_geometry_mix(a, b);
-}
+/* ---- The header's geometry: segment/secure-geometry.h ---- */
 
 /* The segment header must carry our cookie. */
 static inline void mi_validate_cookie(const mi_segment_t* segment, const void* p, mi_secure_op_t op) {

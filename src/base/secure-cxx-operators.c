@@ -18,7 +18,8 @@
    the check to that file would pull it, and with it operator new, out of
    the static library into every program linked with it, which then
    allocates its C++ objects from the default heap without asking. */
-#include "secure.h"
+#include "base.h"
+#include "../secure/secure.h"
 
 #if defined(_WIN32)
 bool _mi_cxx_operators_ours(void) {

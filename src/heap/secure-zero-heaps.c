@@ -1,7 +1,8 @@
 /* Zero-size allocations in secure builds (MI_SECURE): a heap's zero
    segments, passed on when it is deleted, freed when it is destroyed, and
    visited. */
-#include "zero-size.h"
+#include "heap.h"
+#include "../segment/secure-zero-size.h"
 
 #if MI_SECURE
 
