@@ -11,9 +11,9 @@
    |                 |        | requested size kept, every allocation observed)     |
    | MI_OVERRIDE     | CMake  | export malloc/free/... from the shared library (a   |
    |                 |        | choice of sources, no macro: src/api/override.c)    |
-   | MI_GUARDED      | 0/1    | sampled guard-page allocations (src/guard); secure  |
-   | MI_LOCKORDER    | 0/1    | run-time lock-order checker (src/lockorder); on in  |
-   |                 |        | Debug builds (docs/lock-order.md)                   |
+   | MI_GUARDED      | 0/1    | sampled guard pages, secure builds (secure/guard.c) |
+   | MI_LOCKORDER    | 0/1    | run-time lock-order checker (base/lockorder.c); on  |
+   |                 |        | in Debug builds (docs/lock-order.md)                |
    | MI_FAULT        | 0/1    | fault-injection hooks in the OS primitives, and the |
    |                 |        | teardown protocol's schedule points; on in Debug    |
    | MI_FAULT_PLANT_UNCHECKED | 0/1 | test only: one primitive's result left     |

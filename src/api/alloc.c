@@ -52,7 +52,7 @@ static inline void* mi_heap_malloc_zero_observed(mi_heap_t* heap, size_t size) {
 }
 
 /* The calls that take a heap check it first (secure builds: a load, an
-   xor and a compare, secure/heap-handles.c); those on the thread's default
+   xor and a compare, heap/secure-heap-handles.c); those on the thread's default
    heap do not need to. */
 void* mi_heap_malloc(mi_heap_t* heap, size_t size) {
   mi_heap_handle_check(heap);

@@ -4,7 +4,7 @@
 
    A thread that holds a lock of rank r may only block on a lock of a higher
    rank. Classes of the same rank have no documented order between them; the
-   checker (src/lockorder) then relies on the order it observes: an edge
+   checker (src/base/lockorder.c) then relies on the order it observes: an edge
    A -> B (B taken while A is held) that closes a cycle is a violation.
 
    Why this order: `threads` is outermost because the fork child walks the

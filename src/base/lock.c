@@ -1,7 +1,7 @@
 /* The allocator's lock type and the global locks taken by the fork
    handlers (the classes, their names and ranks: base/lock-classes.h,
    documented in docs/lock-order.md). With MI_LOCKORDER every acquire and
-   release goes through the lock-order checker (src/lockorder); without it
+   release goes through the lock-order checker (src/base/lockorder.c); without it
    base/lock.h maps them to the primitives and this file only keeps the
    registry. */
 #include "base.h"

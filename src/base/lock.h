@@ -10,7 +10,7 @@
 /* The allocator's one lock type. Every lock has a class; the classes and the
    order in which they may nest are the table in base/lock-classes.h. With
    MI_LOCKORDER the acquire/release calls pass their source location to the
-   lock-order checker (src/lockorder); without it they are the plain
+   lock-order checker (src/base/lockorder.c); without it they are the plain
    primitives. */
 #include "lock-classes.h"
 #include "lockorder.h"

@@ -32,7 +32,7 @@ typedef enum mi_page_state_e {
   MI_PAGE_FREE_DIRTY = 1, /* free, memory still committed */
   MI_PAGE_PURGING = 2,    /* the background thread is returning its memory */
   MI_PAGE_FREE_CLEAN = 3, /* free, memory returned (or never touched) */
-  MI_PAGE_HELD = 4        /* secure builds: a destroyed heap's page, not reused yet (secure/held-pages.c) */
+  MI_PAGE_HELD = 4        /* secure builds: a destroyed heap's page, not reused yet (heap/secure-held-pages.c) */
 } mi_page_state_t;
 
 #define MI_PAGE_FLAG_IN_FULL 0x01     /* in the heap's full queue */
@@ -98,7 +98,7 @@ typedef struct mi_page_s {
 #if MI_SECURE
   uintptr_t keys[2];       /* free-list link encoding */
   uint64_t block_size_inv; /* ceil(2^40 / block_size): block index by multiplication */
-  uint64_t geometry;       /* keyed check of what free trusts of the page and its segment (secure/validate.h) */
+  uint64_t geometry;       /* keyed check of what free trusts of the page and its segment (page/secure-validate.h) */
   uintptr_t heap_check;    /* single-block pages: keyed copy of `heap`, checked when unlinked (segment.c) */
   size_t guard_offset;     /* single-block pages: offset of the guard page after the block (0: none) */
   bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
@@ -107,7 +107,7 @@ typedef struct mi_page_s {
   bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
   bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
   uint8_t guarded_kind;    /* a guarded block: what allocated it (mi_alloc_kind_t; others keep it in the trailer) */
-  bool held_fenced;        /* a destroyed heap's page, held: its area inaccessible (secure/held-pages.c) */
+  bool held_fenced;        /* a destroyed heap's page, held: its area inaccessible (heap/secure-held-pages.c) */
   size_t guarded_size;     /* ... where its data ends, from the block's start */
   size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
   uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure/memory.c) */
@@ -306,7 +306,7 @@ struct mi_tld_s {
 #if MI_SECURE
   uintptr_t rng;
   mi_quarantined_t quarantine[MI_SECURE_QUARANTINE]; /* freed small blocks not yet reusable */
-  /* destroyed heaps' pages not reused yet, oldest first (secure/held-pages.c) */
+  /* destroyed heaps' pages not reused yet, oldest first (heap/secure-held-pages.c) */
   mi_page_t* held_first;
   mi_page_t* held_last;
   size_t held_count;

@@ -14,7 +14,7 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, bool is_backing) {
 
 /* A heap that has gone gives its slot back (a thread's data, for its
    backing heap); secure builds retire it first, its handle check cleared,
-   so that a stale handle does not name the next heap (secure/heap-handles.c). */
+   so that a stale handle does not name the next heap (heap/secure-heap-handles.c). */
 void _mi_heap_slot_free(mi_heap_t* heap) {
   if (MI_SECURE) _mi_secure_heap_retire(heap);
   else _mi_meta_free(heap);

@@ -159,7 +159,7 @@ static void mi_page_extend(mi_page_t* page) {
   if (want < 4) want = 4;
   size_t avail = page->reserved - page->capacity;
   if (avail == 0) return; /* callers extend only pages with room; nothing to carve otherwise */
-  /* secure builds shuffle the blocks (secure/carve.c): a random number per
+  /* secure builds shuffle the blocks (page/secure-carve.c): a random number per
      two, so tiny blocks are carved MI_SECURE_CARVE_MAX at a time */
   if (MI_SECURE && want > MI_SECURE_CARVE_MAX) want = MI_SECURE_CARVE_MAX;
   if (want > avail) want = avail;

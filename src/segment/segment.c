@@ -223,7 +223,7 @@ int64_t _mi_segment_committed(const mi_segment_t* segment) {
 }
 
 #if MI_SECURE
-/* A destroyed heap's page whose fence could not be lifted (secure/held-pages.c):
+/* A destroyed heap's page whose fence could not be lifted (heap/secure-held-pages.c):
    its slot is never set up again, and its segment goes to the OS, not the cache. */
 static bool mi_segment_has_fenced_page(const mi_segment_t* segment) {
   if (segment->kind == MI_SEGMENT_SINGLE) return false;
@@ -304,7 +304,7 @@ void _mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) {
 /* ---- Pages ------------------------------------------------------------------------ */
 
 /* A slot in use, or (secure builds) held: a destroyed heap's page whose
-   blocks must not be handed out again yet (secure/held-pages.c). */
+   blocks must not be handed out again yet (heap/secure-held-pages.c). */
 static inline bool mi_page_slot_taken(uint32_t state) {
   return (state == MI_PAGE_IN_USE || (MI_SECURE && state == MI_PAGE_HELD));
 }
@@ -474,7 +474,7 @@ void _mi_segment_page_free(mi_page_t* page) {
 }
 
 #if MI_SECURE
-/* A destroyed heap's page, held by its thread (secure/held-pages.c) until it is freed
+/* A destroyed heap's page, held by its thread (heap/secure-held-pages.c) until it is freed
    with _mi_segment_page_free: its slot stays taken and counted in the
    segment's pages in use, so neither the slot nor the segment is reused,
    while validation, finding it not in use, reports a pointer into its

@@ -5,7 +5,7 @@
    calls malloc, and the library's delete frees. The secure build keeps each
    block's kind (new's, malloc's), and must not take these pairs for a
    mismatch: it checks whose operators the process calls before it reports
-   one (src/secure/cxx-operators.c). */
+   one (src/base/secure-cxx-operators.c). */
 #include <cstdio>
 #include <cstdlib>
 #include <map>

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 /* Secure mode: an overflow off the end of a large block (above the medium
    sizes, a segment of its own). The block ends at its segment's guard page
-   to the 16 bytes (src/secure/segment-checks.c, _mi_secure_single_place):
+   to the 16 bytes (src/segment/secure-checks.c, _mi_secure_single_place):
    the caller's data, then the canary, then the trailer against the guard
    page, the slack before the block. So a write past the data either changes
    the canary or the trailer (reported when the block is freed) or lands on

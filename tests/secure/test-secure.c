@@ -804,7 +804,7 @@ static void test_overflow_every_canary_byte_reported(void** state) {
    stops after at most two bytes, for every size of the small classes: one
    byte of canary, or of the trailer where the data ends at it, plus one of
    the trailer where one canary byte is left (the zero byte in the canary
-   and the trailer, secure/block.h). It read 22-24 bytes past a 16-byte block
+   and the trailer, page/secure-block.h). It read 22-24 bytes past a 16-byte block
    before. Its twin, the NUL terminator written one past the data, is
    reported at every size. */
 static size_t nul_size;

@@ -478,7 +478,7 @@ static void* aba_owner(void* arg) {
   /* secure builds hold a destroyed heap's pages (src/page/page.c): let them go
      now, as the bound or a forced collect would later */
   _mi_secure_pages_held_release(mi_heap_get_backing()->tld, 0, 0);
-  /* and retire a gone heap's slot (secure/heap-handles.c): let it go too */
+  /* and retire a gone heap's slot (heap/secure-heap-handles.c): let it go too */
   _mi_secure_heap_slots_release();
 #endif
   mi_heap_t* h2 = mi_heap_new();
