@@ -189,7 +189,7 @@ bool mi_prof_start_ex(const mi_prof_config_t* config) {
   if (config == NULL) config = &none;
   if (config->size != sizeof(mi_prof_config_t) || config->version != MI_PROF_CONFIG_VERSION) return false;
   int mode = config->mode;
-  uint64_t v;
+  uint64_t v = 0; /* (passed on, unread, when no variable is set) */
   bool set = mi_prof_env_interval(&v);
   uint64_t period = mi_prof_pick(mode, config->sample_interval, set && v != 0, v, MI_PROF_DEFAULT_INTERVAL);
   set = mi_prof_env_u64("MIMALLOC_PROF_MAX_BYTES", &v);
