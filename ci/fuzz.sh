@@ -43,9 +43,9 @@ saved() { # saved NAME: where the crashing inputs of a run go
 # secure plant took libFuzzer up to 5,504 executions (41 runs; up to 91 s)
 # and AFL++ up to 15,383 (41 runs; up to 58 s), against 60 s in CI; the
 # use-after-free plant, since it reads only right after a free, up to 5,022
-# and 18,828 (15 and 7 runs). Budgets of 7 and 5 times the worst counts; a
-# plant nothing finds any more costs about 10 minutes at CI's rates before
-# the job fails (docs/fuzzing.md).
+# and 18,828 (30 runs each; up to 82 s). Budgets of 7 and 5 times the worst
+# counts; a plant nothing finds any more costs about 10 minutes at CI's
+# rates before the job fails (docs/fuzzing.md).
 PLANT_EXECS_LIBFUZZER=40000
 PLANT_EXECS_AFL=100000
 
@@ -121,7 +121,7 @@ status=0
 # shadow settles by steps, to levels 80 to 111 MB of RSS, and a step may
 # come as late as pass 18: with 12 passes, first 4 against last 4, within
 # 16 MB, a loaded machine failed 1 run in 40 with nothing retained (17 MB);
-# 18 passes, 6 against 6, came to at most 10.5 MB in 40 runs there
+# 18 passes, 6 against 6, came to at most 14.7 MB in 61 runs there
 # (docs/fuzzing.md). ASan's quarantine of libc blocks (the driver's,
 # glibc's) fills to its own bound over a campaign: ASan's, bounded, and left out here
 # (quarantine_size_mb=0). Positive control: the seeds, 6 passes, with the
