@@ -36,7 +36,7 @@ typedef struct fz_model_s {
   mi_heap_t* heaps[FZ_HEAPS];
   uint32_t next_id;
   size_t live_bytes;
-  uint8_t* last_freed;  /* for the planted use-after-free of the positive control */
+  uint8_t* last_freed;  /* freed by the last operation if a free (the planted use-after-free's) */
   unsigned corruptions; /* secure harness: cases run so far in this input */
   bool trace;           /* FZ_TRACE set: each operation and block is printed (for reproducing) */
 } fz_model_t;
