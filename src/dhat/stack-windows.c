@@ -117,4 +117,7 @@ int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hin
   return n;
 }
 
+/* (nothing kept per thread here; the listener exists as on POSIX, api/wings.c) */
+const mi_listener_t _mi_stack_cache_listener = {.name = "stack cache", .thread_done = &_mi_dhat_stack_thread_done};
+
 #endif

@@ -62,15 +62,23 @@ compare() { # compare [compare-junit.py ARG...]
 }
 lib_arg=$2
 rm -f "$out"/glibc-again*.xml
+# Left out of both runs: string_tests' test_find_periodic_pattern draws its
+# pattern and text at random, and its reference search disagrees with find()
+# when both come out empty (-1 != 0; CPython gh-110160, fixed after 3.11's
+# tests here): about once in 10^4 runs of the suite (p 1/10, each side of
+# the text 1/2000, 1000 draws, 4 classes), in whichever run draws it. One
+# clean-clone CI run failed so, in the preloaded run; the other find tests
+# stay.
+skip=(-i test_find_periodic_pattern)
 # both runs at once: CPython's slowest modules mostly sleep (signals, timers,
 # subprocesses: the machine's load stays under 1 with one run), so the job
 # takes the time of one run (REAL_SUITE_ONE_AT_A_TIME=1: one after the other)
 if [ "${REAL_SUITE_ONE_AT_A_TIME:-0}" = 1 ]; then
-  run glibc "$out/modules.txt"
-  run preloaded "$out/modules.txt" -- LD_PRELOAD="$lib"
+  run glibc "$out/modules.txt" "${skip[@]}"
+  run preloaded "$out/modules.txt" "${skip[@]}" -- LD_PRELOAD="$lib"
 else
-  run glibc "$out/modules.txt" &
-  run preloaded "$out/modules.txt" -- LD_PRELOAD="$lib" &
+  run glibc "$out/modules.txt" "${skip[@]}" &
+  run preloaded "$out/modules.txt" "${skip[@]}" -- LD_PRELOAD="$lib" &
   wait
 fi
 compare --differing "$out/differing.txt" >"$out/compare-first.log"
