@@ -66,7 +66,7 @@ rm -f "$out"/glibc-again*.xml
 # pattern and text at random, and its reference search disagrees with find()
 # when both come out empty (-1 != 0; CPython gh-110160, fixed after 3.11's
 # tests here): about once in 10^4 runs of the suite (p 1/10, each side of
-# the text 1/2000, 1000 draws, 4 classes), in whichever run draws it. One
+# the text 1/2000, 1000 draws, 3 test classes here), in whichever run draws it. One
 # clean-clone CI run failed so, in the preloaded run; the other find tests
 # stay.
 skip=(-i test_find_periodic_pattern)
