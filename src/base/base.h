@@ -9,6 +9,17 @@
 #include "lock.h"
 #include "observers.h"
 
+/* rotations of a 64-bit word (the secure build's free-list links and
+   page-header check word) */
+static inline uintptr_t mi_rotl(uintptr_t x, uintptr_t s) {
+  s &= 63;
+  return (s == 0 ? x : (x << s) | (x >> (64 - s)));
+}
+static inline uintptr_t mi_rotr(uintptr_t x, uintptr_t s) {
+  s &= 63;
+  return (s == 0 ? x : (x >> s) | (x << (64 - s)));
+}
+
 /* xorshift64*: not for secrets, only for spreading (inline: the secure
    build draws one per block it carves and per free) */
 static inline uintptr_t _mi_random_next(uintptr_t* state) {

@@ -10,9 +10,6 @@ static _Atomic(size_t) mi_listener_count;
 
 void _mi_listen(const mi_listener_t* listener) {
   size_t n = atomic_load_explicit(&mi_listener_count, memory_order_relaxed);
-  for (size_t i = 0; i < n; i++) {
-    if (mi_listeners[i] == listener) return; /* (a second start-up: after a fork, once per process) */
-  }
   mi_assert(n < MI_LISTENERS_MAX);
   if (n >= MI_LISTENERS_MAX) return;
   mi_listeners[n] = listener;

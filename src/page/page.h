@@ -50,14 +50,6 @@ void _mi_deferred_free(mi_heap_t* heap, bool force) mi_decl_hidden;
    address of the block that holds them (its slot), so a link copied into
    another block of the page never names a block. */
 #if MI_SECURE
-static inline uintptr_t mi_rotl(uintptr_t x, uintptr_t s) {
-  s &= 63;
-  return (s == 0 ? x : (x << s) | (x >> (64 - s)));
-}
-static inline uintptr_t mi_rotr(uintptr_t x, uintptr_t s) {
-  s &= 63;
-  return (s == 0 ? x : (x >> s) | (x << (64 - s)));
-}
 /* What a link's slot adds to it. A page's blocks lie in one slot of its
    segment, 2^16 or 2^19 bytes aligned, so two of them differ only in address
    bits 0 to 18, which this rotation moves to bits 45 to 63. A link copied

@@ -10,10 +10,6 @@
 /* keys derived from the process key at start-up (base/secure-keys.c) */
 extern uint64_t _mi_secure_geometry_keys[2] mi_decl_hidden; /* the second odd */
 
-static inline uint64_t mi_geometry_rotl(uint64_t x, unsigned r) {
-  return (x << (r & 63)) | (x >> ((64 - r) & 63));
-}
-
 /* What free trusts of a page to find a block and bound what it reads and
    writes: where the blocks start, their size and the inverse that divides
    by it, how many fit, the size class, and the segment's kind and page size
@@ -36,9 +32,9 @@ static inline uint64_t mi_segment_bits(uint8_t kind, uint8_t page_shift) {
 }
 
 static inline uint64_t mi_page_geometry(const mi_page_t* page, uint64_t segment_bits) {
-  uint64_t a = (uint64_t)(uintptr_t)page->start ^ mi_geometry_rotl(segment_bits, 48);
+  uint64_t a = (uint64_t)(uintptr_t)page->start ^ mi_rotl(segment_bits, 48);
   uint64_t b = (uint64_t)page->block_size ^ ((uint64_t)page->reserved << 20) ^ ((uint64_t)page->bin << 40) ^
-               mi_geometry_rotl(page->block_size_inv, 24);
+               mi_rotl(page->block_size_inv, 24);
   return mi_geometry_mix(a, b);
 }
 
@@ -47,9 +43,9 @@ static inline uint64_t mi_page_geometry(const mi_page_t* page, uint64_t segment_
    guarded block; the block's size changes when realloc resizes it in place
    (sealed again then). */
 static inline uint64_t mi_single_geometry(const mi_segment_t* segment, const mi_page_t* page) {
-  uint64_t c = (uint64_t)segment->segment_size ^ mi_geometry_rotl(page->guard_offset, 32) ^
+  uint64_t c = (uint64_t)segment->segment_size ^ mi_rotl(page->guard_offset, 32) ^
                ((uint64_t)segment->is_pinned << 48) ^ ((uint64_t)page->is_guarded << 56);
-  uint64_t d = (uint64_t)segment->page_count ^ mi_geometry_rotl(segment->info_size, 32);
+  uint64_t d = (uint64_t)segment->page_count ^ mi_rotl(segment->info_size, 32);
   uint64_t h = mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift));
   return mi_geometry_mix(mi_geometry_mix(h, c), d);
 }
