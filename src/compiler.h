@@ -55,6 +55,30 @@
 #define mi_decl_constructor(fn) __attribute__((constructor)) static void fn(void)
 #endif
 
+/* A pointer the linker gathers with its likes into one table, so that the
+   file reading the table (base/listeners.c) names none of the files that
+   fill it. ELF linkers name the bounds of a section whose name is a C
+   identifier (__start_ and __stop_ it); PE linkers merge a grouped
+   section's parts (".mi_lsn$a" < "$m" < "$z") in the order of the part
+   after '$', and MSVC's may pad between them with zeros. Kept by the
+   linker's garbage collection (retain, or MSVC's /include) though nothing
+   refers to it by name. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#pragma section(".mi_lsn$a", read)
+#pragma section(".mi_lsn$m", read)
+#pragma section(".mi_lsn$z", read)
+#define mi_decl_listed(part, var) __declspec(allocate(".mi_lsn$" #part)) __pragma(comment(linker, "/include:" #var))
+#elif defined(_WIN32)
+#define mi_decl_listed(part, var) __attribute__((section(".mi_lsn$" #part), used))
+#elif defined(__has_attribute)
+#if __has_attribute(retain)
+#define mi_decl_listed(part, var) __attribute__((section("mi_listeners"), used, retain))
+#endif
+#endif
+#ifndef mi_decl_listed
+#define mi_decl_listed(part, var) __attribute__((section("mi_listeners"), used))
+#endif
+
 static inline bool mi_mul_overflow(size_t count, size_t size, size_t* total) {
 #if defined(_MSC_VER) && !defined(__clang__)
   *total = count * size;

@@ -195,7 +195,7 @@ static void* mi_heap_realloc_aligned_at_zero_core(mi_heap_t* heap, void* p, size
   }
   void* newp = mi_heap_malloc_aligned_at_zero_core(heap, newsize, alignment, offset, false);
   mi_track_aligned(newp, newsize, false);
-  return _mi_realloc_move(p, size, newp, newsize, zero, false);
+  return _mi_realloc_move(p, size, newp, newsize, zero);
 }
 
 /* As mi_heap_realloc_observing in alloc.c: the observers' record is held

@@ -75,16 +75,16 @@ int mi_reallocarr(void* p, size_t count, size_t size) {
 /* Sized and aligned frees (C++ delete, C23 free_sized): only the secure
    build checks what the caller says of the block; here they cost nothing. */
 void mi_free_size(void* p, size_t size) {
-  if (MI_SECURE) _mi_secure_free_sized(p, size, MI_KIND_MALLOC);
-  else mi_free(p);
+  if (MI_SECURE) _mi_secure_check_sized(p, size, MI_KIND_MALLOC);
+  mi_free(p);
 }
 
 void mi_free_size_aligned(void* p, size_t size, size_t alignment) {
-  if (MI_SECURE) _mi_secure_free_aligned(p, size, alignment, true, MI_KIND_MALLOC);
-  else mi_free(p);
+  if (MI_SECURE) _mi_secure_check_aligned(p, size, alignment, true, MI_KIND_MALLOC);
+  mi_free(p);
 }
 
 void mi_free_aligned(void* p, size_t alignment) {
-  if (MI_SECURE) _mi_secure_free_aligned(p, 0, alignment, false, MI_KIND_MALLOC);
-  else mi_free(p);
+  if (MI_SECURE) _mi_secure_check_aligned(p, 0, alignment, false, MI_KIND_MALLOC);
+  mi_free(p);
 }

@@ -142,8 +142,12 @@ static mi_forceinline void* mi_heap_realloc_zero_at(mi_heap_t* heap, void* p, si
     if (sampled) return (zero ? mi_heap_malloc_zero_observed(heap, newsize) : mi_heap_malloc_observed(heap, newsize));
     return _mi_heap_malloc_zero(heap, newsize, zero);
   }
-  if (MI_SECURE)
-    return (sampled ? _mi_secure_realloc_sampling(heap, p, newsize, zero) : _mi_secure_realloc(heap, p, newsize, zero));
+  if (MI_SECURE && sampled) {
+    /* a move's new block: an allocation of the program's, the sampler's to decide */
+    void* newp = _mi_secure_realloc_sampling(heap, p, newsize, zero);
+    return (newp != p ? mi_observe_alloc(MI_OBSERVER_PROF, newp, newsize) : newp);
+  }
+  if (MI_SECURE) return _mi_secure_realloc(heap, p, newsize, zero);
   if (newsize > MI_MAX_ALLOC_SIZE) {
     errno = ENOMEM;
     return NULL; /* the original block stays valid */
@@ -173,7 +177,7 @@ static mi_forceinline void* mi_heap_realloc_zero_at(mi_heap_t* heap, void* p, si
     return p;
   }
   void* newp = (sampled ? mi_heap_malloc_observed(heap, newsize) : _mi_heap_malloc_zero(heap, newsize, false));
-  return _mi_realloc_move(p, size, newp, newsize, zero, false);
+  return _mi_realloc_move(p, size, newp, newsize, zero);
 }
 
 /* (out of line: the entry points test the observers before any frame is
@@ -185,20 +189,12 @@ mi_noinline void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize
 /* The end of every reallocation that moves: copy into the new block (zeroing
    what lies beyond the old usable size for the zeroing variants) and free the
    old one. If the new block could not be had, the old one stays valid. */
-void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero, bool sampling) {
+void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) {
   if (mi_unlikely(newp == NULL)) return NULL; /* errno set */
   /* secure builds: a block's usable size is the size asked for */
-  size_t newusable = (MI_SECURE ? newsize : _mi_usable_size(newp));
-  /* the copy reads the old block up to its usable size, past what the
-     program asked for: both blocks are opened up for it */
-  mi_track_mem_defined(p, size);
-  mi_track_mem_undefined(newp, newusable);
-  if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
-  memcpy(newp, p, (newsize < size ? newsize : size));
-  mi_track_resize(newp, newusable, newsize);
-  /* unobserved: the observers move the old block's record to newp (while
-     the sampler alone runs, the old block's free tells it: `sampling`) */
-  if (MI_SECURE) _mi_secure_free_copied(p, sampling);
+  mi_realloc_copy(p, size, newp, newsize, (MI_SECURE ? newsize : _mi_usable_size(newp)), zero);
+  /* unobserved: the observers move the old block's record to newp */
+  if (MI_SECURE) _mi_secure_free_copied(p, false);
   else _mi_free_unobserved(p);
   return newp;
 }

@@ -22,7 +22,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero)
 void* _mi_heap_recalloc_aligned_at(mi_heap_t* heap, void* p, size_t newcount, size_t size, size_t alignment,
                                    size_t offset) mi_decl_hidden;
 size_t _mi_usable_size(const void* p) mi_decl_hidden;
-void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero, bool sampling) mi_decl_hidden;
+void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool zero) mi_decl_hidden;
 
 /* new.c: the C++ run-time as operator new and mi_new need it. Run the
    installed new_handler if there is one (false: none); throw std::bad_alloc

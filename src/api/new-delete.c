@@ -150,12 +150,20 @@ MI_CXX void mi_cxx_delete_array_sized_aligned(void* p, size_t size, size_t align
 
 /* secure builds: the size and alignment checked, and the kind */
 static inline void mi_delete_sized(void* p, size_t size, mi_alloc_kind_t kind) {
-  if (MI_SECURE) _mi_secure_free_sized(p, size, kind);
-  else mi_free_size(p, size);
+  if (MI_SECURE) {
+    _mi_secure_check_sized(p, size, kind);
+    mi_delete_fast(p, kind);
+  } else {
+    mi_free_size(p, size);
+  }
 }
 static inline void mi_delete_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) {
-  if (MI_SECURE) _mi_secure_free_aligned(p, size, alignment, sized, kind);
-  else mi_free(p);
+  if (MI_SECURE) {
+    _mi_secure_check_aligned(p, size, alignment, sized, kind);
+    mi_delete_fast(p, kind);
+  } else {
+    mi_free(p);
+  }
 }
 
 void mi_cxx_delete(void* p) {

@@ -3,11 +3,12 @@
 
    The floors raise each event at the one place where it happens, without
    knowing who listens: each feature compiled in (DHAT, the pprof sampler,
-   the memory events, MI_STAT=2's requested bytes, the secure front) hands
-   its listener to _mi_listen once, at process start-up (api/wings.c, called
-   from heap/init.c before the first event), as heap/init.c hands the
-   background thread its cleanup. A listener leaves NULL what it does not
-   hear. Raised per page gone or segment unmapped at most: never on an
+   the memory events, MI_STAT=2's requested bytes, the secure front) puts
+   its listener in a table the linker gathers (mi_listener_define), read
+   once at process start-up (_mi_listeners_gather, heap/init.c, before the
+   first event): no file below the features names them, and a feature whose
+   object a static link leaves out is not in the table either. A listener
+   leaves NULL what it does not hear. Raised per page gone or segment unmapped at most: never on an
    allocation's or a free's fast path (those are api/observe.h's).
 
    | event            | raised by                     | listeners                           |
@@ -40,6 +41,7 @@
 
 typedef struct mi_listener_s {
   const char* name;
+  int order;                   /* each event is told to lower orders first (mi_listen_order_t) */
   void (*process_init)(void);  /* options read, the process key drawn; no lock made yet */
   void (*process_ready)(void); /* the allocator set up (may allocate) */
   void (*process_done)(void);
@@ -62,14 +64,31 @@ typedef struct mi_listener_s {
 
 #define MI_LISTENERS_MAX 8
 
-/* At start-up, before the first event: in the order given, which is the
-   order each event is told in. */
-void _mi_listen(const mi_listener_t* listener) mi_decl_hidden;
+/* The order each event is told in: the secure keys before the memory
+   events' locks, the stack cache before the profilers it serves, the
+   profilers before the memory events (the program's handler last). */
+typedef enum mi_listen_order_e {
+  MI_LISTEN_SECURE = 10,
+  MI_LISTEN_STACK_CACHE = 20,
+  MI_LISTEN_PPROF = 30,
+  MI_LISTEN_DHAT = 40,
+  MI_LISTEN_EVENTS = 50,
+  MI_LISTEN_UNWRAPPED = 60,
+  MI_LISTEN_REQUESTED = 70,
+} mi_listen_order_t;
 
-/* The start-up itself (api/wings.c, the one call from the floors up: the
-   entry points' floor knows which features are compiled in): each hands its
-   listener to _mi_listen. */
-void _mi_wings_listen(void) mi_decl_hidden;
+/* A feature's listener, and its entry in the linker's table:
+   `mi_listener_define(mi_x_listener) = {.name = "x", ...};` */
+#define mi_listener_define(var) \
+  static const mi_listener_t var; \
+  mi_decl_listed(m, var##_entry) const mi_listener_t* const var##_entry mi_decl_hidden = &var; \
+  static const mi_listener_t var
+
+/* At start-up, before the first event: the table read, in order. */
+void _mi_listeners_gather(void) mi_decl_hidden;
+/* Their names in the order they are told ("secure, stack cache, ..."):
+   for the start-up's verbose line. */
+void _mi_listeners_names(char* buf, size_t size) mi_decl_hidden;
 
 void _mi_raise_process_init(void) mi_decl_hidden;
 void _mi_raise_process_ready(void) mi_decl_hidden;

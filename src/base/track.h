@@ -43,6 +43,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "../config.h"
 #if MI_TRACK_ASAN && MI_TRACK_VALGRIND
@@ -126,5 +128,18 @@ static inline void mi_track_resize(void* p, size_t oldusable, size_t newsize) {
 #define mi_track_unregister(p) ((void)0)
 #define mi_track_resize(p, oldusable, newsize) ((void)0)
 #endif
+
+/* The copy of a reallocation that moves (api/alloc.c, the secure front's
+   realloc): the new block gets the old one's contents, and what lies beyond
+   the old usable size zeroed for the zeroing variants. The copy reads the
+   old block up to its usable size, past what the program asked for: both
+   blocks are opened up for it. The old block's free is the caller's. */
+static inline void mi_realloc_copy(void* p, size_t size, void* newp, size_t newsize, size_t newusable, bool zero) {
+  mi_track_mem_defined(p, size);
+  mi_track_mem_undefined(newp, newusable);
+  if (zero && newusable > size) memset((uint8_t*)newp + size, 0, newusable - size);
+  memcpy(newp, p, (newsize < size ? newsize : size));
+  mi_track_resize(newp, newusable, newsize);
+}
 
 #endif

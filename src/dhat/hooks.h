@@ -5,7 +5,6 @@
 #define MI_DHAT_HOOKS_H
 
 #include "../base/base.h"
-#include "../base/listeners.h"
 
 /* The allocator's entry points call the recording functions after the flag
    test below (base/observers.h's mi_observing), so a build with the profiler in but
@@ -39,9 +38,5 @@ void _mi_dhat_segment_unmapped(const void* segment) mi_decl_hidden;
 /* The calling thread's stack cache (stack.c, shared by both profilers) goes back to the OS. */
 void _mi_dhat_stack_thread_done(void) mi_decl_hidden;
 #endif
-
-/* their listeners to the rare events (api/wings.c) */
-extern const mi_listener_t _mi_dhat_listener mi_decl_hidden;
-extern const mi_listener_t _mi_stack_cache_listener mi_decl_hidden;
 
 #endif

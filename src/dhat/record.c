@@ -719,8 +719,9 @@ static void mi_dhat_segment_unmapped(const void* segment, size_t size) {
 static void mi_dhat_page_gone(const mi_page_t* page) {
   if (mi_unlikely(mi_dhat_is_on())) _mi_dhat_record_page_gone(page); /* its live blocks are freed */
 }
-const mi_listener_t _mi_dhat_listener = {
+mi_listener_define(mi_dhat_listener) = {
     .name = "dhat",
+    .order = MI_LISTEN_DHAT,
     .process_ready = &_mi_dhat_process_init, /* MIMALLOC_DHAT=1: the profiler starts now */
     .process_done = &_mi_dhat_process_done,
     .fork_child = &_mi_dhat_after_fork_child,

@@ -20,6 +20,7 @@
 #if (MI_DHAT || MI_PPROF) && defined(_WIN32)
 
 #include "win-api.h"
+#include "../base/listeners.h"
 
 /* The allocator's image, when it is a DLL of its own; else [0, 0). */
 static uintptr_t mi_win_code_lo;
@@ -117,7 +118,11 @@ int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hin
   return n;
 }
 
-/* (nothing kept per thread here; the listener exists as on POSIX, api/wings.c) */
-const mi_listener_t _mi_stack_cache_listener = {.name = "stack cache", .thread_done = &_mi_dhat_stack_thread_done};
+/* (nothing kept per thread here; the listener exists as on POSIX) */
+mi_listener_define(mi_stack_cache_listener) = {
+    .name = "stack cache",
+    .order = MI_LISTEN_STACK_CACHE,
+    .thread_done = &_mi_dhat_stack_thread_done,
+};
 
 #endif

@@ -8,6 +8,7 @@
    This file and symbolize.c talk to the dynamic loader (dl_iterate_phdr,
    dladdr): they are ELF-only (Windows: stack-windows.c, symbolize-pe.c). */
 #include "dhat.h"
+#include "../base/listeners.h"
 
 #if MI_DHAT || MI_PPROF
 
@@ -369,5 +370,9 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
 }
 
 /* the stack cache both profilers' capture keeps: a thread's goes with it */
-const mi_listener_t _mi_stack_cache_listener = {.name = "stack cache", .thread_done = &_mi_dhat_stack_thread_done};
+mi_listener_define(mi_stack_cache_listener) = {
+    .name = "stack cache",
+    .order = MI_LISTEN_STACK_CACHE,
+    .thread_done = &_mi_dhat_stack_thread_done,
+};
 #endif

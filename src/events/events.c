@@ -409,8 +409,9 @@ static void mi_events_segment_unmapped(const void* segment, size_t size) {
   (void)size;
   _mi_events_segment_unmapped(segment); /* the records beside it */
 }
-const mi_listener_t _mi_events_listener = {
+mi_listener_define(mi_events_listener) = {
     .name = "memory events",
+    .order = MI_LISTEN_EVENTS,
     .process_init = &_mi_events_process_init,   /* their locks */
     .process_ready = &_mi_events_process_ready, /* MIMALLOC_MEMORY_EVENTS=1; the ETW provider */
     .process_done = &_mi_events_process_done,

@@ -5,7 +5,6 @@
 #define MI_EVENTS_HOOKS_H
 
 #include "../base/base.h"
-#include "../base/listeners.h"
 
 #if MI_MEMORY_EVENTS
 /* What a free or a reallocation takes of its block before the block may go
@@ -44,9 +43,5 @@ void _mi_events_process_done(void) mi_decl_hidden;
 
 /* unwrapped.c (every build): its lock made at the process set-up. */
 void _mi_unwrapped_process_init(void) mi_decl_hidden;
-
-/* their listeners to the rare events (api/wings.c) */
-extern const mi_listener_t _mi_events_listener mi_decl_hidden;
-extern const mi_listener_t _mi_unwrapped_listener mi_decl_hidden;
 
 #endif

@@ -11,6 +11,7 @@
    predecessor is not mapped: its header is not read); the magic then checks
    the header. The table is OS memory too, under the `unwrapped` lock. */
 #include "events.h"
+#include "../base/listeners.h"
 
 #define MI_UNWRAPPED_MAGIC ((uint64_t)0x6d692d756e777270ULL) /* "mi-unwrp" */
 
@@ -178,4 +179,8 @@ void* mi_unwrapped_realloc(void* p, size_t new_size, size_t alignment) {
 }
 
 /* (mi_unwrapped_*, in every build: its lock) */
-const mi_listener_t _mi_unwrapped_listener = {.name = "unwrapped", .process_init = &_mi_unwrapped_process_init};
+mi_listener_define(mi_unwrapped_listener) = {
+    .name = "unwrapped",
+    .order = MI_LISTEN_UNWRAPPED,
+    .process_init = &_mi_unwrapped_process_init,
+};

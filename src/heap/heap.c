@@ -132,7 +132,11 @@ static void mi_heap_free_all_pages(mi_heap_t* heap) {
     }
   }
   heap->page_count = 0;
-  _mi_single_heap_destroy(heap);
+#if MI_SECURE
+  _mi_single_heap_destroy(heap, &_mi_secure_single_destroyed); /* a stale use faults or is reported */
+#else
+  _mi_single_heap_destroy(heap, NULL);
+#endif
   if (MI_SECURE) _mi_zero_heap_destroy(heap);
 }
 

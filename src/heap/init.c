@@ -294,10 +294,14 @@ void _mi_process_init_once(void) {
 #if MI_FAULT
   _mi_fault_init_from_env(&mi_fault_env_warning); /* before any primitive fails on purpose */
 #endif
-  _mi_wings_listen(); /* the features compiled in, each its listener, before the first event */
+  _mi_listeners_gather(); /* the features linked in, each its listener, before the first event */
   _mi_options_init();
   _mi_os_thp_init();
   _mi_process_key = mi_initial_key();
+#if MI_SECURE
+  _mi_secure_keys_init(); /* before the first block or link is encoded */
+  _mi_zero_init();        /* the zero-size blocks' segments */
+#endif
 #if MI_LOCKORDER
   _mi_lockorder_init();
 #endif
@@ -322,8 +326,10 @@ void _mi_process_init_once(void) {
   _mi_raise_process_ready(); /* (these may allocate) */
   char version[32];
   _mi_version_string(version, sizeof(version));
-  _mi_verbose_message("mimalloc-pprof %s initialised (secure: %d, debug: %d, lock-order checker: %d)\n", version,
-                      MI_SECURE, MI_DEBUG, MI_LOCKORDER);
+  char listeners[128];
+  _mi_listeners_names(listeners, sizeof(listeners));
+  _mi_verbose_message("mimalloc-pprof %s initialised (secure: %d, debug: %d, lock-order checker: %d; listening: %s)\n",
+                      version, MI_SECURE, MI_DEBUG, MI_LOCKORDER, listeners);
 }
 
 void mi_process_init(void) {

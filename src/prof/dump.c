@@ -326,8 +326,9 @@ void _mi_prof_process_done(void) {
 static void mi_prof_page_gone(const mi_page_t* page) {
   if (mi_unlikely(mi_prof_is_on())) _mi_prof_record_page_gone(page); /* its samples are freed */
 }
-const mi_listener_t _mi_prof_listener = {
+mi_listener_define(mi_prof_listener) = {
     .name = "pprof",
+    .order = MI_LISTEN_PPROF,
     .process_ready = &_mi_prof_process_init, /* MIMALLOC_PROF=1: the sampler starts now */
     .process_done = &_mi_prof_process_done,
     .thread_done = &_mi_prof_thread_done, /* its pending resizes of sampled blocks */

@@ -5,7 +5,6 @@
 #define MI_PROF_HOOKS_H
 
 #include "../base/base.h"
-#include "../base/listeners.h"
 
 #if MI_PPROF
 extern _Atomic(bool) _mi_prof_on mi_decl_hidden;
@@ -125,8 +124,5 @@ static inline void mi_hook_sampled_page_free(mi_segment_t* segment, mi_page_t* p
 #endif
   (void)segment, (void)page, (void)p;
 }
-
-/* its listener to the rare events (api/wings.c) */
-extern const mi_listener_t _mi_prof_listener mi_decl_hidden;
 
 #endif

@@ -1,10 +1,11 @@
 /* The secure build's allocation (MI_SECURE): blocks handed
    out (checked untouched since their free, marked in the page's bitmap,
    canary and trailer laid out), the allocation fast and slow paths, and a
-   block resized in place. */
+   block resized in place; the front's listener to the rare events. */
 #include "../api/api.h"
 #include "memory.h"
 #include "../page/secure-validate.h"
+#include "../base/listeners.h"
 
 /* A single block's slack window (block.h) zeroed for its new layout, so
    that free can take anything else there for an overflow: all of it, or,
@@ -222,3 +223,40 @@ bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, siz
   mi_set_user(page, block, p, newsize, old_end, mi_trailer_kind(value));
   return true;
 }
+
+/* ---- The secure front's part in the rare events (base/listeners.h) ------------------- */
+
+/* Here, with the allocation every secure block passes through, so that a
+   static link which takes the front takes its listener: its fault handler
+   installed once the allocator is set up, the changed options it follows,
+   the unmapped segments it remembers, what it holds back of a heap's and a
+   thread's blocks. (Its keys and zero-size segments are the core's, made by
+   heap/init.c before the first lock.) */
+static void mi_secure_process_ready(void) {
+  /* a fault on one of our guard pages says what it hit before the process dies */
+  mi_prim_fault_handler_install(&_mi_guard_fault_report);
+}
+
+static void mi_secure_option_changed(mi_option_t option, long value) {
+#if MI_GUARDED
+  if (option == mi_option_guarded_sample_rate || option == mi_option_guarded_sample_seed ||
+      option == mi_option_guarded_min || option == mi_option_guarded_max) {
+    _mi_guard_options_changed();
+  }
+#endif
+  if (option == mi_option_zero_on_free && value != 0) _mi_secure_zero_on_free_enabled();
+}
+
+static void mi_secure_heap_flush(mi_heap_t* heap) {
+  _mi_secure_quarantine_flush(heap->tld, heap);
+}
+
+mi_listener_define(mi_secure_listener) = {
+    .name = "secure",
+    .order = MI_LISTEN_SECURE,
+    .process_ready = &mi_secure_process_ready,
+    .option_changed = &mi_secure_option_changed,
+    .segment_unmapped = &_mi_secure_segment_unmapped, /* a later free into it is a double free */
+    .heap_flush = &mi_secure_heap_flush,              /* its quarantined blocks back to their pages */
+    .thread_collect = &_mi_secure_thread_collect,     /* quarantines, held pages, fenced large blocks */
+};

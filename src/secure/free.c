@@ -10,7 +10,7 @@
      mi_secure_free_in
        -> single-block or zero segment: mi_secure_free_single
             -> _mi_secure_validate_zero / _mi_secure_validate_single (validate.c)
-            -> guarded: _mi_guard_free (guard.c); else _mi_secure_large_free (secure-large.c)
+            -> guarded: _mi_guard_free; else _mi_secure_large_free (segment/secure-guard-quarantine.c, secure-large.c)
        -> mi_locate_small (validate.h: page state, check word, block index, bit)
        -> p inside its block: mi_secure_free_interior -> _mi_secure_validate_interior
        -> mi_secure_free_located: mi_validate_tail (trailer and canary), then
@@ -82,15 +82,6 @@ void _mi_secure_zero_on_free_enabled(void) {
   }
 }
 
-#if MI_GUARDED
-/* A heap is destroyed with this guarded block live: it is freed as free
-   frees it, fenced off and held, so that a use after the destroy faults. */
-void _mi_secure_guarded_destroyed(mi_segment_t* segment, mi_page_t* page) {
-  mi_bit_set(page, 0, false);
-  _mi_guard_free(segment, page);
-}
-#endif
-
 /* A free into a single-block segment (large, huge, guarded). */
 static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi_alloc_kind_t kind) {
   if (segment->kind == MI_SEGMENT_ZERO) {
@@ -106,7 +97,7 @@ static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi
     return;
   }
 #endif
-  _mi_secure_large_free(segment); /* its memory discarded and fenced off, the segment held (secure-large.c) */
+  _mi_secure_large_free(segment); /* its memory discarded and fenced off, the segment held (segment/secure-large.c) */
 }
 
 /* A freed small block waits in the thread's quarantine: it takes a random
@@ -310,7 +301,7 @@ void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) 
 /* With `sampling` (the pprof sampler alone runs): a block kept in place
    whose page is flagged tells the sampler its new size, the old block of a
    move is freed as the sampler's frees are (its record goes if it was
-   sampled), and the new block gets a sampling decision of its own. */
+   sampled); the new block's sampling decision is api/alloc.c's. */
 static mi_forceinline void* mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero, bool sampling) {
   size_t size;
   mi_page_t* page;
@@ -324,8 +315,14 @@ static mi_forceinline void* mi_secure_realloc(mi_heap_t* heap, void* p, size_t n
     if (sampling) mi_hook_secure_resized(page, p, newsize);
     return p;
   }
-  void* newp = _mi_realloc_move(p, size, _mi_secure_realloc_block(heap, size, newsize), newsize, zero, sampling);
-  if (sampling) return mi_observe_alloc(MI_OBSERVER_PROF, newp, newsize);
+  void* newp = _mi_secure_realloc_block(heap, size, newsize);
+  if (mi_unlikely(newp == NULL)) return NULL; /* errno set; the original block stays valid */
+  /* (a block's usable size is the size asked for) */
+  mi_realloc_copy(p, size, newp, newsize, newsize, zero);
+  /* unobserved: the observers move the old block's record to newp (while
+     the sampler alone runs, the old block's free tells it: `sampling`; the
+     new block's sampling decision is the caller's, api/alloc.c) */
+  _mi_secure_free_copied(p, sampling);
   return newp;
 }
 

@@ -8,7 +8,7 @@
    the byte with option guarded_precise): an overflow off its end faults at
    once. When it is freed its pages are made inaccessible and given back to
    the OS, and it waits in a bounded quarantine, so a use after free faults
-   too. */
+   too (segment/secure-guard-quarantine.c). */
 #include "../api/api.h"
 #include "secure.h"
 
@@ -89,7 +89,6 @@ void _mi_guard_fault_report(void* addr) {
 #define MI_GUARD_MAX_LIVE 2048
 /* with sampling off, allocations between two looks at the rate option */
 #define MI_GUARD_RECHECK (1L << 20)
-static _Atomic(long) mi_guard_live;
 
 static long mi_guard_next_countdown(mi_heap_t* heap, long rate) {
   if (heap->guard_rng == 0) {
@@ -166,8 +165,8 @@ void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max) {
 
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   if (!mi_guard_sample(heap, size)) return NULL;
-  if (atomic_fetch_add_explicit(&mi_guard_live, 1, memory_order_relaxed) >= MI_GUARD_MAX_LIVE) {
-    atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
+  if (atomic_fetch_add_explicit(&_mi_guard_live, 1, memory_order_relaxed) >= MI_GUARD_MAX_LIVE) {
+    atomic_fetch_sub_explicit(&_mi_guard_live, 1, memory_order_relaxed);
     return NULL;
   }
   size_t bsize = (size == 0 ? 1 : size);
@@ -175,7 +174,7 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   /* a single block of that size: its guard page sits right after its area */
   mi_page_t* page = _mi_segment_single_alloc(heap, bsize, 0, false);
   if (page == NULL) {
-    atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&_mi_guard_live, 1, memory_order_relaxed);
     return NULL; /* the caller falls back to an ordinary block */
   }
   mi_segment_t* segment = _mi_page_segment(page);
@@ -189,86 +188,4 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   return page->start;
 }
 
-/* ---- Freeing: protect and hold ------------------------------------------ */
-
-#define MI_GUARD_QUARANTINE 64
-static _Atomic(mi_segment_t*) mi_guard_quarantine[MI_GUARD_QUARANTINE];
-static _Atomic(size_t) mi_guard_quarantine_next;
-
-static uint8_t* mi_guard_block_pages(const mi_page_t* page, size_t* len) {
-  size_t psize = _mi_os_page_size();
-  uint8_t* first = (uint8_t*)((uintptr_t)page->start & ~(uintptr_t)(psize - 1));
-  *len = (size_t)((uint8_t*)_mi_page_segment(page) + page->guard_offset - first);
-  return first;
-}
-
-/* A block leaves the quarantine: its pages open again and its segment goes
-   back (to the segment cache, or to the OS if it cannot be opened). */
-static void mi_guard_release(mi_segment_t* evicted) {
-  mi_page_t* old = &evicted->pages[0];
-  size_t len;
-  uint8_t* first = mi_guard_block_pages(old, &len);
-  bool accessible = (_mi_os_protect(first, len, false) == 0);
-  old->is_guarded = false;
-  old->guarded_freed = false;
-  if (accessible) {
-    _mi_segment_single_release(evicted);
-  } else {
-    /* still fenced off: reusing it would fault, so it goes back to the OS */
-    _mi_error_message(ENOMEM, "unable to lift the guard of freed block %p; returning it to the OS\n",
-                      (void*)old->start);
-    _mi_segment_single_discard(evicted); /* fault path */
-  }
-  atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
-}
-
-void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) {
-  _mi_segment_single_unlink(segment);
-  size_t len;
-  uint8_t* first = mi_guard_block_pages(page, &len);
-  /* its contents gone while it waits, as a freed large block's are
-     (secure-large.c, which also says why before the fence), and its memory
-     with them: the 64 held blocks of up to guarded_max (1 MiB) kept up to
-     64 MiB resident. One call per sampled block. On failure (reported) the
-     contents stay, fenced off. */
-  (void)_mi_os_purge(first, len);
-  if (_mi_os_protect(first, len, true) != 0) {
-    /* cannot fence it off: give it back at once */
-    page->is_guarded = false; /* fault path */
-    _mi_segment_single_release(segment);
-    atomic_fetch_sub_explicit(&mi_guard_live, 1, memory_order_relaxed);
-    return;
-  }
-  page->guarded_freed = true;
-  size_t slot = atomic_fetch_add_explicit(&mi_guard_quarantine_next, 1, memory_order_relaxed) % MI_GUARD_QUARANTINE;
-  mi_segment_t* evicted = atomic_exchange_explicit(&mi_guard_quarantine[slot], segment, memory_order_acq_rel);
-  if (evicted != NULL) mi_guard_release(evicted);
-}
-
-/* A forced collection (mi_collect(true)) empties the quarantine as it
-   empties the per-thread one of small blocks: the program asked for its
-   memory back, and each guarded block held here is a segment. Every slot is
-   taken by exchange, so a free racing with the flush either lands before
-   (its block is released here) or after (it waits in the emptied slot). */
-void _mi_guard_quarantine_flush(void) {
-  for (size_t i = 0; i < MI_GUARD_QUARANTINE; i++) {
-    if (atomic_load_explicit(&mi_guard_quarantine[i], memory_order_relaxed) == NULL) continue;
-    mi_segment_t* evicted = atomic_exchange_explicit(&mi_guard_quarantine[i], NULL, memory_order_acq_rel);
-    if (evicted != NULL) mi_guard_release(evicted);
-  }
-}
-
-void _mi_guard_stats_get(int64_t* live, int64_t* total, int64_t* quarantined) {
-  *live = atomic_load_explicit(&mi_guard_live, memory_order_relaxed);
-  *total = atomic_load_explicit(&_mi_stats.guarded_total, memory_order_relaxed);
-  int64_t n = 0;
-  for (size_t i = 0; i < MI_GUARD_QUARANTINE; i++) {
-    n += (atomic_load_explicit(&mi_guard_quarantine[i], memory_order_relaxed) != NULL);
-  }
-  *quarantined = n;
-}
-#else
-void _mi_guard_stats_get(int64_t* live, int64_t* total, int64_t* quarantined) {
-  *live = *total = *quarantined = 0;
-}
 #endif

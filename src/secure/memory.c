@@ -1,19 +1,12 @@
 /* The secure build's memory operations on blocks that are not inline
-   (memory.h): the check of a medium freed block, the zeroing with
-   stores that bypass the cache. */
+   (memory.h): the check of a medium freed block. (Its zeroing with stores
+   that bypass the cache: base/secure-zeroing.c.) */
 #include "../api/api.h"
 #include "memory.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-
-/* Set while this thread frees a block it has just read whole (the old block
-   of a reallocation that moved, copied from): its lines are in the cache,
-   where stores that bypass it would first have to evict them (on an Intel
-   Xeon, `realloc` of bench/ took 0.30 s with them, 0.13 s with memset).
-   Blocks the program frees may be cold: for them the streaming stores. */
-mi_decl_thread bool _mi_secure_zero_in_cache;
 
 /* Past MI_SECURE_UAF_CHECK_MAX (the medium blocks, up to 128 KiB + 16) a
    block is checked whole too, as the small ones are: a sample of it let a
@@ -68,37 +61,4 @@ mi_noinline bool _mi_secure_block_untouched_medium(mi_page_t* page, const mi_blo
     return true;
   }
   return mi_block_untouched_medium((const uint8_t*)block, page->block_size);
-}
-
-#if defined(__SSE2__)
-/* Zero a block nothing reads back soon with stores that bypass the cache: no
-   reading of lines the program may never have touched (a program that fills
-   a 64 KiB buffer one byte a page), and the lines the program does use stay
-   cached. Blocks are 16-byte aligned, sizes multiples of 16. The fence makes
-   the stores visible before the block is published on a free list. */
-mi_noinline void _mi_secure_block_zero_streaming(mi_block_t* block, size_t block_size) {
-  __m128i* b = (__m128i*)block;
-  __m128i* end = (__m128i*)((uint8_t*)block + block_size);
-  const __m128i zero = _mm_setzero_si128();
-  /* 128 bytes a step: the loop's own three instructions count against
-     eight stores, not four (randsizes: 125 to 110 M instructions here) */
-  for (; b + 8 <= end; b += 8) {
-    _mm_stream_si128(b, zero);
-    _mm_stream_si128(b + 1, zero);
-    _mm_stream_si128(b + 2, zero);
-    _mm_stream_si128(b + 3, zero);
-    _mm_stream_si128(b + 4, zero);
-    _mm_stream_si128(b + 5, zero);
-    _mm_stream_si128(b + 6, zero);
-    _mm_stream_si128(b + 7, zero);
-  }
-  for (; b < end; b++) _mm_stream_si128(b, zero);
-  _mm_sfence();
-}
-#endif
-
-/* A freed large block's bytes (secure-large.c), zeroed as the blocks past the
-   checked sizes are. */
-void _mi_secure_block_zero(void* p, size_t size) {
-  mi_block_zero((mi_block_t*)p, size);
 }

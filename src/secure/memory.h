@@ -6,6 +6,7 @@
 #define MI_SECURE_MEMORY_H
 
 #include "../page/secure-block.h"
+#include "secure.h"
 
 /* Blocks of the size classes are multiples of 16 bytes and 16-byte aligned:
    the zeroing on free and the check on allocation go 16 bytes at a time
@@ -46,9 +47,6 @@ static inline bool mi_block_untouched(const mi_block_t* block, size_t block_size
 /* blocks past MI_SECURE_UAF_CHECK_MAX: checked whole but at their first
    hand-out from their page (memory.c) */
 bool _mi_secure_block_untouched_medium(mi_page_t* page, const mi_block_t* block, size_t idx) mi_decl_hidden;
-#if defined(__SSE2__)
-void _mi_secure_block_zero_streaming(mi_block_t* block, size_t block_size) mi_decl_hidden;
-#endif
 
 #if defined(__GNUC__)
 static inline void mi_v64_store(uint8_t* p, mi_v16_t v) {
@@ -58,13 +56,6 @@ static inline void mi_v64_store(uint8_t* p, mi_v16_t v) {
   *(mi_v16_t*)(p + 48) = v;
 }
 #endif
-
-/* Set while this thread frees a block it has just read whole (the old block
-   of a reallocation that moved, copied from): its lines are in the cache,
-   where stores that bypass it would first have to evict them (on an Intel
-   Xeon, `realloc` of bench/ took 0.30 s with them, 0.13 s with memset).
-   Blocks the program frees may be cold: for them the streaming stores. */
-extern mi_decl_thread bool _mi_secure_zero_in_cache;
 
 /* Zero a freed block: inline for small ones, where a call costs more than
    the stores; past the blocks whose contents are checked when handed out

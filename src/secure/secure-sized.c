@@ -7,7 +7,7 @@
    exactly (it is what mi_usable_size returns), so the check is exact, not by
    size class. Compiled in secure builds only: the default build's forms just
    free. */
-#include "../api/api.h"
+#include "../page/secure-validate.h"
 #include "secure.h"
 
 #include <stdio.h>
@@ -34,29 +34,22 @@ static inline size_t mi_requested_size(const void* p, mi_alloc_kind_t kind) {
   return size;
 }
 
-/* The free itself goes through mi_free (or the delete of its kind), which
-   validates the pointer again (the cost is in docs/secure-mode.md), so the
-   heap profiler sees it as any free. */
-static inline void mi_free_of_kind(void* p, mi_alloc_kind_t kind) {
-  if (kind == MI_KIND_MALLOC) mi_free(p);
-  else _mi_free_kind(p, kind);
-}
-
-void _mi_secure_free_sized(void* p, size_t size, mi_alloc_kind_t kind) {
+/* Checks only: the free itself is the caller's (api/), through mi_free or
+   the delete of its kind, which validates the pointer again (the cost is in
+   docs/secure-mode.md), so the heap profiler sees it as any free. */
+void _mi_secure_check_sized(void* p, size_t size, mi_alloc_kind_t kind) {
   if (p == NULL) return;
   size_t requested = mi_requested_size(p, kind);
   if (mi_unlikely(requested != size)) mi_report_size_mismatch(p, size, requested);
-  mi_free_of_kind(p, kind);
 }
 
 /* An alignment that is not a power of two cannot be one the block was
    allocated with (aligned new and aligned_alloc refuse it). */
-void _mi_secure_free_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) {
+void _mi_secure_check_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) {
   if (p == NULL) return;
   size_t requested = mi_requested_size(p, kind);
   if (mi_unlikely(!_mi_is_power_of_two(alignment) || ((uintptr_t)p & (alignment - 1)) != 0)) {
     mi_report_misaligned(p, alignment, requested);
   }
   if (mi_unlikely(sized && requested != size)) mi_report_size_mismatch(p, size, requested);
-  mi_free_of_kind(p, kind);
 }

@@ -47,7 +47,9 @@ bool _mi_segment_single_resize(mi_segment_t* segment, size_t newsize) mi_decl_hi
 /* a single block's size changed (guarded placement, a resize): its statistics follow */
 void _mi_segment_single_set_block_size(mi_page_t* page, size_t block_size) mi_decl_hidden;
 void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) mi_decl_hidden;
-void _mi_single_heap_destroy(mi_heap_t* heap) mi_decl_hidden;
+/* each of the heap's single blocks freed (`release`: NULL, or the secure
+   build's, which fences and holds them as free does) */
+void _mi_single_heap_destroy(mi_heap_t* heap, void (*release)(mi_page_t* page)) mi_decl_hidden;
 bool _mi_single_visit(const mi_heap_t* heap, bool (*fn)(mi_page_t* page, void* arg), void* arg) mi_decl_hidden;
 
 /* ---- The segment's life for single.c and for the abandonment protocol (page/abandon.c) ---- */

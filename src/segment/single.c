@@ -280,14 +280,14 @@ void _mi_single_heap_delete(mi_heap_t* from, mi_heap_t* to) {
   _mi_lock_release(&mi_single_lock);
 }
 
-void _mi_single_heap_destroy(mi_heap_t* heap) {
+void _mi_single_heap_destroy(mi_heap_t* heap, void (*release)(mi_page_t* page)) {
   for (;;) {
     _mi_lock_acquire(&mi_single_lock);
     mi_page_t* page = heap->single_first;
     _mi_lock_release(&mi_single_lock);
     if (page == NULL) break;
     _mi_raise_page_gone(page);
-    if (MI_SECURE) _mi_secure_single_destroyed(page); /* as free does: a stale use faults or is reported */
+    if (release != NULL) release(page);
     else _mi_segment_single_free(_mi_page_segment(page));
   }
 }

@@ -6,7 +6,6 @@
 #define MI_STATS_HOOKS_H
 
 #include "../base/base.h"
-#include "../base/listeners.h"
 
 #if MI_STAT >= 2
 void _mi_stat_requested_page_init(mi_page_t* page) mi_decl_hidden;
@@ -16,8 +15,5 @@ void _mi_stat_requested_free_done(size_t size) mi_decl_hidden;
 void _mi_stat_requested_realloc_done(void* p, size_t size, void* newp, size_t newsize) mi_decl_hidden;
 void _mi_stat_requested_page_gone(const mi_page_t* page) mi_decl_hidden;
 #endif
-
-/* its listener to the rare events (api/wings.c) */
-extern const mi_listener_t _mi_stat_requested_listener mi_decl_hidden;
 
 #endif

@@ -14,6 +14,7 @@
 #include "hooks.h"
 #include "../page/page.h"
 #include "../secure/secure.h"
+#include "../base/listeners.h"
 
 #if MI_STAT >= 2
 
@@ -127,8 +128,9 @@ void _mi_stat_requested_page_gone(const mi_page_t* page) {
 
 /* detailed statistics: a fresh page's request slots after its blocks, a
    gone page's live requests */
-const mi_listener_t _mi_stat_requested_listener = {
+mi_listener_define(mi_stat_requested_listener) = {
     .name = "requested bytes",
+    .order = MI_LISTEN_REQUESTED,
     .page_gone = &_mi_stat_requested_page_gone,
     .page_init = &_mi_stat_requested_page_init,
 };

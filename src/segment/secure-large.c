@@ -11,7 +11,7 @@
    a FIFO quarantine of the last `large_quarantine` (64) freed large blocks
    before it goes to the segment cache for reuse. While it waits:
    - a read or write through a stale pointer faults, and the fault handler
-     names the freed block (guard/guard.c);
+     names the freed block (secure/guard.c);
    - a free, realloc or usable_size of it finds its page not in use and
      reports a freed block;
    - the next large allocation of that size gets another segment, so a stale
@@ -19,8 +19,9 @@
    Held segments cost address space, and the zeroed blocks their memory: at
    most MI_LARGE_ZEROED_HELD. Huge blocks (segments past the cache's sizes) are unmapped at
    once, which fences them too. */
-#include "../api/api.h"
-#include "secure.h"
+#include "segment.h"
+#include "../os/os.h"
+#include "../secure/secure.h"
 
 #if MI_SECURE
 
@@ -115,17 +116,6 @@ int64_t _mi_secure_large_quarantined(void) {
     n += (atomic_load_explicit(&mi_large_quarantine[i], memory_order_relaxed) != NULL);
   }
   return n;
-}
-
-/* A destroyed heap's large block goes as its free would have let it go. */
-void _mi_secure_single_destroyed(mi_page_t* page) {
-#if MI_GUARDED
-  if (page->is_guarded) {
-    _mi_secure_guarded_destroyed(_mi_page_segment(page), page);
-    return;
-  }
-#endif
-  _mi_secure_large_free(_mi_page_segment(page));
 }
 
 #endif
