@@ -3,15 +3,12 @@
    address, without hashing, without a lock, and with the locality of the
    block itself (the allocator hands freed blocks out again soon).
 
-   Every segment that ever held a recorded block gets a side array: one
-   record per 16 bytes (the smallest block) of the segment's first 4 MiB,
+   Every segment that ever held a recorded block gets a side array of
+   records (os/side-map.h): one per 16 bytes of its first 4 MiB,
    indexed by the block's offset in the segment. A block's key is its start,
    so an aligned pointer inside a block finds the block's record; a large or
    huge block (a segment of its own, whose pointer may lie anywhere in its
-   first 4 MiB) is keyed by its segment. The side arrays are found through a
-   two-level map indexed by the segment's number; both are OS memory, mapped
-   as needed (a side array is 4 MiB of address space, of which only the
-   pages holding records become memory). A side array lives as long as its
+   first 4 MiB) is keyed by its segment. A side array lives as long as its
    segment's address range is mapped: it goes when the segment is unmapped,
    when the segment holds no block any more. A segment kept in the segment
    cache keeps its side array.
@@ -26,46 +23,10 @@
 
 #if MI_DHAT
 
-#define MI_DHAT_SIDE_COUNT (MI_SEGMENT_SIZE / MI_MAX_ALIGN_SIZE)
-#define MI_DHAT_SIDE_SIZE (MI_DHAT_SIDE_COUNT * sizeof(mi_dhat_rec_t))
-
-_Atomic(mi_dhat_side_ref_t*) _mi_dhat_map[MI_DHAT_L1_COUNT];
-static _Atomic(bool) mi_dhat_map_used; /* a side array was ever made */
-
-static mi_dhat_side_ref_t* mi_dhat_l2_make(size_t i) {
-  mi_dhat_side_ref_t* l2 = (mi_dhat_side_ref_t*)_mi_dhat_os_alloc(MI_DHAT_L2_COUNT * sizeof(mi_dhat_side_ref_t));
-  if (l2 == NULL) return NULL;
-  mi_dhat_side_ref_t* expected = NULL;
-  if (!atomic_compare_exchange_strong_explicit(&_mi_dhat_map[i], &expected, l2, memory_order_acq_rel,
-                                               memory_order_acquire)) {
-    _mi_dhat_os_free(l2, MI_DHAT_L2_COUNT * sizeof(mi_dhat_side_ref_t));
-    return expected; /* another thread's */
-  }
-  return l2;
-}
-
-static mi_dhat_rec_t* mi_dhat_side_make(mi_dhat_side_ref_t* ref) {
-  mi_dhat_rec_t* side = (mi_dhat_rec_t*)_mi_dhat_os_alloc(MI_DHAT_SIDE_SIZE);
-  if (side == NULL) return NULL;
-  atomic_store_explicit(&mi_dhat_map_used, true, memory_order_relaxed);
-  mi_dhat_rec_t* expected = NULL;
-  if (!atomic_compare_exchange_strong_explicit(ref, &expected, side, memory_order_acq_rel, memory_order_acquire)) {
-    _mi_dhat_os_free(side, MI_DHAT_SIDE_SIZE);
-    return expected;
-  }
-  return side;
-}
+mi_side_map_t _mi_dhat_side;
 
 mi_noinline mi_dhat_rec_t* _mi_dhat_rec_make(uintptr_t key) {
-  uintptr_t seg = key >> MI_SEGMENT_SHIFT;
-  if (seg >= ((uintptr_t)1 << MI_DHAT_SEG_BITS)) return NULL;
-  size_t i = (size_t)(seg >> MI_DHAT_L2_BITS);
-  mi_dhat_side_ref_t* l2 = atomic_load_explicit(&_mi_dhat_map[i], memory_order_acquire);
-  if (l2 == NULL && (l2 = mi_dhat_l2_make(i)) == NULL) return NULL;
-  mi_dhat_side_ref_t* ref = &l2[seg & (MI_DHAT_L2_COUNT - 1)];
-  mi_dhat_rec_t* side = atomic_load_explicit(ref, memory_order_acquire);
-  if (side == NULL && (side = mi_dhat_side_make(ref)) == NULL) return NULL;
-  return &side[(key & MI_SEGMENT_MASK) / MI_MAX_ALIGN_SIZE];
+  return (mi_dhat_rec_t*)_mi_side_make(&_mi_dhat_side, key, sizeof(mi_dhat_rec_t));
 }
 
 size_t _mi_dhat_page_recs(const mi_page_t* page, mi_dhat_rec_t** recs, size_t* stride) {
@@ -86,13 +47,7 @@ size_t _mi_dhat_page_recs(const mi_page_t* page, mi_dhat_rec_t** recs, size_t* s
    the profiler runs: frees, reallocations and heap destroys are all seen)
    would only count as live at the end. */
 void _mi_dhat_segment_unmapped(const void* segment) {
-  if (!atomic_load_explicit(&mi_dhat_map_used, memory_order_relaxed)) return;
-  uintptr_t seg = (uintptr_t)segment >> MI_SEGMENT_SHIFT;
-  if (seg >= ((uintptr_t)1 << MI_DHAT_SEG_BITS)) return;
-  mi_dhat_side_ref_t* l2 = atomic_load_explicit(&_mi_dhat_map[seg >> MI_DHAT_L2_BITS], memory_order_acquire);
-  if (l2 == NULL) return;
-  mi_dhat_rec_t* side = atomic_exchange_explicit(&l2[seg & (MI_DHAT_L2_COUNT - 1)], NULL, memory_order_acq_rel);
-  if (side != NULL) _mi_dhat_os_free(side, MI_DHAT_SIDE_SIZE);
+  _mi_side_free(_mi_side_detach(&_mi_dhat_side, segment), sizeof(mi_dhat_rec_t));
 }
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "../heap/heap.h"
 #include "hooks.h"
+#include "../os/side-map.h"
 
 /* Frames kept per allocation site, innermost first. Valgrind's default
    (--num-callers=12) counts the allocation function itself; ours start at
@@ -154,14 +155,8 @@ typedef struct mi_dhat_rec_s {
   uint32_t size; /* as counted (0 asked counts 1); MI_DHAT_SIZE_BIG: in the next record's `time` */
 } mi_dhat_rec_t;
 #define MI_DHAT_SIZE_BIG UINT32_MAX
-/* The map from a segment's number to its side array (blocks.c): two levels
-   over the 48-bit address space. */
-#define MI_DHAT_SEG_BITS (MI_ADDRESS_BITS - MI_SEGMENT_SHIFT)
-#define MI_DHAT_L2_BITS 13
-#define MI_DHAT_L1_COUNT ((size_t)1 << (MI_DHAT_SEG_BITS - MI_DHAT_L2_BITS))
-#define MI_DHAT_L2_COUNT ((size_t)1 << MI_DHAT_L2_BITS)
-typedef _Atomic(mi_dhat_rec_t*) mi_dhat_side_ref_t;
-extern _Atomic(mi_dhat_side_ref_t*) _mi_dhat_map[MI_DHAT_L1_COUNT] mi_decl_hidden;
+/* The records, beside the segments (os/side-map.h, blocks.c) */
+extern mi_side_map_t _mi_dhat_side mi_decl_hidden;
 /* The record slot of the block keyed `key`, making its side array; NULL
    without memory. */
 mi_dhat_rec_t* _mi_dhat_rec_make(uintptr_t key) mi_decl_hidden;
@@ -180,13 +175,7 @@ static inline uintptr_t _mi_dhat_key_of(const void* p) {
 /* The record slot of the block keyed `key`; NULL if its segment has no side
    array (yet). Inline: the hooks' common path. */
 static inline mi_dhat_rec_t* _mi_dhat_rec_at(uintptr_t key) {
-  uintptr_t seg = key >> MI_SEGMENT_SHIFT;
-  if (mi_unlikely(seg >= ((uintptr_t)1 << MI_DHAT_SEG_BITS))) return NULL;
-  mi_dhat_side_ref_t* l2 = atomic_load_explicit(&_mi_dhat_map[seg >> MI_DHAT_L2_BITS], memory_order_acquire);
-  if (mi_unlikely(l2 == NULL)) return NULL;
-  mi_dhat_rec_t* side = atomic_load_explicit(&l2[seg & (MI_DHAT_L2_COUNT - 1)], memory_order_acquire);
-  if (mi_unlikely(side == NULL)) return NULL;
-  return &side[(key & MI_SEGMENT_MASK) / MI_MAX_ALIGN_SIZE];
+  return (mi_dhat_rec_t*)mi_side_at(&_mi_dhat_side, key, sizeof(mi_dhat_rec_t));
 }
 
 /* The record slot of the block holding `p`; made if `create`. NULL if there

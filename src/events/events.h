@@ -8,6 +8,7 @@
 
 #include "../heap/heap.h"
 #include "hooks.h"
+#include "../os/side-map.h"
 #include "../../include/mimalloc/memory-events.h"
 
 #if MI_MEMORY_EVENTS
