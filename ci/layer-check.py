@@ -13,12 +13,14 @@ but the allowed ones listed there.
                                     of each defined symbol, the symbols each
                                     file uses) and check every link between
                                     two files; with --as, OBJ's undefined
-                                    symbols are counted as PATH's (the control:
-                                    a planted call upwards)
+                                    symbols are counted as PATH's (the controls:
+                                    a planted call upwards, a planted cycle)
 
 An include finding is one line: "layer: FILE: includes HEADER (NAME, rank R)
 from NAME (rank R)"; a call finding: "call: FILE -> TARGET (NAME, rank R) from
-NAME (rank R): SYMBOL...". Exit 1 if there is any."""
+NAME (rank R): SYMBOL...", or for folders that call each other (even of one
+rank): "call: folders in a cycle: FOLDER...: A -> B N, ...; the A -> B links:
+FILE -> FILE: SYMBOL...; ...". Exit 1 if there is any."""
 import fnmatch, os, re, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -229,10 +231,22 @@ def calls_main(argv):
             edges.setdefault(folder(f), set()).add(folder(t))
     nodes = {folder(f) for k in links for f in k}
     comps = components(nodes, edges)
-    print("folders by calls (information): %d folders, %d in cycles; strongly connected components:" %
+    print("folders by calls: %d folders, %d in cycles; strongly connected components:" %
           (len(nodes), sum(len(c) for c in comps if len(c) > 1)))
     for c in comps:
         print("  %s" % " ".join(c))
+        if len(c) > 1:
+            # a cycle of folders, even of one rank (api/ and secure/ call one
+            # way): each pair of its folders with its count of links, and the
+            # links of the rarest pair, the likeliest to close it
+            pairs = {}
+            for (f, t), syms in sorted(links.items()):
+                if folder(f) in c and folder(t) in c and folder(f) != folder(t):
+                    pairs.setdefault((folder(f), folder(t)), []).append("%s -> %s: %s" % (f, t, " ".join(sorted(syms))))
+            rare = min(pairs, key=lambda k: (len(pairs[k]), k))
+            findings.append("call: folders in a cycle: %s: %s; the %s -> %s links: %s" % (
+                " ".join(c), ", ".join("%s -> %s %d" % (a, b, len(v)) for (a, b), v in sorted(pairs.items())),
+                rare[0], rare[1], "; ".join(pairs[rare])))
     for f in findings:
         print(f)
     return 1 if findings else 0

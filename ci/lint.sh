@@ -98,6 +98,20 @@ else
   fail "call check control: the call upwards was NOT reported (exit $rc)"
   grep -v '^  src/' "$out/calls-control.log"
 fi
+# control: the secure front calling the entry points' free (tests/lint/call-cycle.c,
+# counted as src/secure/free.c's): not upward (one rank), but api/ and secure/
+# would call each other
+${CC:-cc} -std=c11 -c tests/lint/call-cycle.c -o "$out/call-cycle.o" >"$out/calls-cycle-control.log" 2>&1
+python3 ci/layer-check.py --calls "$out/calls-default" "$out/calls-secure" --as src/secure/free.c "$out/call-cycle.o" \
+  >>"$out/calls-cycle-control.log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -Eq '^call: folders in a cycle: api secure: .*; the secure -> api links: src/secure/free\.c -> src/api/free\.c: mi_free$' \
+  "$out/calls-cycle-control.log"; then
+  echo "lint: call check cycle control: reported"
+else
+  fail "call check cycle control: the folders' cycle was NOT reported (exit $rc)"
+  grep -v '^  ' "$out/calls-cycle-control.log"
+fi
 echo "lint: call check: $(($(date +%s) - t0)) s"
 
 # ---- Compile databases: the default and the secure build, Debug (assertions,

@@ -156,7 +156,7 @@ static inline void mi_heap_handle_check(const mi_heap_t* heap) {
 /* secure-sized.c (MI_SECURE): sized and aligned deallocation */
 void _mi_secure_check_sized(void* p, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
 void _mi_secure_check_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) mi_decl_hidden;
-/* guard/guard.c (MI_SECURE) */
+/* secure/guard.c (MI_SECURE) */
 void _mi_guard_fault_report(void* addr) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_guard_options_changed(void) mi_decl_hidden;

@@ -3,7 +3,7 @@
    it where it lays a segment out and (through secure/hooks.h's page freed and
    segment emptied events) where it frees a page slot; single.c where it
    places a large block, links and unlinks it (a destroyed heap's large
-   block goes through the secure front: secure/secure-large.c). */
+   block is fenced and held as a free would: heap/secure-single-destroyed.c). */
 #include "segment.h"
 
 /* Guard pages: one between the header and the blocks, and one at the end of

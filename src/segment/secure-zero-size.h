@@ -6,7 +6,7 @@
    16-byte slot of a "zero segment", a segment-aligned reservation whose
    header (with a bitmap of its slots) is read-write and whose slots are
    never made accessible, so any read or write through the pointer faults at
-   once and the fault handler names it (guard/guard.c). The segment is in the
+   once and the fault handler names it (secure/guard.c). The segment is in the
    segment map with a cookie like every segment, so free, realloc and
    mi_usable_size find it as they find any block, and a free checks the
    slot's bit: a second free is a double free, a pointer that is not a slot
