@@ -29,11 +29,11 @@ void _mi_listeners_gather(void) {
      the compiler may not reason from that about the walk between them */
   const mi_listener_t* const* volatile begin_bound = MI_LISTED_BEGIN;
   const mi_listener_t* const* volatile end_bound = MI_LISTED_END;
-  const mi_listener_t* const* entry = begin_bound;
-  const mi_listener_t* const* end = end_bound;
+  const mi_listener_t* const* entries = begin_bound;
+  const size_t count = ((uintptr_t)end_bound - (uintptr_t)entries) / sizeof(void*); /* entries are pointers */
   size_t n = 0;
-  for (; entry < end; entry++) {
-    const mi_listener_t* listener = *entry;
+  for (size_t k = 0; k < count; k++) {
+    const mi_listener_t* listener = entries[k];
     if (listener == NULL) continue; /* a PE linker's padding */
     mi_assert(n < MI_LISTENERS_MAX);
     if (n >= MI_LISTENERS_MAX) break;

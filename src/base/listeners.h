@@ -81,7 +81,7 @@ typedef enum mi_listen_order_e {
    `mi_listener_define(mi_x_listener) = {.name = "x", ...};` */
 #define mi_listener_define(var) \
   static const mi_listener_t var; \
-  mi_decl_listed(m, var##_entry) const mi_listener_t* const var##_entry mi_decl_hidden = &var; \
+  mi_decl_listed(m, var##_entry) const mi_listener_t* const var##_entry mi_decl_hidden = &(var); \
   static const mi_listener_t var
 
 /* At start-up, before the first event: the table read, in order. */

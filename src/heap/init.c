@@ -326,8 +326,8 @@ void _mi_process_init_once(void) {
   _mi_raise_process_ready(); /* (these may allocate) */
   char version[32];
   _mi_version_string(version, sizeof(version));
-  char listeners[128];
-  _mi_listeners_names(listeners, sizeof(listeners));
+  char listeners[128] = "";
+  if (mi_option_is_enabled(mi_option_verbose)) _mi_listeners_names(listeners, sizeof(listeners));
   _mi_verbose_message("mimalloc-pprof %s initialised (secure: %d, debug: %d, lock-order checker: %d; listening: %s)\n",
                       version, MI_SECURE, MI_DEBUG, MI_LOCKORDER, listeners);
 }
