@@ -163,6 +163,9 @@ bool mi_prim_exe_path(char* buf, size_t size);
 /* The command line, arguments separated by spaces, truncated to fit. */
 void mi_prim_cmdline(char* buf, size_t size);
 long mi_prim_getpid(void);
+/* The calling thread's number as the OS shows it (Linux: gettid; Windows:
+   GetCurrentThreadId): what debuggers and /proc name the thread by. */
+long mi_prim_thread_os_id(void);
 /* Copy `size` bytes at `addr` of this process into `buf` without touching
    `addr` directly: an error (EFAULT) instead of a fault when the range is
    not mapped or not readable, as another thread may unmap it meanwhile

@@ -37,7 +37,7 @@
    is handed out). */
 static mi_forceinline void mi_quarantine_release(mi_page_t* page, mi_block_t* block) {
   if (mi_unlikely(block->next != NULL) && _mi_option_get_after_init(mi_option_zero_on_free) != 0) {
-    _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+    _mi_secure_report_stale_write(block, page->block_size, 0, "when the block left the quarantine");
   }
   _mi_free_local_release(page, block);
 }

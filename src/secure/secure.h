@@ -126,7 +126,37 @@ void _mi_secure_zero_on_free_enabled(void) mi_decl_hidden;
 bool _mi_secure_visit_page(const mi_heap_t* heap, mi_page_t* page, const mi_heap_area_t* area,
                            mi_block_visit_fun* visitor, void* arg) mi_decl_hidden;
 void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
+/* A misuse the secure build reports (base/secure-report.c): the first line
+   (what, which address, which size) and what else the detecting code
+   knows of the block. */
+#define MI_REPORT_UNKNOWN SIZE_MAX
+typedef struct mi_secure_report_s {
+  const char* kind;    /* the JSON's `kind` ("double-free", ...); NULL: told by `what` */
+  const char* what;    /* the first line's text */
+  const void* address; /* the first line's address */
+  size_t size;         /* the first line's size */
+  const void* block;   /* the block's start; NULL if not known */
+  size_t block_size;   /* its size in its page (its size class); 0 if not known */
+  size_t requested;    /* the size the program asked for; MI_REPORT_UNKNOWN if not known */
+  size_t offset;       /* of the bad byte from the block's start; MI_REPORT_UNKNOWN if not known */
+  const char* late;    /* found after the fact: when ("at the block's free"); NULL if at the misuse */
+} mi_secure_report_t;
+mi_decl_noreturn void _mi_secure_fatal_report(mi_secure_report_t* report) mi_decl_hidden;
+/* a block's misuse: the block, its size (0: not known), the size asked for
+   and the bad byte's offset (MI_REPORT_UNKNOWN: not known), and when it was
+   found if after the fact (NULL: at the misuse) */
+mi_decl_noreturn void _mi_secure_report_block(const char* what, const void* p, const void* block, size_t block_size,
+                                              size_t requested, size_t offset, const char* late) mi_decl_hidden;
+/* a freed block (zeroed) written to: the first byte not zero from `from` */
+mi_decl_noreturn void _mi_secure_report_stale_write(const void* block, size_t block_size, size_t from,
+                                                    const char* late) mi_decl_hidden;
+/* the first line alone known */
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+/* the report's kind, thread and the lines after the first (secure/report-detail.c
+   adds the stacks and the JSON copy, through the listeners' secure_report) */
+const char* _mi_secure_report_kind(const mi_secure_report_t* report) mi_decl_hidden;
+/* secure/report-detail.c: the stack where it was seen, the JSON copy */
+void _mi_secure_report_detail(const mi_secure_report_t* report) mi_decl_hidden;
 /* heap-handles.c: a heap handle the program passes, checked before any of
    it is read but its check word (the allocation entry points that take a
    heap pay a load, an xor and a compare); a heap that goes clears it */
