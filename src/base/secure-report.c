@@ -55,23 +55,28 @@ static void mi_report_line(const char* fmt, ...) {
 
 /* One report a process: a second thread that finds a misuse meanwhile waits
    for the first to end the process; a report found while reporting (the
-   reporter's own call into the heap) is only its first line. */
+   reporter's own call into the heap) is only its first line. A fault's
+   report lets go when done (the signal then takes its course, and a
+   program's own handler may let the process go on). */
 static _Atomic(long) mi_reporting_thread;
 
-mi_decl_noreturn void _mi_secure_fatal_report(mi_secure_report_t* report) {
+bool _mi_secure_report_claim(bool wait) {
   long self = mi_prim_thread_os_id();
   long other = 0;
-  if (!atomic_compare_exchange_strong_explicit(&mi_reporting_thread, &other, self, memory_order_acq_rel,
-                                               memory_order_acquire)) {
-    if (other == self) {
-      mi_report_line("mimalloc: error: %s %p (size %zu), while reporting\n", report->what, report->address,
-                     report->size);
-      abort();
-    }
-    for (;;) mi_prim_yield();
+  if (atomic_compare_exchange_strong_explicit(&mi_reporting_thread, &other, self, memory_order_acq_rel,
+                                              memory_order_acquire)) {
+    return true;
   }
+  if (other == self || !wait) return false;
+  for (;;) mi_prim_yield();
+}
+
+void _mi_secure_report_release(void) {
+  atomic_store_explicit(&mi_reporting_thread, 0, memory_order_release);
+}
+
+void _mi_secure_report_lines(mi_secure_report_t* report) {
   report->kind = _mi_secure_report_kind(report);
-  mi_report_line("mimalloc: error: %s %p (size %zu)\n", report->what, report->address, report->size);
   if (report->block != NULL) {
     char size[48] = "";
     char requested[48] = "";
@@ -90,7 +95,7 @@ mi_decl_noreturn void _mi_secure_fatal_report(mi_secure_report_t* report) {
     }
     mi_report_line("mimalloc:   block %p%s%s%s\n", report->block, size, requested, offset);
   }
-  mi_report_line("mimalloc:   detected by thread %ld\n", self);
+  mi_report_line("mimalloc:   detected by thread %ld\n", mi_prim_thread_os_id());
   if (report->late != NULL) {
     mi_report_line(
         "mimalloc:   caught late: %s, not at the write itself; to stop at the write, rerun with "
@@ -98,6 +103,15 @@ mi_decl_noreturn void _mi_secure_fatal_report(mi_secure_report_t* report) {
         "MIMALLOC_GUARDED_MAX bytes: slow)\n",
         report->late);
   }
+}
+
+mi_decl_noreturn void _mi_secure_fatal_report(mi_secure_report_t* report) {
+  if (!_mi_secure_report_claim(true)) {
+    mi_report_line("mimalloc: error: %s %p (size %zu), while reporting\n", report->what, report->address, report->size);
+    abort();
+  }
+  mi_report_line("mimalloc: error: %s %p (size %zu)\n", report->what, report->address, report->size);
+  _mi_secure_report_lines(report);
   _mi_raise_secure_report(report);
   atomic_fetch_add_explicit(&_mi_stats.secure_reports, 1, memory_order_relaxed);
   _mi_error_callback(EFAULT);

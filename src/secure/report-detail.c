@@ -34,14 +34,15 @@ typedef struct mi_report_frame_s {
   int line;
   char module[160];
   uintptr_t module_offset;
-  bool ours; /* the allocator's own code */
+  bool ours;  /* the allocator's own code */
+  bool exact; /* pc is the instruction itself (a fault's), not a return address: shown one less */
 } mi_report_frame_t;
 
 /* The return addresses of the calling thread, from the caller of this
-   function outwards. Each step's frame must lie above the last, within a
-   stack's reach of it. */
-static mi_noinline size_t mi_report_walk(uintptr_t* pcs, size_t max) {
-  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+   function outwards, or from the frame `fp` (a fault's). Each step's frame
+   must lie above the last, within a stack's reach of it. */
+static mi_noinline size_t mi_report_walk(uintptr_t* pcs, size_t max, uintptr_t fp) {
+  if (fp == 0) fp = (uintptr_t)__builtin_frame_address(0);
   size_t n = 0;
   while (n < max && fp != 0 && (fp % sizeof(uintptr_t)) == 0) {
     uintptr_t frame[2]; /* the caller's frame pointer, the return address */
@@ -107,9 +108,19 @@ static bool mi_report_module(uintptr_t pc, char* path, size_t size, uintptr_t* b
 #endif
 }
 
-static size_t mi_report_frames(mi_report_frame_t* frames, size_t max) {
+/* The frames of the calling thread, or of a fault (`where`: the faulting
+   instruction first, then the callers from its frame). */
+static size_t mi_report_frames(mi_report_frame_t* frames, size_t max, const mi_fault_where_t* where) {
   uintptr_t pcs[MI_REPORT_FRAMES];
-  size_t n = mi_report_walk(pcs, (max < MI_REPORT_FRAMES ? max : MI_REPORT_FRAMES));
+  if (max > MI_REPORT_FRAMES) max = MI_REPORT_FRAMES;
+  size_t n = 0;
+  if (where == NULL) {
+    n = mi_report_walk(pcs, max, 0);
+  } else if (where->pc != 0) {
+    /* the faulting instruction itself, looked up as a return address one past it */
+    pcs[0] = where->pc + 1;
+    n = 1 + (where->fp != 0 ? mi_report_walk(pcs + 1, max - 1, where->fp) : 0);
+  }
   char self[160];
   uintptr_t self_base = 0;
   bool shared = mi_report_module((uintptr_t)&_mi_secure_fatal_report, self, sizeof(self), &self_base);
@@ -123,8 +134,11 @@ static size_t mi_report_frames(mi_report_frame_t* frames, size_t max) {
     mi_report_frame_t* f = &frames[i];
     memset(f, 0, sizeof(*f));
     f->pc = pcs[i];
+    if (where != NULL && i == 0) f->exact = true;
     uintptr_t base = 0;
-    if (mi_report_module(f->pc - 1, f->module, sizeof(f->module), &base)) f->module_offset = f->pc - base;
+    if (mi_report_module(f->pc - 1, f->module, sizeof(f->module), &base)) {
+      f->module_offset = (f->exact ? f->pc - 1 : f->pc) - base;
+    }
 #if MI_DHAT || MI_PPROF
     if (named) (void)_mi_dhat_symbol_parts(f->pc, f->function, sizeof(f->function), f->file, sizeof(f->file), &f->line);
 #endif
@@ -153,15 +167,19 @@ static size_t mi_report_first(const mi_report_frame_t* frames, size_t n) {
   return (i < n && frames[i].ours ? i : 0);
 }
 
+static uintptr_t mi_shown_pc(const mi_report_frame_t* f) {
+  return (f->exact ? f->pc - 1 : f->pc);
+}
+
 static void mi_report_frame_text(const mi_report_frame_t* f, size_t k, char* buf, size_t size) {
   if (f->function[0] != 0 && f->file[0] != 0) {
-    (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx in %s %s:%d\n", k, (size_t)f->pc, f->function, f->file,
+    (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx in %s %s:%d\n", k, (size_t)mi_shown_pc(f), f->function, f->file,
                    f->line);
   } else if (f->function[0] != 0) {
-    (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx in %s (%s+0x%zx)\n", k, (size_t)f->pc, f->function,
+    (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx in %s (%s+0x%zx)\n", k, (size_t)mi_shown_pc(f), f->function,
                    f->module[0] != 0 ? mi_basename(f->module) : "?", (size_t)f->module_offset);
   } else {
-    (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx (%s+0x%zx)\n", k, (size_t)f->pc,
+    (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx (%s+0x%zx)\n", k, (size_t)mi_shown_pc(f),
                    f->module[0] != 0 ? mi_basename(f->module) : "?", (size_t)f->module_offset);
   }
 }
@@ -218,7 +236,7 @@ static void mi_json_stack(mi_json_t* j, const char* key, const mi_report_frame_t
   mi_json_fmt(j, ",\"%s\":[", key);
   for (size_t i = from; i < n; i++) {
     const mi_report_frame_t* f = &frames[i];
-    mi_json_fmt(j, "%s{\"pc\":\"0x%zx\",\"function\":", i > from ? "," : "", (size_t)f->pc);
+    mi_json_fmt(j, "%s{\"pc\":\"0x%zx\",\"function\":", i > from ? "," : "", (size_t)mi_shown_pc(f));
     if (f->function[0] != 0) mi_json_str(j, f->function);
     else mi_json_raw(j, "null");
     mi_json_raw(j, ",\"file\":");
@@ -309,9 +327,9 @@ static void mi_report_json(const mi_secure_report_t* r, long thread, const mi_re
   (void)mi_prim_file_close(fd);
 }
 
-void _mi_secure_report_detail(const mi_secure_report_t* report) {
-  static mi_report_frame_t frames[MI_REPORT_FRAMES]; /* (one report per process: it aborts) */
-  size_t n = mi_report_frames(frames, MI_REPORT_FRAMES);
+static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_where_t* where) {
+  static mi_report_frame_t frames[MI_REPORT_FRAMES]; /* (one report at a time: _mi_secure_report_claim) */
+  size_t n = mi_report_frames(frames, MI_REPORT_FRAMES, where);
   size_t first = mi_report_first(frames, n);
   if (n > first) {
     _mi_fputs(NULL, NULL, NULL, "mimalloc:   detected at:\n");
@@ -322,6 +340,14 @@ void _mi_secure_report_detail(const mi_secure_report_t* report) {
     }
   }
   mi_report_json(report, mi_prim_thread_os_id(), frames, first, n);
+}
+
+void _mi_secure_report_detail(const mi_secure_report_t* report) {
+  mi_report_stack(report, NULL);
+}
+
+void _mi_secure_report_detail_at(const mi_secure_report_t* report, const mi_fault_where_t* where) {
+  mi_report_stack(report, where);
 }
 
 #endif

@@ -152,11 +152,20 @@ mi_decl_noreturn void _mi_secure_report_stale_write(const void* block, size_t bl
                                                     const char* late) mi_decl_hidden;
 /* the first line alone known */
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+/* one report at a time: false if this thread is reporting already, or
+   (without `wait`) another is; with `wait`, waits for the other to end the
+   process */
+bool _mi_secure_report_claim(bool wait) mi_decl_hidden;
+void _mi_secure_report_release(void) mi_decl_hidden;
+/* the lines after the first: the block, the thread, caught late */
+void _mi_secure_report_lines(mi_secure_report_t* report) mi_decl_hidden;
 /* the report's kind, thread and the lines after the first (secure/report-detail.c
    adds the stacks and the JSON copy, through the listeners' secure_report) */
 const char* _mi_secure_report_kind(const mi_secure_report_t* report) mi_decl_hidden;
-/* secure/report-detail.c: the stack where it was seen, the JSON copy */
+/* secure/report-detail.c: the stack where it was seen, the JSON copy; a
+   fault's, from the faulting instruction and its frame */
 void _mi_secure_report_detail(const mi_secure_report_t* report) mi_decl_hidden;
+void _mi_secure_report_detail_at(const mi_secure_report_t* report, const mi_fault_where_t* where) mi_decl_hidden;
 /* heap-handles.c: a heap handle the program passes, checked before any of
    it is read but its check word (the allocation entry points that take a
    heap pay a load, an xor and a compare); a heap that goes clears it */
@@ -187,7 +196,7 @@ static inline void mi_heap_handle_check(const mi_heap_t* heap) {
 void _mi_secure_check_sized(void* p, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
 void _mi_secure_check_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) mi_decl_hidden;
 /* secure/guard.c (MI_SECURE) */
-void _mi_guard_fault_report(void* addr) mi_decl_hidden;
+void _mi_guard_fault_report(void* addr, const mi_fault_where_t* where) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_guard_options_changed(void) mi_decl_hidden;
 /* segment/secure-guard-quarantine.c (MI_SECURE, MI_GUARDED): freed guarded blocks fenced off and held */

@@ -47,6 +47,17 @@ CASES = {
                                     offset=None, late=None, detector="misuse_aligned_delete"),
     "invalid-heap": dict(first=r"invalid heap detected at (0x[0-9a-f]+) \(size \d+\)", block_size=None,
                          requested=None, offset=None, late=None, detector="misuse_invalid_heap", no_block=True),
+    # faults, reported by the fault handler: the access's own stack
+    "guarded-heap-buffer-overflow": dict(first=r"guarded heap buffer overflow detected at (0x[0-9a-f]+) in block "
+                                               r"(0x[0-9a-f]+) \(size 48\)", block_size=48, requested=48,
+                                         offset=68, late=None, detector="misuse_guarded_overflow", fault=True,
+                                         env={"MIMALLOC_GUARDED_SAMPLE_RATE": "1"}, json_kind="heap-buffer-overflow"),
+    "large-use-after-free": dict(first=r"use-after-free detected in freed large block at (0x[0-9a-f]+) in block "
+                                       r"(0x[0-9a-f]+) \(size \d+\)", block_size=None, requested=None, offset=5,
+                                 late=None, detector="misuse_large_freed_use", fault=True, json_kind="use-after-free"),
+    "zero-size-block-use": dict(first=r"access to a zero-size allocation detected at (0x[0-9a-f]+) \(size 0\)",
+                                block_size=None, requested=0, offset=None, late=None, detector="misuse_zero_size_use",
+                                fault=True, no_block=True),
 }
 FRAME = re.compile(r"^mimalloc:     #(\d+) 0x([0-9a-f]+)(?: in (\S+))?(?: (\S+):(\d+))?(?: \((\S+)\+0x([0-9a-f]+)\))?$")
 
@@ -54,6 +65,7 @@ FRAME = re.compile(r"^mimalloc:     #(\d+) 0x([0-9a-f]+)(?: in (\S+))?(?: (\S+):
 def run(binary, kind, clean, out_dir):
     env = dict(os.environ, MIMALLOC_REPORT_FILE=os.path.join(out_dir, "report-%p.json"))
     env.pop("MIMALLOC_GUARDED_SAMPLE_RATE", None)
+    env.update(CASES[kind].get("env", {}))
     p = subprocess.Popen([binary, kind] + (["clean"] if clean else []), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=env)
     out, err = p.communicate(timeout=120)
@@ -80,13 +92,15 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
     """the list of what is wrong with one kind's report"""
     case = CASES[kind]
     bad = []
-    if status != -signal.SIGABRT:
-        bad.append("exit status %s, not SIGABRT" % status)
+    want = -signal.SIGSEGV if case.get("fault") else -signal.SIGABRT
+    if status != want:
+        bad.append("exit status %s, not %s" % (status, want))
     lines = err.rstrip("\n").split("\n")
     m = re.match(r"^mimalloc: error: " + case["first"] + "$", lines[0] if lines else "")
     if not m:
         return bad + ["first line %r does not match %r" % (lines[0] if lines else "", case["first"])]
-    addr = m.group(1)
+    addr = m.group(1)  # the first line's address (a fault's: the access's)
+    block_addr = m.group(m.lastindex)  # the block's (a fault's: after "in block")
     block = [l for l in lines if l.startswith("mimalloc:   block ")]
     if case.get("no_block"):
         if block:
@@ -98,9 +112,10 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
                       r"(?:; the bad byte at offset (\d+)(?:, (\d+) past the end asked for)?)?$", block[0])
         if not bm:
             return bad + ["block line %r unreadable" % block[0]]
-        if bm.group(1) != addr:
-            bad.append("block line's address %s, not the first line's %s" % (bm.group(1), addr))
-        for what, got, want in (("block size", bm.group(2), case["block_size"]),
+        if bm.group(1) != block_addr:
+            bad.append("block line's address %s, not the first line's %s" % (bm.group(1), block_addr))
+        for what, got, want in (("block size", bm.group(2) if case["block_size"] is not None else None,
+                                 case["block_size"]),
                                 ("size asked for", bm.group(3), case["requested"]),
                                 ("offset", bm.group(4), case["offset"])):
             if (None if got is None else int(got)) != want:
@@ -130,12 +145,19 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
     if [int(f.group(1)) for f in frames] != list(range(len(frames))):
         bad.append("frames not numbered 0..%d in order" % (len(frames) - 1))
     # frame #0 the allocator's frame nearest the program: its entry point,
-    # or (optimised builds) the function the entry point tail-called
+    # or (optimised builds) the function the entry point tail-called; a
+    # fault's: the faulting function itself
     ours = lambda n: n is not None and (n in ENTRY or n.startswith(("mi_", "_mi_")))
-    if not names or not ours(names[0]):
-        bad.append("frame #0 %r is not the allocator's" % (names[0] if names else None))
-    if any(ours(n) for n in names[1:]):
-        bad.append("allocator frames past #0: %s" % names)
+    if case.get("fault"):
+        if not names or names[0] != case["detector"]:
+            bad.append("frame #0 %r is not the faulting function %s" % (names[0] if names else None, case["detector"]))
+        if any(ours(n) for n in names):
+            bad.append("allocator frames in a fault's stack: %s" % names)
+    else:
+        if not names or not ours(names[0]):
+            bad.append("frame #0 %r is not the allocator's" % (names[0] if names else None))
+        if any(ours(n) for n in names[1:]):
+            bad.append("allocator frames past #0: %s" % names)
     if case["detector"] not in names or "main" not in names or names.index(case["detector"]) > names.index("main"):
         bad.append("the misuse's function %s then main not in the stack %s" % (case["detector"], names))
     others = [n for n in names if n and n.startswith(("alloc_for_", "free_for_", "misuse_", "reuse_for_"))
@@ -154,8 +176,10 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
             bad.append("JSON: no key %s" % key)
     if bad:
         return bad
-    if j["kind"] != kind:
-        bad.append("JSON kind %r, not %r" % (j["kind"], kind))
+    if j["kind"] != case.get("json_kind", kind):
+        bad.append("JSON kind %r, not %r" % (j["kind"], case.get("json_kind", kind)))
+    if not case.get("no_block") and j.get("block") != block_addr:
+        bad.append("JSON block %s, not the text's %s" % (j.get("block"), block_addr))
     if j["address"] != addr or j["thread"] != thread:
         bad.append("JSON address %s / thread %s, not the text's %s / %s" % (j["address"], j["thread"], addr, thread))
     if j["requested_size"] != case["requested"] or j["offset"] != case["offset"]:
@@ -166,13 +190,14 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
     jnames = [f.get("function") for f in j["detected"]]
     if jnames != names:
         bad.append("JSON detected stack %s, not the text's %s" % (jnames, names))
-    for f in j["detected"]:
+    for k, f in enumerate(j["detected"]):
         for key in ("pc", "function", "file", "line", "module"):
             if key not in f:
                 bad.append("JSON frame without %s: %s" % (key, f))
         # the program's own frames, named and placed as addr2line reads them
         if f.get("module") and os.path.realpath(f["module"]) == os.path.realpath(binary) and f.get("file"):
-            fn, line = addr2line(f["module"], int(f["module_offset"], 16))
+            # (a fault's frame #0 is the faulting instruction, not a return address)
+            fn, line = addr2line(f["module"], int(f["module_offset"], 16) + (1 if case.get("fault") and k == 0 else 0))
             if fn != f["function"] or line != f["line"]:
                 bad.append("frame %s %s:%s, addr2line says %s:%s" % (f["function"], f["file"], f["line"], fn, line))
             else:

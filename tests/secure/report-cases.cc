@@ -105,6 +105,32 @@ CASE void misuse_invalid_heap(mi_heap_t* heap, bool misuse) {
   if (misuse) sink = reinterpret_cast<size_t>(mi_heap_malloc(heap, 32));
 }
 
+/* faults (the fault handler's reports): run with
+   MIMALLOC_GUARDED_SAMPLE_RATE=1 for the guarded one */
+CASE char* alloc_for_guarded_overflow(void) {
+  return static_cast<char*>(malloc(48));
+}
+CASE void misuse_guarded_overflow(char* p, bool misuse) {
+  p[misuse ? 48 + 20 : 47] = 'x'; /* 20 past the end: on the guard page */
+}
+
+CASE char* alloc_for_large_freed_use(void) {
+  return static_cast<char*>(malloc(1 << 20));
+}
+CASE void free_for_large_freed_use(char* p) {
+  free(p);
+}
+CASE void misuse_large_freed_use(char* p, bool misuse) {
+  if (misuse) sink = static_cast<size_t>(p[5]);
+}
+
+CASE char* alloc_for_zero_size_use(void) {
+  return static_cast<char*>(malloc(0));
+}
+CASE void misuse_zero_size_use(char* p, bool misuse) {
+  if (misuse) sink = static_cast<size_t>(p[0]);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: report-cases KIND [clean]\n");
@@ -141,6 +167,18 @@ int main(int argc, char** argv) {
     mi_heap_t* heap = alloc_for_invalid_heap();
     free_for_invalid_heap(heap);
     misuse_invalid_heap(heap, misuse);
+  } else if (strcmp(kind, "guarded-heap-buffer-overflow") == 0) {
+    char* p = alloc_for_guarded_overflow();
+    misuse_guarded_overflow(p, misuse);
+    free(p);
+  } else if (strcmp(kind, "large-use-after-free") == 0) {
+    char* p = alloc_for_large_freed_use();
+    free_for_large_freed_use(p);
+    misuse_large_freed_use(p, misuse);
+  } else if (strcmp(kind, "zero-size-block-use") == 0) {
+    char* p = alloc_for_zero_size_use();
+    misuse_zero_size_use(p, misuse);
+    free(p);
   } else {
     fprintf(stderr, "report-cases: no kind %s\n", kind);
     return 2;
