@@ -93,6 +93,7 @@ static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi
   mi_bit_set(page, 0, false);
 #if MI_GUARDED
   if (page->is_guarded) {
+    mi_guard_stacks_record(segment, true); /* for a report's "freed by" */
     _mi_guard_free(segment, page);
     return;
   }

@@ -214,6 +214,7 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   _mi_segment_single_set_block_size(page, bsize);
   atomic_fetch_add_explicit(&_mi_stats.guarded_total, 1, memory_order_relaxed);
   page->is_guarded = true;
+  mi_guard_stacks_record(segment, false); /* for a report's "allocated by" */
   page->guarded_freed = false;
   _mi_secure_block_prepare(page, (mi_block_t*)page->start, size);
   if (zero) memset(page->start, 0, size); /* past it: canary bytes */

@@ -38,23 +38,6 @@ typedef struct mi_report_frame_s {
   bool exact; /* pc is the instruction itself (a fault's), not a return address: shown one less */
 } mi_report_frame_t;
 
-/* The return addresses of the calling thread, from the caller of this
-   function outwards, or from the frame `fp` (a fault's). Each step's frame
-   must lie above the last, within a stack's reach of it. */
-static mi_noinline size_t mi_report_walk(uintptr_t* pcs, size_t max, uintptr_t fp) {
-  if (fp == 0) fp = (uintptr_t)__builtin_frame_address(0);
-  size_t n = 0;
-  while (n < max && fp != 0 && (fp % sizeof(uintptr_t)) == 0) {
-    uintptr_t frame[2]; /* the caller's frame pointer, the return address */
-    if (mi_prim_read_self((const void*)fp, frame, sizeof(frame)) != 0) break;
-    if (frame[1] == 0) break;
-    pcs[n++] = frame[1];
-    if (frame[0] <= fp || frame[0] - fp > ((uintptr_t)64 << 20)) break;
-    fp = frame[0];
-  }
-  return n;
-}
-
 static void mi_copy(char* dst, size_t size, const char* src) {
   size_t n = strlen(src);
   if (n >= size) n = size - 1;
@@ -108,19 +91,9 @@ static bool mi_report_module(uintptr_t pc, char* path, size_t size, uintptr_t* b
 #endif
 }
 
-/* The frames of the calling thread, or of a fault (`where`: the faulting
-   instruction first, then the callers from its frame). */
-static size_t mi_report_frames(mi_report_frame_t* frames, size_t max, const mi_fault_where_t* where) {
-  uintptr_t pcs[MI_REPORT_FRAMES];
-  if (max > MI_REPORT_FRAMES) max = MI_REPORT_FRAMES;
-  size_t n = 0;
-  if (where == NULL) {
-    n = mi_report_walk(pcs, max, 0);
-  } else if (where->pc != 0) {
-    /* the faulting instruction itself, looked up as a return address one past it */
-    pcs[0] = where->pc + 1;
-    n = 1 + (where->fp != 0 ? mi_report_walk(pcs + 1, max - 1, where->fp) : 0);
-  }
+/* Frames named: `pcs` return addresses (with `exact0`, the first is an
+   instruction's address plus one: a fault's). */
+static void mi_report_name(mi_report_frame_t* frames, const uintptr_t* pcs, size_t n, bool exact0) {
   char self[160];
   uintptr_t self_base = 0;
   bool shared = mi_report_module((uintptr_t)&_mi_secure_fatal_report, self, sizeof(self), &self_base);
@@ -134,7 +107,7 @@ static size_t mi_report_frames(mi_report_frame_t* frames, size_t max, const mi_f
     mi_report_frame_t* f = &frames[i];
     memset(f, 0, sizeof(*f));
     f->pc = pcs[i];
-    if (where != NULL && i == 0) f->exact = true;
+    f->exact = (exact0 && i == 0);
     uintptr_t base = 0;
     if (mi_report_module(f->pc - 1, f->module, sizeof(f->module), &base)) {
       f->module_offset = (f->exact ? f->pc - 1 : f->pc) - base;
@@ -156,6 +129,22 @@ static size_t mi_report_frames(mi_report_frame_t* frames, size_t max, const mi_f
 #if MI_DHAT || MI_PPROF
   if (named) _mi_dhat_symbolizer_leave();
 #endif
+}
+
+/* The frames of the calling thread, or of a fault (`where`: the faulting
+   instruction first, then the callers from its frame). */
+static size_t mi_report_frames(mi_report_frame_t* frames, size_t max, const mi_fault_where_t* where) {
+  uintptr_t pcs[MI_REPORT_FRAMES];
+  if (max > MI_REPORT_FRAMES) max = MI_REPORT_FRAMES;
+  size_t n = 0;
+  if (where == NULL) {
+    n = _mi_stack_walk(pcs, max, 0);
+  } else if (where->pc != 0) {
+    /* the faulting instruction itself, looked up as a return address one past it */
+    pcs[0] = where->pc + 1;
+    n = 1 + (where->fp != 0 ? _mi_stack_walk(pcs + 1, max - 1, where->fp) : 0);
+  }
+  mi_report_name(frames, pcs, n, where != NULL);
   return n;
 }
 
@@ -272,6 +261,20 @@ static uint64_t mi_report_dedup(const char* kind, const mi_report_frame_t* frame
   return h;
 }
 
+/* the hash continued over another stack's top frames (the allocating one) */
+static uint64_t mi_report_dedup_more(uint64_t h, const mi_report_frame_t* frames, size_t from, size_t n) {
+  h = (h ^ (uint8_t)'#') * 1099511628211ULL;
+  size_t taken = 0;
+  for (size_t i = from; i < n && taken < 3; i++) {
+    if (frames[i].ours) continue;
+    const char* key = frames[i].function;
+    for (const char* s = key; *s != 0; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    h = (h ^ (uint8_t)'|') * 1099511628211ULL;
+    taken++;
+  }
+  return h;
+}
+
 /* MIMALLOC_REPORT_FILE's path, `%p` the process id */
 static bool mi_report_path(char* path, size_t size) {
   char spec[256];
@@ -291,11 +294,28 @@ static bool mi_report_path(char* path, size_t size) {
   return true;
 }
 
-static void mi_report_json(const mi_secure_report_t* r, long thread, const mi_report_frame_t* frames, size_t first,
-                           size_t n) {
+/* A stack of a report: its frames from `first`, and its thread */
+typedef struct mi_report_stack_s {
+  const mi_report_frame_t* frames;
+  size_t first;
+  size_t count;
+  long thread;
+} mi_report_stack_t;
+
+static void mi_json_stack_or_null(mi_json_t* j, const char* key, const mi_report_stack_t* st) {
+  if (st == NULL) {
+    mi_json_fmt(j, ",\"%s\":null,\"%s_thread\":null", key, key);
+    return;
+  }
+  mi_json_stack(j, key, st->frames, st->first, st->count);
+  mi_json_fmt(j, ",\"%s_thread\":%ld", key, st->thread);
+}
+
+static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t* detected,
+                           const mi_report_stack_t* allocated, const mi_report_stack_t* freed) {
   char path[512];
   if (!mi_report_path(path, sizeof(path))) return;
-  static mi_json_t j; /* (one report per process: it aborts) */
+  static mi_json_t j; /* (one report at a time: _mi_secure_report_claim) */
   j.len = 0;
   mi_json_raw(&j, "{\"kind\":");
   mi_json_str(&j, r->kind);
@@ -309,13 +329,16 @@ static void mi_report_json(const mi_secure_report_t* r, long thread, const mi_re
   mi_json_size(&j, "block_size", r->block_size != 0 ? r->block_size : MI_REPORT_UNKNOWN);
   mi_json_size(&j, "requested_size", r->requested);
   mi_json_size(&j, "offset", r->offset);
-  mi_json_fmt(&j, ",\"thread\":%ld", thread);
+  mi_json_fmt(&j, ",\"thread\":%ld", detected->thread);
   mi_json_raw(&j, ",\"caught_late\":");
   if (r->late != NULL) mi_json_str(&j, r->late);
   else mi_json_raw(&j, "null");
-  mi_json_stack(&j, "detected", frames, first, n);
-  mi_json_raw(&j, ",\"allocated\":null,\"freed\":null");
-  mi_json_fmt(&j, ",\"dedup\":\"%016llx\"}\n", (unsigned long long)mi_report_dedup(r->kind, frames, first, n));
+  mi_json_stack(&j, "detected", detected->frames, detected->first, detected->count);
+  mi_json_stack_or_null(&j, "allocated", allocated);
+  mi_json_stack_or_null(&j, "freed", freed);
+  uint64_t h = mi_report_dedup(r->kind, detected->frames, detected->first, detected->count);
+  if (allocated != NULL) h = mi_report_dedup_more(h, allocated->frames, allocated->first, allocated->count);
+  mi_json_fmt(&j, ",\"dedup\":\"%016llx\"}\n", (unsigned long long)h);
   int fd = -1;
   if (mi_prim_file_create(path, &fd) != 0) {
     char line[600];
@@ -327,19 +350,63 @@ static void mi_report_json(const mi_secure_report_t* r, long thread, const mi_re
   (void)mi_prim_file_close(fd);
 }
 
-static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_where_t* where) {
-  static mi_report_frame_t frames[MI_REPORT_FRAMES]; /* (one report at a time: _mi_secure_report_claim) */
-  size_t n = mi_report_frames(frames, MI_REPORT_FRAMES, where);
-  size_t first = mi_report_first(frames, n);
-  if (n > first) {
-    _mi_fputs(NULL, NULL, NULL, "mimalloc:   detected at:\n");
-    for (size_t i = first; i < n; i++) {
-      char line[512];
-      mi_report_frame_text(&frames[i], i - first, line, sizeof(line));
-      _mi_fputs(NULL, NULL, NULL, line);
-    }
+static void mi_report_print(const char* heading, const mi_report_stack_t* st) {
+  if (st->count <= st->first) return;
+  _mi_fputs(NULL, NULL, NULL, heading);
+  for (size_t i = st->first; i < st->count; i++) {
+    char line[512];
+    mi_report_frame_text(&st->frames[i], i - st->first, line, sizeof(line));
+    _mi_fputs(NULL, NULL, NULL, line);
   }
-  mi_report_json(report, mi_prim_thread_os_id(), frames, first, n);
+}
+
+/* A guarded sample's recorded stacks, where the report's block is one
+   (live, or freed and held in the guard quarantine) */
+static mi_guard_stacks_t* mi_report_guard_stacks(const mi_secure_report_t* report) {
+#if MI_GUARDED
+  if (report->block == NULL) return NULL;
+  mi_segment_t* segment = _mi_segment_containing(report->block);
+  if (segment == NULL || segment->cookie != ((uintptr_t)segment ^ _mi_process_key) ||
+      segment->kind != MI_SEGMENT_SINGLE || !segment->pages[0].is_guarded) {
+    return NULL;
+  }
+  return mi_guard_stacks_of(segment);
+#else
+  (void)report;
+  return NULL;
+#endif
+}
+
+static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_where_t* where) {
+  /* (one report at a time: _mi_secure_report_claim) */
+  static mi_report_frame_t frames[MI_REPORT_FRAMES];
+  static mi_report_frame_t alloc_frames[MI_GUARD_STACK_FRAMES];
+  static mi_report_frame_t free_frames[MI_GUARD_STACK_FRAMES];
+  mi_report_stack_t detected = {frames, 0, mi_report_frames(frames, MI_REPORT_FRAMES, where), mi_prim_thread_os_id()};
+  detected.first = mi_report_first(frames, detected.count);
+  mi_report_print("mimalloc:   detected at:\n", &detected);
+  mi_report_stack_t allocated, freed;
+  bool has_alloc = false, has_free = false;
+  mi_guard_stacks_t* gs = mi_report_guard_stacks(report);
+  if (gs != NULL && gs->alloc_count > 0 && gs->alloc_count <= MI_GUARD_STACK_FRAMES) {
+    mi_report_name(alloc_frames, gs->alloc, gs->alloc_count, false);
+    allocated = (mi_report_stack_t){alloc_frames, mi_report_first(alloc_frames, gs->alloc_count), gs->alloc_count,
+                                    gs->alloc_thread};
+    char heading[96];
+    (void)snprintf(heading, sizeof(heading), "mimalloc:   allocated by thread %ld at:\n", gs->alloc_thread);
+    mi_report_print(heading, &allocated);
+    has_alloc = true;
+  }
+  if (gs != NULL && gs->free_thread != 0 && gs->free_count > 0 && gs->free_count <= MI_GUARD_STACK_FRAMES) {
+    mi_report_name(free_frames, gs->free, gs->free_count, false);
+    freed =
+        (mi_report_stack_t){free_frames, mi_report_first(free_frames, gs->free_count), gs->free_count, gs->free_thread};
+    char heading[96];
+    (void)snprintf(heading, sizeof(heading), "mimalloc:   freed by thread %ld at:\n", gs->free_thread);
+    mi_report_print(heading, &freed);
+    has_free = true;
+  }
+  mi_report_json(report, &detected, has_alloc ? &allocated : NULL, has_free ? &freed : NULL);
 }
 
 void _mi_secure_report_detail(const mi_secure_report_t* report) {

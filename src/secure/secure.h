@@ -199,6 +199,40 @@ void _mi_secure_check_aligned(void* p, size_t size, size_t alignment, bool sized
 void _mi_guard_fault_report(void* addr, const mi_fault_where_t* where) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_guard_options_changed(void) mi_decl_hidden;
+/* base/stack-walk.c: the return addresses from frame `fp` (0: the caller's)
+   outwards, at most `max` */
+size_t _mi_stack_walk(uintptr_t* pcs, size_t max, uintptr_t fp) mi_decl_hidden;
+/* A guarded sample's allocation and free stacks (raw return addresses,
+   named when a report needs them), kept in its single-block segment's
+   header where the page table's unused entries are (a single-block segment
+   uses pages[0] alone). Written by the sample's allocation and free. */
+#define MI_GUARD_STACK_FRAMES 16
+typedef struct mi_guard_stacks_s {
+  long alloc_thread;
+  long free_thread; /* 0: not freed */
+  uint32_t alloc_count;
+  uint32_t free_count;
+  uintptr_t alloc[MI_GUARD_STACK_FRAMES];
+  uintptr_t free[MI_GUARD_STACK_FRAMES];
+} mi_guard_stacks_t;
+_Static_assert(sizeof(mi_guard_stacks_t) <= sizeof(mi_page_t) * (MI_SMALL_PAGES_PER_SEGMENT - 1),
+               "a guarded sample's stacks fit where its segment's unused page entries are");
+static inline mi_guard_stacks_t* mi_guard_stacks_of(mi_segment_t* segment) {
+  return (mi_guard_stacks_t*)(void*)&segment->pages[1];
+}
+/* the caller's stack as the guarded sample's free (or allocation) stack */
+static inline void mi_guard_stacks_record(mi_segment_t* segment, bool freed) {
+  mi_guard_stacks_t* s = mi_guard_stacks_of(segment);
+  if (freed) {
+    s->free_thread = mi_prim_thread_os_id();
+    s->free_count = (uint32_t)_mi_stack_walk(s->free, MI_GUARD_STACK_FRAMES, 0);
+  } else {
+    s->alloc_thread = mi_prim_thread_os_id();
+    s->alloc_count = (uint32_t)_mi_stack_walk(s->alloc, MI_GUARD_STACK_FRAMES, 0);
+    s->free_thread = 0;
+    s->free_count = 0;
+  }
+}
 /* segment/secure-guard-quarantine.c (MI_SECURE, MI_GUARDED): freed guarded blocks fenced off and held */
 extern _Atomic(long) _mi_guard_live mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;

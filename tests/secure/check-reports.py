@@ -51,7 +51,13 @@ CASES = {
     "guarded-heap-buffer-overflow": dict(first=r"guarded heap buffer overflow detected at (0x[0-9a-f]+) in block "
                                                r"(0x[0-9a-f]+) \(size 48\)", block_size=48, requested=48,
                                          offset=68, late=None, detector="misuse_guarded_overflow", fault=True,
-                                         env={"MIMALLOC_GUARDED_SAMPLE_RATE": "1"}, json_kind="heap-buffer-overflow"),
+                                         env={"MIMALLOC_GUARDED_SAMPLE_RATE": "1"}, json_kind="heap-buffer-overflow",
+                                         allocated="alloc_for_guarded_overflow"),
+    "guarded-use-after-free": dict(first=r"use-after-free detected in guarded block at (0x[0-9a-f]+) in block "
+                                         r"(0x[0-9a-f]+) \(size 48\)", block_size=48, requested=None, offset=5,
+                                   late=None, detector="misuse_guarded_freed_use", fault=True,
+                                   env={"MIMALLOC_GUARDED_SAMPLE_RATE": "1"}, json_kind="use-after-free",
+                                   allocated="alloc_for_guarded_freed_use", freed="free_for_guarded_freed_use"),
     "large-use-after-free": dict(first=r"use-after-free detected in freed large block at (0x[0-9a-f]+) in block "
                                        r"(0x[0-9a-f]+) \(size \d+\)", block_size=None, requested=None, offset=5,
                                  late=None, detector="misuse_large_freed_use", fault=True, json_kind="use-after-free"),
@@ -60,6 +66,24 @@ CASES = {
                                 fault=True, no_block=True),
 }
 FRAME = re.compile(r"^mimalloc:     #(\d+) 0x([0-9a-f]+)(?: in (\S+))?(?: (\S+):(\d+))?(?: \((\S+)\+0x([0-9a-f]+)\))?$")
+
+
+def stack_sections(lines):
+    """each stack section of a report: {name: (thread, [frame matches])}"""
+    sections, current = {}, None
+    for l in lines:
+        h = re.match(r"^mimalloc:   (detected|allocated by thread (\d+)|freed by thread (\d+)) at:$", l)
+        if h:
+            name = h.group(1).split(" ")[0]
+            thread = int(h.group(2) or h.group(3)) if (h.group(2) or h.group(3)) else None
+            current = sections.setdefault(name, (thread, []))
+            continue
+        fm = FRAME.match(l)
+        if fm and current is not None:
+            current[1].append(fm)
+        else:
+            current = None
+    return sections
 
 
 def run(binary, kind, clean, out_dir):
@@ -135,13 +159,24 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
         bad.append("caught-late line %r, not %r with the rerun line" % (late, case["late"]))
     if "mimalloc:   detected at:" not in lines:
         return bad + ["no 'detected at:' section"]
-    frames = []
-    for l in lines[lines.index("mimalloc:   detected at:") + 1:]:
-        fm = FRAME.match(l)
-        if not fm:
-            break
-        frames.append(fm)
+    sections = stack_sections(lines)
+    frames = sections["detected"][1]
     names = [f.group(3) for f in frames]
+    # a guarded sample's allocation and free stacks: where recorded, and only there
+    for sec in ("allocated", "freed"):
+        want = case.get(sec)
+        got = sections.get(sec)
+        if want is None and got is not None:
+            bad.append("a '%s by' section where none is recorded" % sec)
+        elif want is not None:
+            if got is None:
+                bad.append("no '%s by' section" % sec)
+                continue
+            snames = [f.group(3) for f in got[1]]
+            if want not in snames or "main" not in snames or snames.index(want) > snames.index("main"):
+                bad.append("the %s section names %s, not %s then main" % (sec, snames, want))
+            if got[0] != pid:
+                bad.append("%s by thread %s, not the main thread %d" % (sec, got[0], pid))
     if [int(f.group(1)) for f in frames] != list(range(len(frames))):
         bad.append("frames not numbered 0..%d in order" % (len(frames) - 1))
     # frame #0 the allocator's frame nearest the program: its entry point,
@@ -190,6 +225,15 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
     jnames = [f.get("function") for f in j["detected"]]
     if jnames != names:
         bad.append("JSON detected stack %s, not the text's %s" % (jnames, names))
+    for sec in ("allocated", "freed"):
+        text = sections.get(sec)
+        js = j.get(sec)
+        if (text is None) != (js is None):
+            bad.append("JSON %s %s, the text's %s" % (sec, "absent" if js is None else "present",
+                                                     "absent" if text is None else "present"))
+        elif text is not None:
+            if [f.get("function") for f in js] != [f.group(3) for f in text[1]] or j.get(sec + "_thread") != text[0]:
+                bad.append("JSON %s stack or thread differs from the text's" % sec)
     for k, f in enumerate(j["detected"]):
         for key in ("pc", "function", "file", "line", "module"):
             if key not in f:
@@ -223,6 +267,13 @@ def mutations(err, doc):
     yield "JSON kind changed", err, doc.replace('"kind":"heap-buffer-overflow"', '"kind":"double-free"')
 
 
+def mutations_guarded(err, doc):
+    """a guarded sample's report with its allocation and free sections swapped"""
+    sw = re.sub(r"allocated by thread", "@@", err)
+    sw = re.sub(r"freed by thread", "allocated by thread", sw)
+    yield "allocation and free sections swapped", sw.replace("@@", "freed by thread"), doc
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     args = sys.argv[2:]
@@ -236,6 +287,19 @@ def main():
                 return 1
             for name, e, d in mutations(err, doc):
                 found = check("heap-buffer-overflow", pid, status, e, d, binary, [])
+                if found:
+                    print("control: %s: rejected (%s)" % (name, found[0]))
+                else:
+                    print("control: FAIL: %s: accepted" % name)
+                    failed += 1
+            kind = "guarded-use-after-free"
+            pid, status, err, doc = run(binary, kind, False, out)
+            real = check(kind, pid, status, err, doc, binary, [])
+            if real:
+                print("control: FAIL: the real guarded report is rejected: %s" % real)
+                return 1
+            for name, e, d in mutations_guarded(err, doc):
+                found = check(kind, pid, status, e, d, binary, [])
                 if found:
                     print("control: %s: rejected (%s)" % (name, found[0]))
                 else:

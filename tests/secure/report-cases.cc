@@ -114,6 +114,16 @@ CASE void misuse_guarded_overflow(char* p, bool misuse) {
   p[misuse ? 48 + 20 : 47] = 'x'; /* 20 past the end: on the guard page */
 }
 
+CASE char* alloc_for_guarded_freed_use(void) {
+  return static_cast<char*>(malloc(48));
+}
+CASE void free_for_guarded_freed_use(char* p) {
+  free(p);
+}
+CASE void misuse_guarded_freed_use(char* p, bool misuse) {
+  if (misuse) sink = static_cast<size_t>(p[5]);
+}
+
 CASE char* alloc_for_large_freed_use(void) {
   return static_cast<char*>(malloc(1 << 20));
 }
@@ -171,6 +181,10 @@ int main(int argc, char** argv) {
     char* p = alloc_for_guarded_overflow();
     misuse_guarded_overflow(p, misuse);
     free(p);
+  } else if (strcmp(kind, "guarded-use-after-free") == 0) {
+    char* p = alloc_for_guarded_freed_use();
+    free_for_guarded_freed_use(p);
+    misuse_guarded_freed_use(p, misuse);
   } else if (strcmp(kind, "large-use-after-free") == 0) {
     char* p = alloc_for_large_freed_use();
     free_for_large_freed_use(p);
