@@ -29,13 +29,13 @@
 
 typedef struct mi_report_frame_s {
   uintptr_t pc;
-  char function[160];
-  char file[96];
-  int line;
-  char module[160];
   uintptr_t module_offset;
+  int line;
   bool ours;  /* the allocator's own code */
   bool exact; /* pc is the instruction itself (a fault's), not a return address: shown one less */
+  char function[160];
+  char file[96];
+  char module[160];
 } mi_report_frame_t;
 
 static void mi_copy(char* dst, size_t size, const char* src) {
@@ -193,6 +193,7 @@ static void mi_json_fmt(mi_json_t* j, const char* fmt, ...) {
   char tmp[160];
   va_list args;
   va_start(args, fmt);
+  /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above; clang 14 misreads it */
   (void)vsnprintf(tmp, sizeof(tmp), fmt, args);
   va_end(args);
   mi_json_raw(j, tmp);
@@ -380,8 +381,6 @@ static mi_guard_stacks_t* mi_report_guard_stacks(const mi_secure_report_t* repor
 static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_where_t* where) {
   /* (one report at a time: _mi_secure_report_claim) */
   static mi_report_frame_t frames[MI_REPORT_FRAMES];
-  static mi_report_frame_t alloc_frames[MI_GUARD_STACK_FRAMES];
-  static mi_report_frame_t free_frames[MI_GUARD_STACK_FRAMES];
   mi_report_stack_t detected = {frames, 0, mi_report_frames(frames, MI_REPORT_FRAMES, where), mi_prim_thread_os_id()};
   detected.first = mi_report_first(frames, detected.count);
   mi_report_print("mimalloc:   detected at:\n", &detected);
@@ -389,6 +388,7 @@ static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_whe
   bool has_alloc = false, has_free = false;
   mi_guard_stacks_t* gs = mi_report_guard_stacks(report);
   if (gs != NULL && gs->alloc_count > 0 && gs->alloc_count <= MI_GUARD_STACK_FRAMES) {
+    static mi_report_frame_t alloc_frames[MI_GUARD_STACK_FRAMES];
     mi_report_name(alloc_frames, gs->alloc, gs->alloc_count, false);
     allocated = (mi_report_stack_t){alloc_frames, mi_report_first(alloc_frames, gs->alloc_count), gs->alloc_count,
                                     gs->alloc_thread};
@@ -398,6 +398,7 @@ static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_whe
     has_alloc = true;
   }
   if (gs != NULL && gs->free_thread != 0 && gs->free_count > 0 && gs->free_count <= MI_GUARD_STACK_FRAMES) {
+    static mi_report_frame_t free_frames[MI_GUARD_STACK_FRAMES];
     mi_report_name(free_frames, gs->free, gs->free_count, false);
     freed =
         (mi_report_stack_t){free_frames, mi_report_first(free_frames, gs->free_count), gs->free_count, gs->free_thread};
