@@ -47,6 +47,10 @@ CASES = {
                                     offset=None, late=None, detector="misuse_aligned_delete"),
     "invalid-heap": dict(first=r"invalid heap detected at (0x[0-9a-f]+) \(size \d+\)", block_size=None,
                          requested=None, offset=None, late=None, detector="misuse_invalid_heap", no_block=True),
+    "use-after-free-link-write": dict(first=r"use-after-free write detected in block (0x[0-9a-f]+) \(size 64\)",
+                                      block_size=64, requested=None, offset=0,
+                                      late="when the block left the quarantine", detector="reuse_for_link_write",
+                                      json_kind="use-after-free-write"),
     # faults, reported by the fault handler: the access's own stack
     "guarded-heap-buffer-overflow": dict(first=r"guarded heap buffer overflow detected at (0x[0-9a-f]+) in block "
                                                r"(0x[0-9a-f]+) \(size 48\)", block_size=48, requested=48,
@@ -58,6 +62,9 @@ CASES = {
                                    late=None, detector="misuse_guarded_freed_use", fault=True,
                                    env={"MIMALLOC_GUARDED_SAMPLE_RATE": "1"}, json_kind="use-after-free",
                                    allocated="alloc_for_guarded_freed_use", freed="free_for_guarded_freed_use"),
+    "destroyed-heap-block-use": dict(first=r"use-after-free detected in destroyed heap's block at (0x[0-9a-f]+) "
+                                           r"in block (0x[0-9a-f]+) \(size 64\)", block_size=64, requested=None,
+                                     offset=3, late=None, detector="misuse_destroyed_heap_use", fault=True),
     "large-use-after-free": dict(first=r"use-after-free detected in freed large block at (0x[0-9a-f]+) in block "
                                        r"(0x[0-9a-f]+) \(size \d+\)", block_size=None, requested=None, offset=5,
                                  late=None, detector="misuse_large_freed_use", fault=True, json_kind="use-after-free"),

@@ -141,6 +141,31 @@ CASE void misuse_zero_size_use(char* p, bool misuse) {
   if (misuse) sink = static_cast<size_t>(p[0]);
 }
 
+CASE char* alloc_for_destroyed_heap_use(mi_heap_t* heap) {
+  return static_cast<char*>(mi_heap_malloc(heap, 48));
+}
+CASE void free_for_destroyed_heap_use(mi_heap_t* heap) {
+  mi_heap_destroy(heap);
+}
+CASE void misuse_destroyed_heap_use(char* p, bool misuse) {
+  if (misuse) sink = static_cast<size_t>(p[3]);
+}
+
+/* a write into a freed block's first word (where its free-list link goes):
+   seen when the block leaves the thread's quarantine */
+CASE char* alloc_for_link_write(void) {
+  return static_cast<char*>(malloc(48));
+}
+CASE void free_for_link_write(char* p) {
+  free(p);
+}
+CASE void misuse_link_write(char* p, bool misuse) {
+  if (misuse) memset(p, 0x41, 8);
+}
+CASE void reuse_for_link_write(void) {
+  for (int i = 0; i < 1000000; i++) free(malloc(48));
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: report-cases KIND [clean]\n");
@@ -185,6 +210,16 @@ int main(int argc, char** argv) {
     char* p = alloc_for_guarded_freed_use();
     free_for_guarded_freed_use(p);
     misuse_guarded_freed_use(p, misuse);
+  } else if (strcmp(kind, "destroyed-heap-block-use") == 0) {
+    mi_heap_t* heap = mi_heap_new();
+    char* p = alloc_for_destroyed_heap_use(heap);
+    free_for_destroyed_heap_use(heap);
+    misuse_destroyed_heap_use(p, misuse);
+  } else if (strcmp(kind, "use-after-free-link-write") == 0) {
+    char* p = alloc_for_link_write();
+    free_for_link_write(p);
+    misuse_link_write(p, misuse);
+    reuse_for_link_write();
   } else if (strcmp(kind, "large-use-after-free") == 0) {
     char* p = alloc_for_large_freed_use();
     free_for_large_freed_use(p);
