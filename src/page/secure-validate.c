@@ -203,8 +203,15 @@ mi_noinline mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t*
   }
   /* the trailer itself written over: the size asked for is lost with it */
   size_t p_at = (size_t)((const uint8_t*)p - (const uint8_t*)block);
-  _mi_secure_report_block("heap buffer overflow detected in block", p, p, page->block_size - p_at, MI_REPORT_UNKNOWN,
-                          trailer_at - p_at, mi_found_at(op));
+  mi_secure_report_t report = {.what = "heap buffer overflow detected in block",
+                               .address = p,
+                               .size = trailer_at, /* the first line as before: the block's room */
+                               .block = p,
+                               .block_size = page->block_size - p_at,
+                               .requested = MI_REPORT_UNKNOWN,
+                               .offset = trailer_at - p_at,
+                               .late = mi_found_at(op)};
+  _mi_secure_fatal_report(&report);
 }
 
 /* A block freed by another kind than its own (found only on the rare path):
