@@ -99,6 +99,9 @@ void _mi_raise_thread_collect(mi_tld_t* tld, bool everything) {
 void _mi_raise_background_tick(void) {
   MI_RAISE(background_tick, ());
 }
+void _mi_raise_secure_report(const struct mi_secure_report_s* report) {
+  MI_RAISE(secure_report, (report));
+}
 
 void _mi_listeners_names(char* buf, size_t size) {
   if (size == 0) return;

@@ -33,11 +33,15 @@
    |                  | thread exit                   | fenced large blocks                 |
    | background_poll, | segment/background.c          | pprof: dumps asked by a signal or   |
    | background_tick  |                               | by the bytes allocated              |
+   | secure_report    | base/secure-report.c, before  | secure: the stack where the misuse  |
+   |                  | the abort                     | was seen, the report's JSON copy    |
 */
 #ifndef MI_LISTENERS_H
 #define MI_LISTENERS_H
 
 #include "types.h"
+
+struct mi_secure_report_s; /* secure/secure.h */
 
 typedef struct mi_listener_s {
   const char* name;
@@ -60,6 +64,9 @@ typedef struct mi_listener_s {
      signal handler may not wake a thread), and its wake-up */
   int64_t (*background_poll_ms)(void);
   void (*background_tick)(void);
+  /* a misuse reported (secure builds), its first lines printed, before the
+     abort: what a feature adds to the report (the stacks, the JSON copy) */
+  void (*secure_report)(const struct mi_secure_report_s* report);
 } mi_listener_t;
 
 #define MI_LISTENERS_MAX 8
@@ -103,5 +110,6 @@ void _mi_raise_heap_flush(mi_heap_t* heap) mi_decl_hidden;
 void _mi_raise_thread_collect(mi_tld_t* tld, bool everything) mi_decl_hidden;
 int64_t _mi_raise_background_poll_ms(void) mi_decl_hidden; /* the shortest asked, -1 if none */
 void _mi_raise_background_tick(void) mi_decl_hidden;
+void _mi_raise_secure_report(const struct mi_secure_report_s* report) mi_decl_hidden;
 
 #endif

@@ -71,6 +71,7 @@ bool _mi_dhat_symbol_parts(uintptr_t addr, char* name, size_t nsize, char* file,
 /* One user of the symboliser's caches at a time (the DHAT dump, the pprof
    writer): enter waits until the other has left. */
 void _mi_dhat_symbolizer_enter(void) mi_decl_hidden;
+bool _mi_dhat_symbolizer_try_enter(void) mi_decl_hidden; /* false: in use */
 void _mi_dhat_symbolizer_leave(void) mi_decl_hidden;
 void _mi_dhat_symbolizer_after_fork_child(void) mi_decl_hidden;
 

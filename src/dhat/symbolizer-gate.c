@@ -18,6 +18,14 @@ void _mi_dhat_symbolizer_enter(void) {
   }
 }
 
+/* A secure report's: it may not wait (the thread that holds the symboliser
+   may be the one reporting, or blocked on a lock the reporter holds). */
+bool _mi_dhat_symbolizer_try_enter(void) {
+  bool idle = false;
+  return atomic_compare_exchange_strong_explicit(&mi_dhat_symbolizer_busy, &idle, true, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+
 void _mi_dhat_symbolizer_leave(void) {
   atomic_store_explicit(&mi_dhat_symbolizer_busy, false, memory_order_release);
 }

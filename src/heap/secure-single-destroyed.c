@@ -13,6 +13,7 @@ void _mi_secure_single_destroyed(mi_page_t* page) {
 #if MI_GUARDED
   if (page->is_guarded) {
     mi_bit_set(page, 0, false); /* as free clears it */
+    mi_guard_stacks_record(segment, true);
     _mi_guard_free(segment, page);
     return;
   }

@@ -34,7 +34,7 @@ mi_block_t* _mi_secure_carve(mi_page_t* page, uint8_t* start, size_t want, mi_bl
     for (size_t i = 0; i < want && first_idx + i < 64; i++) {
       const mi_block_t* b = (const mi_block_t*)(start + i * bsize);
       if (((page->handed_out >> (first_idx + i)) & 1) != 0 && b->next != NULL) {
-        _mi_secure_fatal("use-after-free write detected in block", b, bsize);
+        _mi_secure_report_stale_write(b, bsize, 0, "when its page was extended");
       }
     }
   }

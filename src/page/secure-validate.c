@@ -147,6 +147,40 @@ mi_noinline bool _mi_secure_visit_finds_remote_free(const mi_page_t* page, const
   return mi_trailer_decode(mi_block_tag(block), trailer) == MI_TRAILER_FREEING;
 }
 
+/* When an overflow was found, after the write: at which call. */
+static const char* mi_found_at(mi_secure_op_t op) {
+  switch (op) {
+    case MI_OP_FREE: return "at the block's free";
+    case MI_OP_REALLOC: return "at the block's realloc";
+    case MI_OP_USABLE_SIZE: return "at the block's mi_usable_size";
+    default: return "at a visit of its heap";
+  }
+}
+
+mi_noinline mi_decl_noreturn void _mi_secure_report_overflow(const mi_page_t* page, const mi_block_t* block,
+                                                             const void* p, size_t user_end, mi_secure_op_t op) {
+  const uint8_t* b = (const uint8_t*)block;
+  size_t trailer_at = page->block_size - MI_SECURE_TRAILER;
+  uint64_t word = mi_canary_word(mi_block_tag(block));
+  uint8_t w[8];
+  memcpy(w, &word, 8);
+  /* the canary's two words, as mi_canary_intact reads them */
+  size_t n = trailer_at - user_end;
+  if (n > MI_SECURE_CANARY_MAX) n = MI_SECURE_CANARY_MAX;
+  size_t n1 = (n < 8 ? n : 8);
+  size_t bad = MI_REPORT_UNKNOWN;
+  for (size_t k = 0; k < n1 && bad == MI_REPORT_UNKNOWN; k++) {
+    if (b[user_end + k] != w[k]) bad = user_end + k;
+  }
+  size_t second = mi_canary_second(user_end, trailer_at);
+  for (size_t k = 0; k < n - n1 && bad == MI_REPORT_UNKNOWN; k++) {
+    if (b[second + k] != w[k]) bad = second + k;
+  }
+  size_t start = (size_t)((const uint8_t*)p - b);
+  _mi_secure_report_block("heap buffer overflow detected in block", p, p, page->block_size - start, user_end - start,
+                          bad == MI_REPORT_UNKNOWN ? MI_REPORT_UNKNOWN : bad - start, mi_found_at(op));
+}
+
 /* A trailer that does not decode: the block was freed by another thread
    (marked, or zeroed, and not yet collected), or written past its end. */
 mi_noinline mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t* page, const mi_block_t* block,
@@ -167,7 +201,17 @@ mi_noinline mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t*
       start != (uint64_t)((const uint8_t*)p - (const uint8_t*)block)) {
     _mi_secure_fatal_op(op, NULL, p, page->block_size);
   }
-  _mi_secure_fatal("heap buffer overflow detected in block", p, page->block_size - MI_SECURE_TRAILER);
+  /* the trailer itself written over: the size asked for is lost with it */
+  size_t p_at = (size_t)((const uint8_t*)p - (const uint8_t*)block);
+  mi_secure_report_t report = {.what = "heap buffer overflow detected in block",
+                               .address = p,
+                               .size = trailer_at, /* the first line as before: the block's room */
+                               .block = p,
+                               .block_size = page->block_size - p_at,
+                               .requested = MI_REPORT_UNKNOWN,
+                               .offset = trailer_at - p_at,
+                               .late = mi_found_at(op)};
+  _mi_secure_fatal_report(&report);
 }
 
 /* A block freed by another kind than its own (found only on the rare path):
@@ -300,7 +344,8 @@ mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const 
   {
     size = mi_validate_tail(page, block, p, op, true, kind);
     if (op == MI_OP_FREE && !mi_single_slack_zero(page, block, offset + size)) {
-      _mi_secure_fatal("heap buffer overflow detected in block", p, size);
+      _mi_secure_report_block("heap buffer overflow detected in block", p, p, 0, size, MI_REPORT_UNKNOWN,
+                              mi_found_at(op));
     }
   }
   if (page_out != NULL) *page_out = page;
@@ -326,7 +371,7 @@ void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
   if (!mi_carved_block_index(page, block, &idx)) {
     _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
   }
-  if (!mi_bit_get(page, idx)) _mi_secure_fatal("double free detected of block", block, page->block_size);
+  if (!mi_bit_get(page, idx)) _mi_secure_report_freed(MI_OP_FREE, block, page->block_size);
   mi_bit_set(page, idx, false);
 }
 

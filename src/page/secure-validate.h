@@ -17,6 +17,9 @@ mi_decl_noreturn void _mi_secure_report_page_not_in_use(const mi_page_t* page, c
                                                         mi_secure_op_t op) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_report_outside_blocks(const mi_segment_t* segment, const mi_page_t* page,
                                                        const void* p, mi_secure_op_t op) mi_decl_hidden;
+/* the canary after the data written over: where, and how far past the end */
+mi_decl_noreturn void _mi_secure_report_overflow(const mi_page_t* page, const mi_block_t* block, const void* p,
+                                                 size_t user_end, mi_secure_op_t op) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_report_bad_trailer(const mi_page_t* page, const mi_block_t* block, const void* p,
                                                     mi_secure_op_t op) mi_decl_hidden;
 size_t _mi_secure_tail_other_kind(const mi_page_t* page, const mi_block_t* block, const void* p, mi_secure_op_t op,
@@ -89,8 +92,7 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
   }
   if (mi_unlikely(!mi_canary_intact((const uint8_t*)block, (size_t)user_end, trailer_at, mi_canary_word(tag)))) {
     if (op == MI_OP_VISIT && _mi_secure_visit_finds_remote_free(page, block)) return MI_SECURE_VISIT_SKIP;
-    _mi_secure_fatal("heap buffer overflow detected in block", p,
-                     (size_t)user_end - (size_t)((const uint8_t*)p - (const uint8_t*)block));
+    _mi_secure_report_overflow(page, block, p, (size_t)user_end, op);
   }
   return (size_t)user_end - (size_t)((const uint8_t*)p - (const uint8_t*)block);
 }

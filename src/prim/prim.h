@@ -137,7 +137,13 @@ void mi_prim_thread_mark_drop(mi_prim_thread_mark_t* mark);
    whatever it returns, the signal then takes its course as if the handler
    were not there (the previous handler, or death by the signal), and the
    handler stays installed. */
-void mi_prim_fault_handler_install(void (*report)(void* addr));
+/* Where the fault happened: the faulting instruction and the frame pointer
+   of the function it is in (0 where the platform does not tell). */
+typedef struct mi_fault_where_s {
+  uintptr_t pc;
+  uintptr_t fp;
+} mi_fault_where_t;
+void mi_prim_fault_handler_install(void (*report)(void* addr, const mi_fault_where_t* where));
 /* The signal named `name` ("SIGUSR2", "USR2" or its number) calls
    `handler` (which may only do what a signal handler may); false if there
    is no such signal, or none on this platform. */
@@ -163,6 +169,9 @@ bool mi_prim_exe_path(char* buf, size_t size);
 /* The command line, arguments separated by spaces, truncated to fit. */
 void mi_prim_cmdline(char* buf, size_t size);
 long mi_prim_getpid(void);
+/* The calling thread's number as the OS shows it (Linux: gettid; Windows:
+   GetCurrentThreadId): what debuggers and /proc name the thread by. */
+long mi_prim_thread_os_id(void);
 /* Copy `size` bytes at `addr` of this process into `buf` without touching
    `addr` directly: an error (EFAULT) instead of a fault when the range is
    not mapped or not readable, as another thread may unmap it meanwhile

@@ -71,7 +71,8 @@ static mi_forceinline void mi_block_prepare_small(mi_page_t* page, mi_block_t* b
     bool untouched =
         (mi_likely(page->block_size <= MI_SECURE_UAF_CHECK_MAX) ? mi_block_untouched(block, page->block_size)
                                                                 : _mi_secure_block_untouched_medium(page, block, idx));
-    if (mi_unlikely(!untouched)) _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+    if (mi_unlikely(!untouched))
+      _mi_secure_report_stale_write(block, page->block_size, sizeof(uint64_t), "when the block was handed out again");
   }
   mi_bit_set(page, idx, true);
   /* the link: an encoded pointer, a clue to the page's keys, is not the
@@ -259,4 +260,5 @@ mi_listener_define(mi_secure_listener) = {
     .segment_unmapped = &_mi_secure_segment_unmapped, /* a later free into it is a double free */
     .heap_flush = &mi_secure_heap_flush,              /* its quarantined blocks back to their pages */
     .thread_collect = &_mi_secure_thread_collect,     /* quarantines, held pages, fenced large blocks */
+    .secure_report = &_mi_secure_report_detail,       /* the stack where a misuse was seen; the JSON copy */
 };

@@ -37,7 +37,7 @@
    is handed out). */
 static mi_forceinline void mi_quarantine_release(mi_page_t* page, mi_block_t* block) {
   if (mi_unlikely(block->next != NULL) && _mi_option_get_after_init(mi_option_zero_on_free) != 0) {
-    _mi_secure_fatal("use-after-free write detected in block", block, page->block_size);
+    _mi_secure_report_stale_write(block, page->block_size, 0, "when the block left the quarantine");
   }
   _mi_free_local_release(page, block);
 }
@@ -93,6 +93,7 @@ static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi
   mi_bit_set(page, 0, false);
 #if MI_GUARDED
   if (page->is_guarded) {
+    mi_guard_stacks_record(segment, true); /* for a report's "freed by" */
     _mi_guard_free(segment, page);
     return;
   }

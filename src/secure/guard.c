@@ -17,14 +17,32 @@
 
 /* ---- Fault reports -------------------------------------------------------- */
 
-static void mi_guard_say(const char* what, const void* addr, const void* block, size_t size) {
+/* The first line, then (unless another report is under way) the block,
+   the thread and the stack from the faulting instruction; the signal then
+   takes its course. `requested`: the size asked for, where known. */
+static void mi_guard_say(const char* what, const char* kind, const void* addr, const void* block, size_t size,
+                         size_t requested, const mi_fault_where_t* where) {
   char buf[256];
   (void)snprintf(buf, sizeof(buf), "mimalloc: error: %s at %p in block %p (size %zu)\n", what, addr, block, size);
   mi_prim_out_stderr(buf); /* in a signal handler: straight to stderr */
+  if (!_mi_secure_report_claim(false)) return;
+  const uint8_t* a = (const uint8_t*)addr;
+  const uint8_t* b = (const uint8_t*)block;
+  mi_secure_report_t report = {.kind = kind,
+                               .what = what,
+                               .address = addr,
+                               .size = size,
+                               .block = block,
+                               .block_size = size,
+                               .requested = requested,
+                               .offset = (b != NULL && a >= b ? (size_t)(a - b) : MI_REPORT_UNKNOWN)};
+  _mi_secure_report_lines(&report);
+  _mi_secure_report_detail_at(&report, where);
+  _mi_secure_report_release();
 }
 
 /* Called from the fault handler: say what a fault on one of our pages hit. */
-void _mi_guard_fault_report(void* addr) {
+void _mi_guard_fault_report(void* addr, const mi_fault_where_t* where) {
   /* the guard page after a block longer than a chunk (huge, or aligned
      past half a segment) lies in a continuation chunk: the map walks down */
   mi_segment_t* segment = _mi_segment_containing(addr);
@@ -38,13 +56,23 @@ void _mi_guard_fault_report(void* addr) {
     (void)snprintf(buf, sizeof(buf), "mimalloc: error: access to a zero-size allocation detected at %p (size 0)\n",
                    addr);
     mi_prim_out_stderr(buf);
+    if (!_mi_secure_report_claim(false)) return;
+    mi_secure_report_t report = {.kind = "zero-size-block-use",
+                                 .what = "access to a zero-size allocation detected at",
+                                 .address = addr,
+                                 .requested = 0,
+                                 .offset = MI_REPORT_UNKNOWN};
+    _mi_secure_report_lines(&report);
+    _mi_secure_report_detail_at(&report, where);
+    _mi_secure_report_release();
     return;
   }
   size_t psize = _mi_os_page_size();
   uint8_t* a = (uint8_t*)addr;
   uint8_t* s = (uint8_t*)segment;
   if (a >= s + segment->info_size - psize && a < s + segment->info_size) {
-    mi_guard_say("heap buffer underflow into the metadata guard page detected", addr, s, 0);
+    mi_guard_say("heap buffer underflow into the metadata guard page detected", "heap-buffer-underflow", addr, s, 0,
+                 MI_REPORT_UNKNOWN, where);
     return;
   }
   if (segment->kind == MI_SEGMENT_SINGLE) {
@@ -52,11 +80,14 @@ void _mi_guard_fault_report(void* addr) {
     if (page->guard_offset != 0 && a >= s + page->guard_offset && a < s + page->guard_offset + psize) {
       mi_guard_say(page->is_guarded ? "guarded heap buffer overflow detected"
                                     : "heap buffer overflow into a guard page detected",
-                   addr, page->start, page->block_size);
+                   "heap-buffer-overflow", addr, page->start, page->block_size,
+                   page->is_guarded ? page->guarded_size : MI_REPORT_UNKNOWN, where);
     } else if (page->is_guarded && page->guarded_freed && a >= page->start - psize && a < s + page->guard_offset) {
-      mi_guard_say("use-after-free detected in guarded block", addr, page->start, page->block_size);
+      mi_guard_say("use-after-free detected in guarded block", "use-after-free", addr, page->start, page->block_size,
+                   MI_REPORT_UNKNOWN, where);
     } else if (page->large_fenced && a >= page->start - psize && a < s + page->guard_offset) {
-      mi_guard_say("use-after-free detected in freed large block", addr, page->start, page->block_size);
+      mi_guard_say("use-after-free detected in freed large block", "use-after-free", addr, page->start,
+                   page->block_size, MI_REPORT_UNKNOWN, where);
     }
     return;
   }
@@ -64,8 +95,8 @@ void _mi_guard_fault_report(void* addr) {
   uint8_t* start;
   size_t area = _mi_segment_page_area(segment, page->index, &start);
   if (a >= start + area && a < start + area + psize) {
-    mi_guard_say("heap buffer overflow into a guard page detected", addr, start + area - page->block_size,
-                 page->block_size);
+    mi_guard_say("heap buffer overflow into a guard page detected", "heap-buffer-overflow", addr,
+                 start + area - page->block_size, page->block_size, MI_REPORT_UNKNOWN, where);
   } else if (a >= start && a < start + area && page->held_fenced &&
              atomic_load_explicit(&page->state, memory_order_relaxed) == MI_PAGE_HELD) {
     /* a destroyed heap's page, fenced while it is held (held-pages.c): the block the access hit */
@@ -75,7 +106,8 @@ void _mi_guard_fault_report(void* addr) {
       block = page->start + (size_t)(a - page->start) / page->block_size * page->block_size;
       size = page->block_size;
     }
-    mi_guard_say("use-after-free detected in destroyed heap's block", addr, block, size);
+    mi_guard_say("use-after-free detected in destroyed heap's block", "destroyed-heap-block-use", addr, block, size,
+                 MI_REPORT_UNKNOWN, where);
   }
 }
 
@@ -182,6 +214,7 @@ void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   _mi_segment_single_set_block_size(page, bsize);
   atomic_fetch_add_explicit(&_mi_stats.guarded_total, 1, memory_order_relaxed);
   page->is_guarded = true;
+  mi_guard_stacks_record(segment, false); /* for a report's "allocated by" */
   page->guarded_freed = false;
   _mi_secure_block_prepare(page, (mi_block_t*)page->start, size);
   if (zero) memset(page->start, 0, size); /* past it: canary bytes */

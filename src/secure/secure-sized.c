@@ -16,13 +16,13 @@ static mi_noinline mi_decl_noreturn void mi_report_size_mismatch(const void* p, 
   char what[96];
   /* the given size goes in the text: `(size N)` stays last, the block's own */
   (void)snprintf(what, sizeof(what), "sized deallocation mismatch detected (%zu bytes given) of block", given);
-  _mi_secure_fatal(what, p, size);
+  _mi_secure_report_block(what, p, p, 0, size, MI_REPORT_UNKNOWN, NULL);
 }
 
 static mi_noinline mi_decl_noreturn void mi_report_misaligned(const void* p, size_t alignment, size_t size) {
   char what[96];
   (void)snprintf(what, sizeof(what), "invalid aligned deallocation detected (alignment %zu) of pointer", alignment);
-  _mi_secure_fatal(what, p, size);
+  _mi_secure_report_block(what, p, p, 0, size, MI_REPORT_UNKNOWN, NULL);
 }
 
 /* The size p's block was asked with, p validated as free validates it (a

@@ -126,7 +126,46 @@ void _mi_secure_zero_on_free_enabled(void) mi_decl_hidden;
 bool _mi_secure_visit_page(const mi_heap_t* heap, mi_page_t* page, const mi_heap_area_t* area,
                            mi_block_visit_fun* visitor, void* arg) mi_decl_hidden;
 void _mi_secure_segment_unmapped(const void* start, size_t size) mi_decl_hidden;
+/* A misuse the secure build reports (base/secure-report.c): the first line
+   (what, which address, which size) and what else the detecting code
+   knows of the block. */
+#define MI_REPORT_UNKNOWN SIZE_MAX
+typedef struct mi_secure_report_s {
+  const char* kind;    /* the JSON's `kind` ("double-free", ...); NULL: told by `what` */
+  const char* what;    /* the first line's text */
+  const void* address; /* the first line's address */
+  size_t size;         /* the first line's size */
+  const void* block;   /* the block's start; NULL if not known */
+  size_t block_size;   /* its size in its page (its size class); 0 if not known */
+  size_t requested;    /* the size the program asked for; MI_REPORT_UNKNOWN if not known */
+  size_t offset;       /* of the bad byte from the block's start; MI_REPORT_UNKNOWN if not known */
+  const char* late;    /* found after the fact: when ("at the block's free"); NULL if at the misuse */
+} mi_secure_report_t;
+mi_decl_noreturn void _mi_secure_fatal_report(mi_secure_report_t* report) mi_decl_hidden;
+/* a block's misuse: the block, its size (0: not known), the size asked for
+   and the bad byte's offset (MI_REPORT_UNKNOWN: not known), and when it was
+   found if after the fact (NULL: at the misuse) */
+mi_decl_noreturn void _mi_secure_report_block(const char* what, const void* p, const void* block, size_t block_size,
+                                              size_t requested, size_t offset, const char* late) mi_decl_hidden;
+/* a freed block (zeroed) written to: the first byte not zero from `from` */
+mi_decl_noreturn void _mi_secure_report_stale_write(const void* block, size_t block_size, size_t from,
+                                                    const char* late) mi_decl_hidden;
+/* the first line alone known */
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+/* one report at a time: false if this thread is reporting already, or
+   (without `wait`) another is; with `wait`, waits for the other to end the
+   process */
+bool _mi_secure_report_claim(bool wait) mi_decl_hidden;
+void _mi_secure_report_release(void) mi_decl_hidden;
+/* the lines after the first: the block, the thread, caught late */
+void _mi_secure_report_lines(mi_secure_report_t* report) mi_decl_hidden;
+/* the report's kind, thread and the lines after the first (secure/report-detail.c
+   adds the stacks and the JSON copy, through the listeners' secure_report) */
+const char* _mi_secure_report_kind(const mi_secure_report_t* report) mi_decl_hidden;
+/* secure/report-detail.c: the stack where it was seen, the JSON copy; a
+   fault's, from the faulting instruction and its frame */
+void _mi_secure_report_detail(const mi_secure_report_t* report) mi_decl_hidden;
+void _mi_secure_report_detail_at(const mi_secure_report_t* report, const mi_fault_where_t* where) mi_decl_hidden;
 /* heap-handles.c: a heap handle the program passes, checked before any of
    it is read but its check word (the allocation entry points that take a
    heap pay a load, an xor and a compare); a heap that goes clears it */
@@ -157,9 +196,43 @@ static inline void mi_heap_handle_check(const mi_heap_t* heap) {
 void _mi_secure_check_sized(void* p, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
 void _mi_secure_check_aligned(void* p, size_t size, size_t alignment, bool sized, mi_alloc_kind_t kind) mi_decl_hidden;
 /* secure/guard.c (MI_SECURE) */
-void _mi_guard_fault_report(void* addr) mi_decl_hidden;
+void _mi_guard_fault_report(void* addr, const mi_fault_where_t* where) mi_decl_hidden;
 void* _mi_guard_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
 void _mi_guard_options_changed(void) mi_decl_hidden;
+/* base/stack-walk.c: the return addresses from frame `fp` (0: the caller's)
+   outwards, at most `max` */
+size_t _mi_stack_walk(uintptr_t* pcs, size_t max, uintptr_t fp) mi_decl_hidden;
+/* A guarded sample's allocation and free stacks (raw return addresses,
+   named when a report needs them), kept in its single-block segment's
+   header where the page table's unused entries are (a single-block segment
+   uses pages[0] alone). Written by the sample's allocation and free. */
+#define MI_GUARD_STACK_FRAMES 16
+typedef struct mi_guard_stacks_s {
+  long alloc_thread;
+  long free_thread; /* 0: not freed */
+  uint32_t alloc_count;
+  uint32_t free_count;
+  uintptr_t alloc[MI_GUARD_STACK_FRAMES];
+  uintptr_t free[MI_GUARD_STACK_FRAMES];
+} mi_guard_stacks_t;
+_Static_assert(sizeof(mi_guard_stacks_t) <= sizeof(mi_page_t) * (MI_SMALL_PAGES_PER_SEGMENT - 1),
+               "a guarded sample's stacks fit where its segment's unused page entries are");
+static inline mi_guard_stacks_t* mi_guard_stacks_of(mi_segment_t* segment) {
+  return (mi_guard_stacks_t*)(void*)&segment->pages[1];
+}
+/* the caller's stack as the guarded sample's free (or allocation) stack */
+static inline void mi_guard_stacks_record(mi_segment_t* segment, bool freed) {
+  mi_guard_stacks_t* s = mi_guard_stacks_of(segment);
+  if (freed) {
+    s->free_thread = mi_prim_thread_os_id();
+    s->free_count = (uint32_t)_mi_stack_walk(s->free, MI_GUARD_STACK_FRAMES, 0);
+  } else {
+    s->alloc_thread = mi_prim_thread_os_id();
+    s->alloc_count = (uint32_t)_mi_stack_walk(s->alloc, MI_GUARD_STACK_FRAMES, 0);
+    s->free_thread = 0;
+    s->free_count = 0;
+  }
+}
 /* segment/secure-guard-quarantine.c (MI_SECURE, MI_GUARDED): freed guarded blocks fenced off and held */
 extern _Atomic(long) _mi_guard_live mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;

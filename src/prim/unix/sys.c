@@ -205,6 +205,14 @@ long mi_prim_getpid(void) {
   return (long)getpid();
 }
 
+long mi_prim_thread_os_id(void) {
+#if defined(__linux__) && defined(SYS_gettid)
+  return (long)syscall(SYS_gettid);
+#else
+  return (long)getpid(); /* (no per-thread number here: the process's) */
+#endif
+}
+
 bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi) {
 #if defined(__linux__) && defined(__GLIBC__)
   pthread_attr_t attr;

@@ -162,7 +162,23 @@ void mi_prim_thread_mark_drop(mi_prim_thread_mark_t* mark) {
   pthread_mutex_destroy(mutex);
 }
 
-static void (*prim_fault_report)(void* addr);
+static void (*prim_fault_report)(void* addr, const mi_fault_where_t* where);
+
+static void mi_prim_fault_where(const void* context, mi_fault_where_t* where) {
+  where->pc = 0;
+  where->fp = 0;
+#if defined(__linux__) && defined(__x86_64__)
+  const ucontext_t* uc = (const ucontext_t*)context;
+  where->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  where->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__linux__) && defined(__aarch64__)
+  const ucontext_t* uc = (const ucontext_t*)context;
+  where->pc = (uintptr_t)uc->uc_mcontext.pc;
+  where->fp = (uintptr_t)uc->uc_mcontext.regs[29];
+#else
+  (void)context;
+#endif
+}
 static struct sigaction prim_prev_segv;
 static struct sigaction prim_prev_bus;
 
@@ -172,7 +188,11 @@ static struct sigaction prim_prev_bus;
    installed for the faults that follow, except where the process dies. */
 static void mi_prim_fault_handler(int sig, siginfo_t* info, void* context) {
   bool sent = (info == NULL || info->si_code <= 0);
-  if (!sent && prim_fault_report != NULL) prim_fault_report(info->si_addr);
+  if (!sent && prim_fault_report != NULL) {
+    mi_fault_where_t where;
+    mi_prim_fault_where(context, &where);
+    prim_fault_report(info->si_addr, &where);
+  }
   struct sigaction* prev = (sig == SIGSEGV ? &prim_prev_segv : &prim_prev_bus);
   /* (sa_handler and sa_sigaction share their storage: SIG_DFL and SIG_IGN
      are told apart whatever the flags say) */
@@ -236,7 +256,7 @@ bool mi_prim_signal_handler_install(const char* name, void (*handler)(int)) {
   return (sigaction(sig, &sa, NULL) == 0);
 }
 
-void mi_prim_fault_handler_install(void (*report)(void* addr)) {
+void mi_prim_fault_handler_install(void (*report)(void* addr, const mi_fault_where_t* where)) {
   if (prim_fault_report != NULL) return;
   prim_fault_report = report;
   struct sigaction sa;

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <sched.h>
 #include <signal.h>
+#include <ucontext.h> /* a fault's registers */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

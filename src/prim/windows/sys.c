@@ -242,6 +242,10 @@ long mi_prim_getpid(void) {
   return (long)GetCurrentProcessId();
 }
 
+long mi_prim_thread_os_id(void) {
+  return (long)GetCurrentThreadId();
+}
+
 int mi_prim_read_self(const void* addr, void* buf, size_t size) {
   SIZE_T got = 0;
   if (!ReadProcessMemory(GetCurrentProcess(), addr, buf, size, &got) || got != size) return EFAULT;

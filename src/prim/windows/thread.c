@@ -205,12 +205,17 @@ void mi_prim_thread_exit_hook_set(void* value) {
 
 /* ---- Fault handler ------------------------------------------------------------------------ */
 
-static void (*prim_fault_report)(void* addr);
+static void (*prim_fault_report)(void* addr, const mi_fault_where_t* where);
 
 static LONG NTAPI mi_win_fault_handler(EXCEPTION_POINTERS* info) {
   EXCEPTION_RECORD* rec = info->ExceptionRecord;
   if (rec->ExceptionCode == EXCEPTION_ACCESS_VIOLATION && rec->NumberParameters >= 2 && prim_fault_report != NULL) {
-    prim_fault_report((void*)rec->ExceptionInformation[1]); /* [0]: read/write/execute, [1]: the address */
+    mi_fault_where_t where = {0, 0};
+#if defined(_M_X64) || defined(__x86_64__)
+    where.pc = (uintptr_t)info->ContextRecord->Rip;
+    where.fp = (uintptr_t)info->ContextRecord->Rbp;
+#endif
+    prim_fault_report((void*)rec->ExceptionInformation[1], &where); /* [0]: read/write/execute, [1]: the address */
   }
   return EXCEPTION_CONTINUE_SEARCH; /* the fault takes its course */
 }
@@ -220,7 +225,7 @@ bool mi_prim_signal_handler_install(const char* name, void (*handler)(int)) {
   return false; /* no user signals on Windows */
 }
 
-void mi_prim_fault_handler_install(void (*report)(void* addr)) {
+void mi_prim_fault_handler_install(void (*report)(void* addr, const mi_fault_where_t* where)) {
   if (prim_fault_report != NULL) return;
   prim_fault_report = report;
   AddVectoredExceptionHandler(1, &mi_win_fault_handler);
