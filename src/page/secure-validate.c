@@ -157,6 +157,15 @@ static const char* mi_found_at(mi_secure_op_t op) {
   }
 }
 
+/* the first of the `len` bytes from `from` unlike the canary word's bytes;
+   MI_REPORT_UNKNOWN if none */
+static size_t mi_canary_first_bad(const uint8_t* b, size_t from, const uint8_t* w, size_t len) {
+  for (size_t k = 0; k < len; k++) {
+    if (b[from + k] != w[k]) return from + k;
+  }
+  return MI_REPORT_UNKNOWN;
+}
+
 mi_noinline mi_decl_noreturn void _mi_secure_report_overflow(const mi_page_t* page, const mi_block_t* block,
                                                              const void* p, size_t user_end, mi_secure_op_t op) {
   const uint8_t* b = (const uint8_t*)block;
@@ -168,14 +177,8 @@ mi_noinline mi_decl_noreturn void _mi_secure_report_overflow(const mi_page_t* pa
   size_t n = trailer_at - user_end;
   if (n > MI_SECURE_CANARY_MAX) n = MI_SECURE_CANARY_MAX;
   size_t n1 = (n < 8 ? n : 8);
-  size_t bad = MI_REPORT_UNKNOWN;
-  for (size_t k = 0; k < n1 && bad == MI_REPORT_UNKNOWN; k++) {
-    if (b[user_end + k] != w[k]) bad = user_end + k;
-  }
-  size_t second = mi_canary_second(user_end, trailer_at);
-  for (size_t k = 0; k < n - n1 && bad == MI_REPORT_UNKNOWN; k++) {
-    if (b[second + k] != w[k]) bad = second + k;
-  }
+  size_t bad = mi_canary_first_bad(b, user_end, w, n1);
+  if (bad == MI_REPORT_UNKNOWN) bad = mi_canary_first_bad(b, mi_canary_second(user_end, trailer_at), w, n - n1);
   size_t start = (size_t)((const uint8_t*)p - b);
   _mi_secure_report_block("heap buffer overflow detected in block", p, p, page->block_size - start, user_end - start,
                           bad == MI_REPORT_UNKNOWN ? MI_REPORT_UNKNOWN : bad - start, mi_found_at(op));
