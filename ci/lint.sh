@@ -84,34 +84,29 @@ else
 fi
 grep -E '^  allowed ' "$out/calls.log" | sed 's/^ */lint:   /'
 sed -n '/^folders by calls/,/^[^ ]/p' "$out/calls.log" | grep -Ev '^(call|upward)' | sed 's/^ */lint:   /'
-# control: a page-layer file calling the pprof wing's record of an allocation
-# (tests/lint/call-upward.c compiled, its undefined symbols counted as
-# src/page/page.c's)
-${CC:-cc} -std=c11 -c tests/lint/call-upward.c -o "$out/call-upward.o" >"$out/calls-control.log" 2>&1
-python3 ci/layer-check.py --calls "$out/calls-default" "$out/calls-secure" --as src/page/page.c "$out/call-upward.o" \
-  >>"$out/calls-control.log" 2>&1
-rc=$?
-if [ $rc -eq 1 ] && grep -Eq '^call: src/page/page\.c -> src/prof/record\.c \(observers, rank 6\) from page \(rank 4\): _mi_prof_record_alloc$' \
-  "$out/calls-control.log"; then
-  echo "lint: call check control: reported"
-else
-  fail "call check control: the call upwards was NOT reported (exit $rc)"
-  grep -v '^  src/' "$out/calls-control.log"
-fi
-# control: the secure front calling the entry points' free (tests/lint/call-cycle.c,
-# counted as src/secure/free.c's): not upward (one rank), but api/ and secure/
-# would call each other
-${CC:-cc} -std=c11 -c tests/lint/call-cycle.c -o "$out/call-cycle.o" >"$out/calls-cycle-control.log" 2>&1
-python3 ci/layer-check.py --calls "$out/calls-default" "$out/calls-secure" --as src/secure/free.c "$out/call-cycle.o" \
-  >>"$out/calls-cycle-control.log" 2>&1
-rc=$?
-if [ $rc -eq 1 ] && grep -Eq '^call: folders in a cycle: api secure: .*; the secure -> api links: src/secure/free\.c -> src/api/free\.c: mi_free$' \
-  "$out/calls-cycle-control.log"; then
-  echo "lint: call check cycle control: reported"
-else
-  fail "call check cycle control: the folders' cycle was NOT reported (exit $rc)"
-  grep -v '^  ' "$out/calls-cycle-control.log"
-fi
+# call_control NAME SOURCE AS_PATH FINDING WHAT: a planted link (SOURCE compiled,
+# its undefined symbols counted as AS_PATH's) must be reported as FINDING
+call_control() {
+  local name=$1 src=$2 as=$3 finding=$4 what=$5 log="$out/calls-$1-control.log"
+  ${CC:-cc} -std=c11 -c "$src" -o "$out/$name.o" >"$log" 2>&1
+  python3 ci/layer-check.py --calls "$out/calls-default" "$out/calls-secure" --as "$as" "$out/$name.o" >>"$log" 2>&1
+  local rc=$?
+  if [ $rc -eq 1 ] && grep -Eq "$finding" "$log"; then
+    echo "lint: call check $name control: reported"
+  else
+    fail "call check $name control: $what was NOT reported (exit $rc)"
+    grep -v '^  ' "$log"
+  fi
+}
+# a page-layer file calling the pprof wing's record of an allocation
+call_control upward tests/lint/call-upward.c src/page/page.c \
+  '^call: src/page/page\.c -> src/prof/record\.c \(observers, rank 6\) from page \(rank 4\): _mi_prof_record_alloc$' \
+  "the call upwards"
+# the secure front calling the entry points' free: not upward (one rank), but
+# api/ and secure/ would call each other
+call_control cycle tests/lint/call-cycle.c src/secure/free.c \
+  '^call: folders in a cycle: api secure: .*; the secure -> api links: src/secure/free\.c -> src/api/free\.c: mi_free$' \
+  "the folders' cycle"
 echo "lint: call check: $(($(date +%s) - t0)) s"
 
 # ---- Compile databases: the default and the secure build, Debug (assertions,

@@ -240,37 +240,25 @@ static void mi_json_stack(mi_json_t* j, const char* key, const mi_report_frame_t
   mi_json_raw(j, "]");
 }
 
-/* FNV-1a over the kind and the detecting stack's top frames past the
+/* The dedup key: FNV-1a over the kind and the detecting stack's top frames past the
    allocator's (their functions, or module and offset where unnamed): the
    same bug reached the same way hashes the same in every run */
-static uint64_t mi_report_dedup(const char* kind, const mi_report_frame_t* frames, size_t from, size_t n) {
-  uint64_t h = 14695981039346656037ULL;
-  const char* parts[1] = {kind};
-  for (size_t k = 0; k < 1; k++) {
-    for (const char* s = parts[k]; *s != 0; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-  }
+static uint64_t mi_fnv(uint64_t h, const char* s) {
+  for (; *s != 0; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+  return h;
+}
+
+/* the hash continued over a stack's top three frames past the allocator's
+   (their functions, or module and offset where unnamed), each after a `sep` */
+static uint64_t mi_report_dedup_frames(uint64_t h, const char* sep, const mi_report_frame_t* frames, size_t from,
+                                       size_t n) {
   size_t taken = 0;
   for (size_t i = from; i < n && taken < 3; i++) {
     if (frames[i].ours) continue;
     char key[200];
     if (frames[i].function[0] != 0) mi_copy(key, sizeof(key), frames[i].function);
     else (void)snprintf(key, sizeof(key), "%s+0x%zx", mi_basename(frames[i].module), (size_t)frames[i].module_offset);
-    h = (h ^ (uint8_t)'|') * 1099511628211ULL;
-    for (const char* s = key; *s != 0; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-    taken++;
-  }
-  return h;
-}
-
-/* the hash continued over another stack's top frames (the allocating one) */
-static uint64_t mi_report_dedup_more(uint64_t h, const mi_report_frame_t* frames, size_t from, size_t n) {
-  h = (h ^ (uint8_t)'#') * 1099511628211ULL;
-  size_t taken = 0;
-  for (size_t i = from; i < n && taken < 3; i++) {
-    if (frames[i].ours) continue;
-    const char* key = frames[i].function;
-    for (const char* s = key; *s != 0; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-    h = (h ^ (uint8_t)'|') * 1099511628211ULL;
+    h = mi_fnv(mi_fnv(h, sep), key);
     taken++;
   }
   return h;
@@ -337,8 +325,9 @@ static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t*
   mi_json_stack(&j, "detected", detected->frames, detected->first, detected->count);
   mi_json_stack_or_null(&j, "allocated", allocated);
   mi_json_stack_or_null(&j, "freed", freed);
-  uint64_t h = mi_report_dedup(r->kind, detected->frames, detected->first, detected->count);
-  if (allocated != NULL) h = mi_report_dedup_more(h, allocated->frames, allocated->first, allocated->count);
+  uint64_t h = mi_report_dedup_frames(mi_fnv(14695981039346656037ULL, r->kind), "|", detected->frames, detected->first,
+                                      detected->count);
+  if (allocated != NULL) h = mi_report_dedup_frames(h, "#", allocated->frames, allocated->first, allocated->count);
   mi_json_fmt(&j, ",\"dedup\":\"%016llx\"}\n", (unsigned long long)h);
   int fd = -1;
   if (mi_prim_file_create(path, &fd) != 0) {
