@@ -313,6 +313,18 @@ def main():
                     print("control: FAIL: %s: accepted" % name)
                     failed += 1
             return 1 if failed else 0
+        # the JSON copy's path cannot be written: the report says so and still aborts
+        env = dict(os.environ, MIMALLOC_REPORT_FILE=os.path.join(out, "no-such-dir", "report-%p.json"))
+        env.pop("MIMALLOC_GUARDED_SAMPLE_RATE", None)
+        p = subprocess.run([binary, "double-free"], capture_output=True, env=env, timeout=120)
+        err = p.stderr.decode(errors="replace")
+        if p.returncode != -signal.SIGABRT or not re.search(
+                r"^mimalloc:   \(the report's JSON copy could not be written to .*no-such-dir/report-\d+\.json\)$",
+                err, re.M):
+            failed += 1
+            print("FAIL unwritable JSON path: status %s, the report:\n%s" % (p.returncode, err))
+        else:
+            print("ok unwritable JSON path: said so, aborted")
         for kind in args or list(CASES):
             checked = []
             pid, status, err, doc = run(binary, kind, False, out)
