@@ -128,6 +128,9 @@
 /* any observer of the program's allocations built in (api/observe.h);
    detailed statistics are one, armed for the whole run */
 #define MI_OBSERVERS (MI_DHAT || MI_PPROF || MI_MEMORY_EVENTS || MI_STAT >= 2)
+/* MIMALLOC_SECURE_STACKS (secure/stacks.c): the secure build's per-block
+   stacks, which take the profilers' capture and symboliser */
+#define MI_SECURE_STACKS (MI_SECURE && (MI_DHAT || MI_PPROF))
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0
 #endif

@@ -48,7 +48,13 @@ static mi_forceinline void mi_free_observed(void* p, mi_alloc_kind_t kind) {
   mi_observe_free_held_t held;
   mi_observe_free_take(p, &held);
   mi_observe_free(p);
-  mi_free_inline_kind(p, kind);
+#if MI_SECURE_STACKS
+  /* the free's stack is kept by the secure free once the block passed its
+     checks (a double free must still find the first free's) */
+  if (mi_observers_armed() & MI_OBSERVER_STACKS) _mi_secure_free_recorded(p, kind);
+  else
+#endif
+    mi_free_inline_kind(p, kind);
   mi_observe_free_done(&held);
 }
 

@@ -63,7 +63,7 @@ void* _mi_observe_alloc(void* p, size_t size) {
 #if MI_DHAT
   if (mi_dhat_is_on()) (void)_mi_dhat_record_alloc(p, size);
 #endif
-#if MI_PPROF || MI_MEMORY_EVENTS
+#if MI_PPROF || MI_MEMORY_EVENTS || MI_SECURE_STACKS
   uint8_t armed = atomic_load_explicit(&_mi_observers, memory_order_relaxed);
 #endif
 #if MI_STAT >= 2
@@ -74,6 +74,9 @@ void* _mi_observe_alloc(void* p, size_t size) {
   if (mi_prof_is_on() && (armed == MI_OBSERVER_PROF || mi_prof_countdown(size))) {
     _mi_prof_record_alloc(p, size);
   }
+#endif
+#if MI_SECURE_STACKS
+  if (armed & MI_OBSERVER_STACKS) _mi_secure_stacks_allocated(p);
 #endif
 #if MI_MEMORY_EVENTS
   if (armed & MI_OBSERVER_EVENTS) _mi_events_alloc(p, size); /* after the profilers: the program's handler last */

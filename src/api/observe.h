@@ -21,8 +21,8 @@
    reads the page's flag once the segment is validated. */
 static inline bool mi_observing_frees(void) {
 #if MI_OBSERVERS
-  const uint8_t mask =
-      (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF : MI_OBSERVER_DHAT) | MI_OBSERVER_EVENTS | MI_OBSERVER_STATS;
+  const uint8_t mask = (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF | MI_OBSERVER_STACKS : MI_OBSERVER_DHAT) |
+                       MI_OBSERVER_EVENTS | MI_OBSERVER_STATS;
   return ((atomic_load_explicit(&_mi_observers, memory_order_relaxed) & mask) != 0);
 #else
   return false;
@@ -205,6 +205,10 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
       _mi_prof_record_alloc(newp, newsize);
     }
   }
+#endif
+#if MI_SECURE_STACKS
+  /* a move (or realloc of NULL) allocated here; one in place keeps its stack */
+  if ((held->armed & MI_OBSERVER_STACKS) && newp != held->p) _mi_secure_stacks_allocated(newp);
 #endif
 #if MI_MEMORY_EVENTS
   if (held->events.armed) _mi_events_realloc_done(&held->events, newp, newsize); /* after DHAT's */

@@ -20,13 +20,14 @@
    | process_done     | heap/init.c, at exit          | pprof, DHAT: profiles written; ETW  |
    | thread_done      | heap/init.c, thread data goes | profilers' stack cache; pprof's     |
    |                  |                               | pending resizes                     |
-   | fork_child       | heap/init.c, child's locks out| DHAT, pprof                         |
+   | fork_child       | heap/init.c, child's locks out| DHAT, pprof, secure stacks          |
    | option_changed   | base/options.c, mi_option_set | guard sampler; secure zeroing       |
    | segment_unmapped | segment/segment.c             | secure (stale frees); DHAT, memory  |
-   |                  |                               | events (records beside it)          |
+   |                  |                               | events, secure stacks (records)     |
    | page_gone        | heap/heap.c, segment/single.c | DHAT, pprof, memory events, MI_STAT |
    |                  |                               | =2: the page's live blocks freed    |
-   | page_init        | page/page.c, fresh page       | MI_STAT=2: the page's request slots |
+   | page_init        | page/page.c, fresh page       | MI_STAT=2: the page's request slots;|
+   |                  |                               | secure stacks: its records cleared  |
    | heap_flush       | heap/heap.c, heap destroyed   | secure: the heap's quarantined      |
    |                  | or its thread's at exit       | blocks back to their pages          |
    | thread_collect   | heap/heap.c, mi_collect(true),| secure: quarantines, held pages,    |
@@ -69,13 +70,14 @@ typedef struct mi_listener_s {
   void (*secure_report)(const struct mi_secure_report_s* report);
 } mi_listener_t;
 
-#define MI_LISTENERS_MAX 8
+#define MI_LISTENERS_MAX 12
 
 /* The order each event is told in: the secure keys before the memory
    events' locks, the stack cache before the profilers it serves, the
    profilers before the memory events (the program's handler last). */
 typedef enum mi_listen_order_e {
   MI_LISTEN_SECURE = 10,
+  MI_LISTEN_SECURE_STACKS = 15,
   MI_LISTEN_STACK_CACHE = 20,
   MI_LISTEN_PPROF = 30,
   MI_LISTEN_DHAT = 40,

@@ -25,6 +25,7 @@ extern _Atomic(uint8_t) _mi_observers mi_decl_hidden;
 #define MI_OBSERVER_PROF 0x02
 #define MI_OBSERVER_EVENTS 0x04 /* memory tracking on, or an ETW session listening */
 #define MI_OBSERVER_STATS 0x08  /* detailed statistics (MI_STAT >= 2): set from the start, never cleared */
+#define MI_OBSERVER_STACKS 0x10 /* secure builds: every block's stacks (MIMALLOC_SECURE_STACKS, secure/stacks.c) */
 
 /* The observers armed now (MI_OBSERVER_*): one relaxed load, which the
    entry points take once and pass on. */

@@ -73,6 +73,7 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(purge_holes_full_every, 64),
     MI_OPTION(purge_holes_eager_zero, MI_DEBUG > 0 ? 1 : 0),
     MI_OPTION(dealloc_kind_check, 1), /* read only when a mismatch is found (validate.c) */
+    MI_OPTION(secure_stacks, 0),      /* read at start-up, or set on (secure/stacks.c) */
 };
 
 /* Options that take words as well as numbers (upper case here). */

@@ -214,8 +214,8 @@ static void mi_page_init(mi_heap_t* heap, mi_page_t* page, size_t bin, size_t ar
   page->next = page->prev = NULL;
   atomic_store_explicit(&page->xthread_free, NULL, memory_order_relaxed);
   mi_track_mem_noaccess(page->start, area); /* never-carved slack too, whatever it held before */
-#if MI_STAT >= 2
-  _mi_raise_page_init(page); /* (its only listener: MI_STAT=2's request slots after the blocks) */
+#if MI_STAT >= 2 || MI_SECURE_STACKS
+  _mi_raise_page_init(page); /* (MI_STAT=2's request slots after the blocks; the secure stacks' records) */
 #endif
   mi_page_extend(page);
 }

@@ -134,7 +134,7 @@ static void mi_report_name(mi_report_frame_t* frames, const uintptr_t* pcs, size
 /* The frames of the calling thread, or of a fault (`where`: the faulting
    instruction first, then the callers from its frame). */
 static size_t mi_report_frames(mi_report_frame_t* frames, size_t max, const mi_fault_where_t* where) {
-  uintptr_t pcs[MI_REPORT_FRAMES];
+  uintptr_t pcs[MI_REPORT_FRAMES] = {0};
   if (max > MI_REPORT_FRAMES) max = MI_REPORT_FRAMES;
   size_t n = 0;
   if (where == NULL) {
@@ -153,7 +153,15 @@ static size_t mi_report_frames(mi_report_frame_t* frames, size_t max, const mi_f
 static size_t mi_report_first(const mi_report_frame_t* frames, size_t n) {
   size_t i = 0;
   while (i + 1 < n && frames[i].ours && frames[i + 1].ours) i++;
-  return (i < n && frames[i].ours ? i : 0);
+  if (i >= n || !frames[i].ours) return 0;
+  /* an internal function the entry point tail-called (its frame gone, as
+     free's is when an observer runs) is not what the program called: its
+     caller is the first frame then */
+  const char* name = frames[i].function;
+  if (i + 1 < n && (mi_has_prefix(name, "_mi_") || mi_has_prefix(name, "mi_secure_") || mi_has_prefix(name, "mi_guard"))) {
+    return i + 1;
+  }
+  return i;
 }
 
 static uintptr_t mi_shown_pc(const mi_report_frame_t* f) {
@@ -367,34 +375,55 @@ static mi_guard_stacks_t* mi_report_guard_stacks(const mi_secure_report_t* repor
 #endif
 }
 
+/* The block's recorded stacks: a guarded sample's, or any block's while
+   MIMALLOC_SECURE_STACKS keeps them. */
+static bool mi_report_recorded(const mi_secure_report_t* report, mi_secure_stack_t* allocated,
+                               mi_secure_stack_t* freed) {
+  allocated->count = freed->count = 0;
+  mi_guard_stacks_t* gs = mi_report_guard_stacks(report);
+  if (gs != NULL) {
+    if (gs->alloc_count <= MI_GUARD_STACK_FRAMES) {
+      *allocated = (mi_secure_stack_t){gs->alloc_thread, gs->alloc_count, gs->alloc};
+    }
+    if (gs->free_thread != 0 && gs->free_count <= MI_GUARD_STACK_FRAMES) {
+      *freed = (mi_secure_stack_t){gs->free_thread, gs->free_count, gs->free};
+    }
+    return true;
+  }
+#if MI_SECURE_STACKS
+  return _mi_secure_stacks_of(report->block, allocated, freed);
+#else
+  return false;
+#endif
+}
+
+/* A recorded stack named and printed under its heading; false if there is none. */
+static bool mi_report_recorded_print(const char* what, const mi_secure_stack_t* rec, mi_report_frame_t* frames,
+                                     mi_report_stack_t* out) {
+  if (rec->count == 0) return false;
+  size_t n = (rec->count < MI_REPORT_FRAMES ? rec->count : MI_REPORT_FRAMES);
+  mi_report_name(frames, rec->frames, n, false);
+  *out = (mi_report_stack_t){frames, mi_report_first(frames, n), n, rec->thread};
+  char heading[96];
+  (void)snprintf(heading, sizeof(heading), "mimalloc:   %s by thread %ld at:\n", what, rec->thread);
+  mi_report_print(heading, out);
+  return true;
+}
+
 static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_where_t* where) {
   /* (one report at a time: _mi_secure_report_claim) */
   static mi_report_frame_t frames[MI_REPORT_FRAMES];
+  static mi_report_frame_t alloc_frames[MI_REPORT_FRAMES];
+  static mi_report_frame_t free_frames[MI_REPORT_FRAMES];
   mi_report_stack_t detected = {frames, 0, mi_report_frames(frames, MI_REPORT_FRAMES, where), mi_prim_thread_os_id()};
   detected.first = mi_report_first(frames, detected.count);
   mi_report_print("mimalloc:   detected at:\n", &detected);
   mi_report_stack_t allocated, freed;
+  mi_secure_stack_t alloc_rec, free_rec;
   bool has_alloc = false, has_free = false;
-  mi_guard_stacks_t* gs = mi_report_guard_stacks(report);
-  if (gs != NULL && gs->alloc_count > 0 && gs->alloc_count <= MI_GUARD_STACK_FRAMES) {
-    static mi_report_frame_t alloc_frames[MI_GUARD_STACK_FRAMES];
-    mi_report_name(alloc_frames, gs->alloc, gs->alloc_count, false);
-    allocated = (mi_report_stack_t){alloc_frames, mi_report_first(alloc_frames, gs->alloc_count), gs->alloc_count,
-                                    gs->alloc_thread};
-    char heading[96];
-    (void)snprintf(heading, sizeof(heading), "mimalloc:   allocated by thread %ld at:\n", gs->alloc_thread);
-    mi_report_print(heading, &allocated);
-    has_alloc = true;
-  }
-  if (gs != NULL && gs->free_thread != 0 && gs->free_count > 0 && gs->free_count <= MI_GUARD_STACK_FRAMES) {
-    static mi_report_frame_t free_frames[MI_GUARD_STACK_FRAMES];
-    mi_report_name(free_frames, gs->free, gs->free_count, false);
-    freed =
-        (mi_report_stack_t){free_frames, mi_report_first(free_frames, gs->free_count), gs->free_count, gs->free_thread};
-    char heading[96];
-    (void)snprintf(heading, sizeof(heading), "mimalloc:   freed by thread %ld at:\n", gs->free_thread);
-    mi_report_print(heading, &freed);
-    has_free = true;
+  if (mi_report_recorded(report, &alloc_rec, &free_rec)) {
+    has_alloc = mi_report_recorded_print("allocated", &alloc_rec, alloc_frames, &allocated);
+    has_free = mi_report_recorded_print("freed", &free_rec, free_frames, &freed);
   }
   mi_report_json(report, &detected, has_alloc ? &allocated : NULL, has_free ? &freed : NULL);
 }

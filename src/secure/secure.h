@@ -112,6 +112,8 @@ size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats
 /* The same while the pprof sampler runs: a sampled block's free is told
    (api/observe.h, mi_hook_secure_sampled_free). */
 void _mi_secure_free_sampling(void* p) mi_decl_hidden;
+/* A free while the blocks' stacks are kept (secure/stacks.c): its stack recorded once the block passed the checks. */
+void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
 void _mi_secure_free_copied(void* p, bool sampling) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
@@ -233,6 +235,21 @@ static inline void mi_guard_stacks_record(mi_segment_t* segment, bool freed) {
     s->free_count = 0;
   }
 }
+/* secure/stacks.c (MI_SECURE_STACKS): every block's allocation and free
+   stacks while MIMALLOC_SECURE_STACKS is on. A stack as a report gets it:
+   its thread and its return addresses, innermost first. */
+#define MI_SECURE_STACK_FRAMES 16
+typedef struct mi_secure_stack_s {
+  long thread;
+  uint32_t count; /* 0: none recorded */
+  const uintptr_t* frames;
+} mi_secure_stack_t;
+/* the observers' hook of an allocation the program made (api/observe.c) */
+void _mi_secure_stacks_allocated(void* p) mi_decl_hidden;
+/* a free, the block validated (free.c): `idx` its index in `page` */
+void _mi_secure_stacks_freed(mi_page_t* page, size_t idx) mi_decl_hidden;
+/* the stacks recorded for `block` (its start): false if none */
+bool _mi_secure_stacks_of(const void* block, mi_secure_stack_t* allocated, mi_secure_stack_t* freed) mi_decl_hidden;
 /* segment/secure-guard-quarantine.c (MI_SECURE, MI_GUARDED): freed guarded blocks fenced off and held */
 extern _Atomic(long) _mi_guard_live mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;

@@ -3,12 +3,18 @@
 
   check-reports.py BINARY [KIND...]   each kind (all by default) run in a
                                       child: its report checked, its JSON
-                                      copy too, its clean twin silent
+                                      copy too, its clean twin silent; then
+                                      again with MIMALLOC_SECURE_STACKS=1,
+                                      the block's allocation and free
+                                      sections checked by name
   check-reports.py BINARY --control   the checker's positive control: a real
                                       report, planted wrong (an offset off by
                                       one, two frames swapped, the stack
                                       section gone, the JSON's kind changed),
-                                      must be rejected each time
+                                      must be rejected each time (and a
+                                      guarded report's and a recorded
+                                      block's allocation and free sections
+                                      swapped)
 
 A report is checked for: the abort; its first line; the block line (the
 block's size, the size asked for, the bad byte's offset, as the program
@@ -24,33 +30,39 @@ import json, os, re, signal, subprocess, sys, tempfile
 ENTRY = ("free", "malloc", "mi_usable_size", "mi_heap_malloc", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdlPvSt11align_val_t")
 CASES = {
     "double-free": dict(first=r"double free detected of block (0x[0-9a-f]+) \(size 64\)", block_size=64,
-                        requested=None, offset=None, late=None, detector="misuse_double_free"),
+                        requested=None, offset=None, late=None, detector="misuse_double_free",
+                        stacks_allocated="alloc_for_double_free", stacks_freed="free_for_double_free"),
     "heap-buffer-overflow": dict(first=r"heap buffer overflow detected in block (0x[0-9a-f]+) \(size 48\)",
                                  block_size=64, requested=48, offset=48, late="at the block's free",
-                                 detector="free_for_overflow"),
+                                 detector="free_for_overflow", stacks_allocated="alloc_for_overflow"),
     "interior-free": dict(first=r"invalid free detected of interior pointer (0x[0-9a-f]+) \(size \d+\)",
                           block_size=None, requested=None, offset=None, late=None, detector="misuse_interior_free",
                           no_block=True),
     "use-after-free-write": dict(first=r"use-after-free write detected in block (0x[0-9a-f]+) \(size 64\)",
                                  block_size=64, requested=None, offset=20,
-                                 late="when the block was handed out again", detector="reuse_for_stale_write"),
+                                 late="when the block was handed out again", detector="reuse_for_stale_write",
+                                 stacks_allocated="alloc_for_stale_write", stacks_freed="free_for_stale_write"),
     "freed-block-use": dict(first=r"use of a freed block detected at (0x[0-9a-f]+) \(size 64\)", block_size=64,
-                            requested=None, offset=None, late=None, detector="misuse_freed_use"),
+                            requested=None, offset=None, late=None, detector="misuse_freed_use",
+                            stacks_allocated="alloc_for_freed_use", stacks_freed="free_for_freed_use"),
     "kind-mismatch": dict(first=r"allocation kind mismatch detected \(new\[\] freed by delete\) of block "
                                 r"(0x[0-9a-f]+) \(size 40\)", block_size=None, requested=40, offset=None,
-                          late=None, detector="misuse_kind_mismatch"),
+                          late=None, detector="misuse_kind_mismatch", stacks_allocated="alloc_for_kind_mismatch"),
     "sized-delete-mismatch": dict(first=r"sized deallocation mismatch detected \(32 bytes given\) of block "
                                         r"(0x[0-9a-f]+) \(size 40\)", block_size=None, requested=40, offset=None,
-                                  late=None, detector="misuse_sized_delete"),
+                                  late=None, detector="misuse_sized_delete",
+                                  stacks_allocated="alloc_for_sized_delete"),
     "aligned-delete-mismatch": dict(first=r"invalid aligned deallocation detected \(alignment 48\) of pointer "
                                           r"(0x[0-9a-f]+) \(size 40\)", block_size=None, requested=40,
-                                    offset=None, late=None, detector="misuse_aligned_delete"),
+                                    offset=None, late=None, detector="misuse_aligned_delete",
+                                    stacks_allocated="alloc_for_aligned_delete"),
     "invalid-heap": dict(first=r"invalid heap detected at (0x[0-9a-f]+) \(size \d+\)", block_size=None,
                          requested=None, offset=None, late=None, detector="misuse_invalid_heap", no_block=True),
     "use-after-free-link-write": dict(first=r"use-after-free write detected in block (0x[0-9a-f]+) \(size 64\)",
                                       block_size=64, requested=None, offset=0,
                                       late="when the block left the quarantine", detector="reuse_for_link_write",
-                                      json_kind="use-after-free-write"),
+                                      json_kind="use-after-free-write", stacks_allocated="alloc_for_link_write",
+                                      stacks_freed="free_for_link_write"),
     # faults, reported by the fault handler: the access's own stack
     "guarded-heap-buffer-overflow": dict(first=r"guarded heap buffer overflow detected at (0x[0-9a-f]+) in block "
                                                r"(0x[0-9a-f]+) \(size 48\)", block_size=48, requested=48,
@@ -64,10 +76,12 @@ CASES = {
                                    allocated="alloc_for_guarded_freed_use", freed="free_for_guarded_freed_use"),
     "destroyed-heap-block-use": dict(first=r"use-after-free detected in destroyed heap's block at (0x[0-9a-f]+) "
                                            r"in block (0x[0-9a-f]+) \(size 64\)", block_size=64, requested=None,
-                                     offset=3, late=None, detector="misuse_destroyed_heap_use", fault=True),
+                                     offset=3, late=None, detector="misuse_destroyed_heap_use", fault=True,
+                                     stacks_allocated="alloc_for_destroyed_heap_use"),
     "large-use-after-free": dict(first=r"use-after-free detected in freed large block at (0x[0-9a-f]+) in block "
                                        r"(0x[0-9a-f]+) \(size \d+\)", block_size=None, requested=None, offset=5,
-                                 late=None, detector="misuse_large_freed_use", fault=True, json_kind="use-after-free"),
+                                 late=None, detector="misuse_large_freed_use", fault=True, json_kind="use-after-free",
+                                 stacks_allocated="alloc_for_large_freed_use", stacks_freed="free_for_large_freed_use"),
     "zero-size-block-use": dict(first=r"access to a zero-size allocation detected at (0x[0-9a-f]+) \(size 0\)",
                                 block_size=None, requested=0, offset=None, late=None, detector="misuse_zero_size_use",
                                 fault=True, no_block=True),
@@ -93,10 +107,13 @@ def stack_sections(lines):
     return sections
 
 
-def run(binary, kind, clean, out_dir):
+def run(binary, kind, clean, out_dir, stacks=False):
     env = dict(os.environ, MIMALLOC_REPORT_FILE=os.path.join(out_dir, "report-%p.json"))
     env.pop("MIMALLOC_GUARDED_SAMPLE_RATE", None)
+    env.pop("MIMALLOC_SECURE_STACKS", None)
     env.update(CASES[kind].get("env", {}))
+    if stacks:
+        env["MIMALLOC_SECURE_STACKS"] = "1"
     p = subprocess.Popen([binary, kind] + (["clean"] if clean else []), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=env)
     out, err = p.communicate(timeout=120)
@@ -119,8 +136,9 @@ def addr2line(module, offset):
     return lines[0], (int(m.group(1)) if m else None)
 
 
-def check(kind, pid, status, err, doc, binary, checked_lines):
-    """the list of what is wrong with one kind's report"""
+def check(kind, pid, status, err, doc, binary, checked_lines, stacks=False):
+    """the list of what is wrong with one kind's report (`stacks`: run with
+    MIMALLOC_SECURE_STACKS=1, every block's stacks recorded)"""
     case = CASES[kind]
     bad = []
     want = -signal.SIGSEGV if case.get("fault") else -signal.SIGABRT
@@ -169,9 +187,12 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
     sections = stack_sections(lines)
     frames = sections["detected"][1]
     names = [f.group(3) for f in frames]
-    # a guarded sample's allocation and free stacks: where recorded, and only there
+    # a guarded sample's allocation and free stacks (and with the stacks
+    # kept, every block's): where recorded, and only there
     for sec in ("allocated", "freed"):
         want = case.get(sec)
+        if stacks and want is None:
+            want = case.get("stacks_" + sec)
         got = sections.get(sec)
         if want is None and got is not None:
             bad.append("a '%s by' section where none is recorded" % sec)
@@ -186,9 +207,10 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
                 bad.append("%s by thread %s, not the main thread %d" % (sec, got[0], pid))
     if [int(f.group(1)) for f in frames] != list(range(len(frames))):
         bad.append("frames not numbered 0..%d in order" % (len(frames) - 1))
-    # frame #0 the allocator's frame nearest the program: its entry point,
-    # or (optimised builds) the function the entry point tail-called; a
-    # fault's: the faulting function itself
+    # frame #0 the allocator's entry point the program called, or where the
+    # entry point tail-called an internal function (its frame gone), the
+    # program's function that called it: never an internal one; a fault's:
+    # the faulting function itself
     ours = lambda n: n is not None and (n in ENTRY or n.startswith(("mi_", "_mi_")))
     if case.get("fault"):
         if not names or names[0] != case["detector"]:
@@ -196,8 +218,9 @@ def check(kind, pid, status, err, doc, binary, checked_lines):
         if any(ours(n) for n in names):
             bad.append("allocator frames in a fault's stack: %s" % names)
     else:
-        if not names or not ours(names[0]):
-            bad.append("frame #0 %r is not the allocator's" % (names[0] if names else None))
+        if not names or not (ours(names[0]) or names[0] == case["detector"]) or names[0].startswith("_mi_"):
+            bad.append("frame #0 %r is neither the allocator's entry point nor the misuse's function" %
+                       (names[0] if names else None))
         if any(ours(n) for n in names[1:]):
             bad.append("allocator frames past #0: %s" % names)
     if case["detector"] not in names or "main" not in names or names.index(case["detector"]) > names.index("main"):
@@ -264,10 +287,12 @@ def mutations(err, doc):
     yield "offset off by one", "\n".join(off), doc
     i = lines.index("mimalloc:   detected at:")
     sw = list(lines)
-    # the detector's frame (#1) and main's (#2) swapped, numbers kept
+    # the detector's frame and main's swapped, numbers kept
     body = lambda l: l.split(" ", 6)[-1]
-    sw[i + 2] = sw[i + 2].replace(body(lines[i + 2]), body(lines[i + 3]))
-    sw[i + 3] = sw[i + 3].replace(body(lines[i + 3]), body(lines[i + 2]))
+    a = next(k for k in range(i + 1, len(lines)) if " in free_for_overflow " in lines[k])
+    b = next(k for k in range(i + 1, len(lines)) if " in main " in lines[k])
+    sw[a] = sw[a].replace(body(lines[a]), body(lines[b]))
+    sw[b] = sw[b].replace(body(lines[b]), body(lines[a]))
     yield "two frames swapped", "\n".join(sw), doc
     yield "stack section gone", "\n".join(l for l in lines if not l.startswith("mimalloc:     #")
                                           and l != "mimalloc:   detected at:"), doc
@@ -312,6 +337,20 @@ def main():
                 else:
                     print("control: FAIL: %s: accepted" % name)
                     failed += 1
+            # a block's recorded stacks (MIMALLOC_SECURE_STACKS=1): the same swap
+            kind = "double-free"
+            pid, status, err, doc = run(binary, kind, False, out, stacks=True)
+            real = check(kind, pid, status, err, doc, binary, [], stacks=True)
+            if real:
+                print("control: FAIL: the real report with the blocks' stacks is rejected: %s" % real)
+                return 1
+            for name, e, d in mutations_guarded(err, doc):
+                found = check(kind, pid, status, e, d, binary, [], stacks=True)
+                if found:
+                    print("control: %s (MIMALLOC_SECURE_STACKS=1): rejected (%s)" % (name, found[0]))
+                else:
+                    print("control: FAIL: %s (MIMALLOC_SECURE_STACKS=1): accepted" % name)
+                    failed += 1
             return 1 if failed else 0
         # the JSON copy's path cannot be written: the report says so and still aborts
         env = dict(os.environ, MIMALLOC_REPORT_FILE=os.path.join(out, "no-such-dir", "report-%p.json"))
@@ -325,26 +364,28 @@ def main():
             print("FAIL unwritable JSON path: status %s, the report:\n%s" % (p.returncode, err))
         else:
             print("ok unwritable JSON path: said so, aborted")
-        for kind in args or list(CASES):
-            checked = []
-            pid, status, err, doc = run(binary, kind, False, out)
-            bad = check(kind, pid, status, err, doc, binary, checked)
-            if not bad:
-                # the same bug reached the same way groups as one
-                pid2, status2, err2, doc2 = run(binary, kind, False, out)
-                if doc2 is None or json.loads(doc2)["dedup"] != json.loads(doc)["dedup"]:
-                    bad.append("dedup differs between two runs")
-            cpid, cstatus, cerr, cdoc = run(binary, kind, True, out)
-            if cstatus != 0 or cerr != "" or cdoc is not None:
-                bad.append("clean twin: status %s, stderr %r, JSON %s" % (cstatus, cerr[:200], cdoc is not None))
-            if bad:
-                failed += 1
-                print("FAIL %s:" % kind)
-                for b in bad:
-                    print("  " + b)
-                print("  the report:\n" + "\n".join("    " + l for l in err.rstrip("\n").split("\n")))
-            else:
-                print("ok %s: %s; addr2line agrees on %s" % (kind, err.split("\n")[0], ", ".join(checked)))
+        for stacks in (False, True):
+            mode = " (MIMALLOC_SECURE_STACKS=1)" if stacks else ""
+            for kind in args or list(CASES):
+                checked = []
+                pid, status, err, doc = run(binary, kind, False, out, stacks)
+                bad = check(kind, pid, status, err, doc, binary, checked, stacks)
+                if not bad:
+                    # the same bug reached the same way groups as one
+                    pid2, status2, err2, doc2 = run(binary, kind, False, out, stacks)
+                    if doc2 is None or json.loads(doc2)["dedup"] != json.loads(doc)["dedup"]:
+                        bad.append("dedup differs between two runs")
+                cpid, cstatus, cerr, cdoc = run(binary, kind, True, out, stacks)
+                if cstatus != 0 or cerr != "" or cdoc is not None:
+                    bad.append("clean twin: status %s, stderr %r, JSON %s" % (cstatus, cerr[:200], cdoc is not None))
+                if bad:
+                    failed += 1
+                    print("FAIL %s%s:" % (kind, mode))
+                    for b in bad:
+                        print("  " + b)
+                    print("  the report:\n" + "\n".join("    " + l for l in err.rstrip("\n").split("\n")))
+                else:
+                    print("ok %s%s: %s; addr2line agrees on %s" % (kind, mode, err.split("\n")[0], ", ".join(checked)))
     return 1 if failed else 0
 
 

@@ -1,0 +1,263 @@
+/* MIMALLOC_SECURE_STACKS=1: every block's allocation and free stacks, for
+   the secure build's reports (report-detail.c), without a rebuild.
+
+   Each stack is captured by the profilers' walk (dhat/stack.c: frame
+   pointers bounded by the thread's stack, the unwinder where the chain
+   breaks, with its per-thread cache) and kept once, with the thread that
+   made it, in a table of OS memory that only grows: a block's record is
+   then two 32-bit numbers, the stack of its allocation and of its free,
+   in a side array beside its segment (os/side-map.h), so that nothing of
+   the block or its page changes and the checks that read them (the
+   canary, the trailer, the freed block's zeros) stay as they are.
+
+   The table takes no lock: an entry is filled in first and published by a
+   compare-and-swap of its number into an open-addressed index; two
+   threads that add the same stack at once may both fill an entry, and the
+   loser's stays unused. Once the table is full (MI_STACKS_MAX stacks), new
+   stacks are not kept and their blocks have none to show.
+
+   The records are kept by the observers' hooks (api/observe.c) for every
+   allocation the program makes, and by the secure free once it has
+   validated the block (a double free must find the first free's stack,
+   not its own). The slow paths they cost are taken only while the option
+   is on: the entry points test the observers' word already. */
+#include "secure.h"
+#include "../page/secure-block.h"
+#include "../os/side-map.h"
+#include "../base/listeners.h"
+#include "../base/observers.h"
+#if MI_DHAT || MI_PPROF
+#include "../dhat/dhat.h"
+#endif
+
+#if MI_SECURE_STACKS
+
+/* ---- The stacks ------------------------------------------------------------------ */
+
+typedef struct mi_stack_entry_s {
+  uint64_t hash;
+  long thread;
+  uint32_t count;
+  uintptr_t frames[MI_SECURE_STACK_FRAMES];
+} mi_stack_entry_t;
+
+#define MI_STACKS_INDEX_SIZE ((size_t)1 << 21) /* 8 MiB of address space; the pages probed become memory */
+#define MI_STACKS_MAX ((uint32_t)1 << 20)      /* at most half the index: short probes */
+#define MI_STACKS_PROBES 256
+
+static _Atomic(uint32_t)* mi_stacks_index;   /* entry number + 1; 0: empty */
+static mi_stack_entry_t* mi_stacks_entries;  /* MI_STACKS_MAX entries; filled as taken */
+static _Atomic(uint32_t) mi_stacks_taken;    /* entries handed out */
+static _Atomic(uint32_t) mi_stacks_dropped;  /* stacks not kept: the table was full */
+
+/* Per thread: its number as reports show it (asked once), and a recursion
+   guard (the first capture on a thread may allocate). */
+static mi_decl_thread long mi_stacks_thread;
+static mi_decl_thread bool mi_stacks_busy;
+
+static uint64_t mi_stacks_hash(const uintptr_t* frames, uint32_t n, long thread) {
+  uint64_t h = 0x243F6A8885A308D3ULL ^ ((uint64_t)thread * 0x9E3779B97F4A7C15ULL) ^ n;
+  for (uint32_t i = 0; i < n; i++) {
+    h = (h ^ (uint64_t)frames[i]) * 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
+  if (e->hash != h || e->count != n || e->thread != thread) return false;
+  for (uint32_t i = 0; i < n; i++) {
+    if (e->frames[i] != frames[i]) return false;
+  }
+  return true;
+}
+
+/* The number of a stack (1 and up), added on first sight; 0 if it cannot be kept. */
+static uint32_t mi_stacks_number(const uintptr_t* frames, uint32_t n, long thread) {
+  uint64_t h = mi_stacks_hash(frames, n, thread);
+  uint32_t mine = 0; /* an entry this thread filled and has not published */
+  size_t i = (size_t)(h >> 20) & (MI_STACKS_INDEX_SIZE - 1);
+  for (size_t probe = 0; probe < MI_STACKS_PROBES; probe++, i = (i + 1) & (MI_STACKS_INDEX_SIZE - 1)) {
+    uint32_t id = atomic_load_explicit(&mi_stacks_index[i], memory_order_acquire);
+    if (id == 0) {
+      if (mine == 0) {
+        uint32_t e = atomic_fetch_add_explicit(&mi_stacks_taken, 1, memory_order_relaxed);
+        if (e >= MI_STACKS_MAX) break;
+        mi_stack_entry_t* entry = &mi_stacks_entries[e];
+        entry->hash = h;
+        entry->thread = thread;
+        entry->count = n;
+        memcpy(entry->frames, frames, n * sizeof(uintptr_t));
+        mine = e + 1;
+      }
+      if (atomic_compare_exchange_strong_explicit(&mi_stacks_index[i], &id, mine, memory_order_release,
+                                                  memory_order_acquire)) {
+        return mine;
+      }
+      /* another thread published an entry here first: `id` is it */
+    }
+    if (mi_stacks_same(&mi_stacks_entries[id - 1], h, frames, n, thread)) return id;
+  }
+  atomic_fetch_add_explicit(&mi_stacks_dropped, 1, memory_order_relaxed);
+  return 0;
+}
+
+/* The calling thread's stack, by its number (0: none). */
+static uint32_t mi_stacks_capture(void) {
+  if (mi_stacks_busy) return 0; /* an allocation of the capture itself */
+  mi_stacks_busy = true;
+  if (mi_unlikely(mi_stacks_thread == 0)) mi_stacks_thread = mi_prim_thread_os_id();
+  uintptr_t frames[MI_SECURE_STACK_FRAMES];
+  mi_dhat_site_hint_t* hint;
+  int n = _mi_dhat_stack_capture(frames, MI_SECURE_STACK_FRAMES, &hint);
+  uint32_t id = (n > 0 ? mi_stacks_number(frames, (uint32_t)n, mi_stacks_thread) : 0);
+  mi_stacks_busy = false;
+  return id;
+}
+
+/* ---- The blocks' records ------------------------------------------------------------ */
+
+/* One 8-byte slot per block: the allocation's stack in the low half, the
+   free's in the high half (0: not freed since). A small or medium block's
+   slot is found by its page's place in the segment and its index in the
+   page, so the slots a page uses lie together (its blocks' count of them,
+   not one per 16 bytes); a single block's is the segment's first. */
+static mi_side_map_t mi_stacks_side;
+#define MI_STACKS_SLOT sizeof(uint64_t)
+#define MI_STACKS_PAGE_SLOTS (MI_SMALL_PAGE_SIZE / MI_MAX_ALIGN_SIZE)
+_Static_assert(MI_SMALL_PAGES_PER_SEGMENT * MI_STACKS_PAGE_SLOTS == MI_SIDE_SLOTS,
+               "a slot for each block of each page of a segment");
+_Static_assert(MI_MEDIUM_PAGE_SIZE / MI_SMALL_BLOCK_MAX <= MI_STACKS_PAGE_SLOTS, "a medium page's blocks fit too");
+
+static uintptr_t mi_stacks_key(const mi_segment_t* segment, const mi_page_t* page, size_t idx) {
+  return (uintptr_t)segment + ((size_t)page->index * MI_STACKS_PAGE_SLOTS + idx) * MI_MAX_ALIGN_SIZE;
+}
+
+/* The slot of the block that holds `p` (ours, validated or just handed
+   out); NULL for a guarded sample (its segment keeps its stacks) or a
+   zero-size slot. Made with `make`. */
+static uint64_t* mi_stacks_slot_of(const void* p, bool make) {
+  mi_segment_t* segment =
+      (_mi_segment_map_contains(p) ? _mi_ptr_segment(p) : _mi_segment_containing(p));
+  if (segment == NULL || segment->kind == MI_SEGMENT_ZERO) return NULL;
+  uintptr_t key;
+  if (segment->kind == MI_SEGMENT_SINGLE) {
+#if MI_GUARDED
+    if (segment->pages[0].is_guarded) return NULL;
+#endif
+    key = (uintptr_t)segment;
+  } else {
+    mi_page_t* page = _mi_segment_page_of(segment, p);
+    key = mi_stacks_key(segment, page, mi_block_index(page, p));
+  }
+  uint64_t* slot = (uint64_t*)mi_side_at(&mi_stacks_side, key, MI_STACKS_SLOT);
+  if (slot == NULL && make) slot = (uint64_t*)_mi_side_make(&mi_stacks_side, key, MI_STACKS_SLOT);
+  return slot;
+}
+
+void _mi_secure_stacks_allocated(void* p) {
+  if (p == NULL) return;
+  uint64_t* slot = mi_stacks_slot_of(p, true);
+  if (slot != NULL) *slot = mi_stacks_capture();
+}
+
+void _mi_secure_stacks_freed(mi_page_t* page, size_t idx) {
+  mi_segment_t* segment = _mi_page_segment(page);
+#if MI_GUARDED
+  if (page->is_guarded) return;
+#endif
+  uintptr_t key = (segment->kind == MI_SEGMENT_SINGLE ? (uintptr_t)segment : mi_stacks_key(segment, page, idx));
+  uint64_t* slot = (uint64_t*)mi_side_at(&mi_stacks_side, key, MI_STACKS_SLOT);
+  if (slot == NULL) return; /* allocated before the option was on */
+  *slot = (*slot & UINT32_MAX) | ((uint64_t)mi_stacks_capture() << 32);
+}
+
+static bool mi_stacks_entry(uint32_t id, mi_secure_stack_t* stack) {
+  if (id == 0 || id > atomic_load_explicit(&mi_stacks_taken, memory_order_acquire) || id > MI_STACKS_MAX) {
+    return false;
+  }
+  const mi_stack_entry_t* e = &mi_stacks_entries[id - 1];
+  if (e->count == 0 || e->count > MI_SECURE_STACK_FRAMES) return false;
+  stack->thread = e->thread;
+  stack->count = e->count;
+  stack->frames = e->frames;
+  return true;
+}
+
+bool _mi_secure_stacks_of(const void* block, mi_secure_stack_t* allocated, mi_secure_stack_t* freed) {
+  if (block == NULL || mi_stacks_entries == NULL) return false;
+  if (_mi_segment_containing(block) == NULL) return false; /* its segment (and its records) gone */
+  uint64_t* slot = mi_stacks_slot_of(block, false);
+  if (slot == NULL) return false;
+  uint64_t record = *slot;
+  bool has_alloc = mi_stacks_entry((uint32_t)record, allocated);
+  bool has_free = mi_stacks_entry((uint32_t)(record >> 32), freed);
+  if (!has_alloc) allocated->count = 0;
+  if (!has_free) freed->count = 0;
+  return (has_alloc || has_free);
+}
+
+/* ---- Start and the rare events -------------------------------------------------------- */
+
+static void mi_stacks_start(void) {
+  static _Atomic(int) started; /* 0: not, 1: being set up, 2: running, 3: failed */
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&started, &expected, 1)) return;
+  mi_stacks_busy = true;
+  _mi_dhat_stack_init(); /* may allocate: not recorded */
+  mi_stacks_index = (_Atomic(uint32_t)*)_mi_os_alloc_meta(MI_STACKS_INDEX_SIZE * sizeof(uint32_t));
+  mi_stacks_entries = (mi_stack_entry_t*)_mi_os_alloc_meta(MI_STACKS_MAX * sizeof(mi_stack_entry_t));
+  mi_stacks_busy = false;
+  if (mi_stacks_index == NULL || mi_stacks_entries == NULL) {
+    _mi_warning_message("the blocks' stacks cannot be kept: no memory for their table (MIMALLOC_SECURE_STACKS)\n");
+    atomic_store(&started, 3);
+    return;
+  }
+  atomic_store(&started, 2);
+  atomic_fetch_or_explicit(&_mi_observers, MI_OBSERVER_STACKS, memory_order_release);
+  _mi_observers_changed();
+}
+
+static void mi_stacks_process_ready(void) {
+  if (mi_option_is_enabled(mi_option_secure_stacks)) mi_stacks_start();
+}
+
+/* Turned on at run time: the blocks allocated from then on have stacks.
+   (Turned off: they keep being kept; the table is not given back.) */
+static void mi_stacks_option_changed(mi_option_t option, long value) {
+  if (option == mi_option_secure_stacks && value != 0) mi_stacks_start();
+}
+
+static void mi_stacks_segment_unmapped(const void* segment, size_t size) {
+  (void)size;
+  _mi_side_free(_mi_side_detach(&mi_stacks_side, segment), MI_STACKS_SLOT);
+}
+
+/* A page set up anew in a slot whose records may be an earlier page's:
+   cleared, so that a report on a block never handed out since shows none. */
+static void mi_stacks_page_init(mi_page_t* page) {
+  if (!mi_side_used(&mi_stacks_side)) return;
+  mi_segment_t* segment = _mi_page_segment(page);
+  if (segment->kind == MI_SEGMENT_ZERO) return;
+  size_t count = (segment->kind == MI_SEGMENT_SINGLE ? 1 : page->reserved);
+  uint8_t* slots = mi_side_at(&mi_stacks_side, mi_stacks_key(segment, page, 0), MI_STACKS_SLOT);
+  if (slots != NULL) memset(slots, 0, count * MI_STACKS_SLOT);
+}
+
+/* the child's one thread has a number of its own */
+static void mi_stacks_fork_child(void) {
+  mi_stacks_thread = 0;
+  mi_stacks_busy = false;
+}
+
+mi_listener_define(mi_secure_stacks_listener) = {
+    .name = "secure stacks",
+    .order = MI_LISTEN_SECURE_STACKS,
+    .process_ready = &mi_stacks_process_ready,
+    .fork_child = &mi_stacks_fork_child,
+    .option_changed = &mi_stacks_option_changed,
+    .segment_unmapped = &mi_stacks_segment_unmapped,
+    .page_init = &mi_stacks_page_init,
+};
+
+#endif
