@@ -150,6 +150,11 @@ mi_decl_noreturn void _mi_secure_report_stale_write(const void* block, size_t bl
                           offset < block_size ? offset : MI_REPORT_UNKNOWN, late);
 }
 
+mi_noinline mi_decl_noreturn void _mi_secure_report_free_list(const void* block, size_t block_size) {
+  _mi_secure_report_block("corrupted free list detected at", block, block, block_size, MI_REPORT_UNKNOWN, 0,
+                          "when the block was handed out again");
+}
+
 static const char* const mi_op_names[] = {"free", "realloc", "usable_size", "visit"};
 
 mi_decl_noreturn void _mi_secure_fatal_op(mi_secure_op_t op, const char* what, const void* p, size_t size) {

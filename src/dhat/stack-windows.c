@@ -118,6 +118,12 @@ int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hin
   return n;
 }
 
+/* Windows x64 code keeps no frame-pointer chain: its unwinder is the walk. */
+int _mi_stack_capture_fp(uintptr_t* frames, int max) {
+  mi_dhat_site_hint_t* hint;
+  return _mi_dhat_stack_capture(frames, max, &hint);
+}
+
 /* (nothing kept per thread here; the listener exists as on POSIX) */
 mi_listener_define(mi_stack_cache_listener) = {
     .name = "stack cache",

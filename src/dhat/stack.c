@@ -317,9 +317,10 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
    cheap.) Where a register happens to hold a stack address and the slot
    above it an address in code, the walk can take a wrong frame for a right
    one; MIMALLOC_DHAT_BACKTRACE=1 rules that out. */
-__attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) {
-  *hint = NULL;
-  if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
+/* The frame-pointer walk from the allocator's outermost frame (see above):
+   the frames it trusts, `*slot0` the first one's slot, `*complete` whether
+   it reached `main` or the limit. -1 if the thread's stack is not known. */
+static mi_forceinline int mi_dhat_walk(uintptr_t* frames, int max, uintptr_t fp, uintptr_t* slot0, bool* complete) {
   if (mi_unlikely(mi_dhat_stack_state == 0)) {
     uintptr_t lo = 0, hi = 0;
     bool known = mi_prim_thread_stack_bounds(&lo, &hi);
@@ -327,10 +328,9 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
     mi_dhat_stack_hi = hi;
     mi_dhat_stack_state = (known ? 1 : 2);
   }
-  if (mi_dhat_stack_state != 1) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
+  if (mi_dhat_stack_state != 1) return -1;
   uintptr_t lo = mi_dhat_stack_lo;
   uintptr_t hi = mi_dhat_stack_hi;
-  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   /* The allocator's own frames, a handful per call, all with frame pointers:
      their chain is sound, so it is followed with only the bounds check. */
   const uintptr_t code_lo = mi_dhat_code_lo;
@@ -338,28 +338,38 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
   while (fp >= lo && fp <= hi - 2 * sizeof(uintptr_t)) {
     const uintptr_t* frame = (const uintptr_t*)fp;
     if (frame[1] < code_lo || frame[1] >= code_hi) break;
-    if (frame[0] <= fp) return mi_dhat_capture_unwind(frames, max, 0, 0, hint); /* (cannot happen) */
+    if (frame[0] <= fp) return -1; /* (cannot happen) */
     fp = frame[0];
   }
-  uintptr_t slot0 = 0;
+  *slot0 = 0;
+  *complete = false;
   int n = 0;
-  bool complete = false;
   while (n < max) {
     if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
     const uintptr_t* frame = (const uintptr_t*)fp;
     uintptr_t next = frame[0];
     uintptr_t ret = frame[1];
     if (n > 0 && !mi_dhat_in_code(ret)) break;
-    if (n == 0) slot0 = fp + sizeof(uintptr_t);
+    if (n == 0) *slot0 = fp + sizeof(uintptr_t);
     frames[n++] = ret;
     if (mi_dhat_is_main(ret)) {
-      complete = true;
+      *complete = true;
       break;
     }
     if (next <= fp) break; /* zero included: see above */
     fp = next;
   }
-  if (n == max) complete = true;
+  if (n == max) *complete = true;
+  return n;
+}
+
+__attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) {
+  *hint = NULL;
+  if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
+  uintptr_t slot0;
+  bool complete;
+  int n = mi_dhat_walk(frames, max, (uintptr_t)__builtin_frame_address(0), &slot0, &complete);
+  if (n < 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
   if (!complete && mi_dhat_unwind_mode == 0) {
     return mi_dhat_capture_unwind(frames, max, (n > 0 ? frames[0] : 0), slot0, hint);
   }
@@ -367,6 +377,16 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
      its stack is not known to be the same as an earlier one's) */
   if (complete && slot0 != 0) *hint = mi_dhat_walk_hint(frames, n, slot0);
   return n;
+}
+
+/* The frame-pointer walk alone, whatever the profilers' mode: the frames
+   until the chain breaks (the caller of the allocator's entry point at
+   least, where the thread's stack is known). */
+__attribute__((noinline)) int _mi_stack_capture_fp(uintptr_t* frames, int max) {
+  uintptr_t slot0;
+  bool complete;
+  int n = mi_dhat_walk(frames, max, (uintptr_t)__builtin_frame_address(0), &slot0, &complete);
+  return (n < 0 ? 0 : n);
 }
 
 /* the stack cache both profilers' capture keeps: a thread's goes with it */

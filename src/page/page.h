@@ -76,7 +76,7 @@ static inline mi_block_t* mi_block_next_checked(const mi_page_t* page, const mi_
   mi_block_t* next = mi_block_next(page, block);
   if (mi_unlikely(next != NULL && ((uint8_t*)next < page->start ||
                                    (uint8_t*)next >= page->start + (size_t)page->capacity * page->block_size))) {
-    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
+    _mi_secure_report_free_list(block, page->block_size);
   }
   return next;
 }

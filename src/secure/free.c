@@ -200,10 +200,12 @@ static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page
   mi_secure_free_local(page, block);
 }
 
+/* (six arguments, all in registers: the index is found again, so that the
+   call into it stays a tail call) */
 static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
-                                                size_t idx, mi_alloc_kind_t kind, bool record) {
+                                                mi_alloc_kind_t kind, bool record) {
   _mi_secure_validate_interior(page, block, p, MI_OP_FREE);
-  mi_secure_free_located(segment, page, block, p, idx, kind, record);
+  mi_secure_free_located(segment, page, block, p, mi_block_index(page, block), kind, record);
 }
 
 /* A free of a pointer in a segment that passed the segment checks. */
@@ -216,7 +218,7 @@ static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, mi_
   size_t idx;
   mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx);
   if (mi_unlikely((void*)block != p)) {
-    mi_secure_free_interior(segment, page, block, p, idx, kind, record);
+    mi_secure_free_interior(segment, page, block, p, kind, record);
     return;
   }
   mi_secure_free_located(segment, page, block, p, idx, kind, record);

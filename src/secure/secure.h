@@ -154,6 +154,9 @@ mi_decl_noreturn void _mi_secure_report_stale_write(const void* block, size_t bl
                                                     const char* late) mi_decl_hidden;
 /* the first line alone known */
 mi_decl_noreturn void _mi_secure_fatal(const char* what, const void* p, size_t size) mi_decl_hidden;
+/* a block about to be handed out whose free-list link does not decode to
+   a block of its page: written after its free (offset 0, caught late) */
+mi_decl_noreturn void _mi_secure_report_free_list(const void* block, size_t block_size) mi_decl_hidden;
 /* one report at a time: false if this thread is reporting already, or
    (without `wait`) another is; with `wait`, waits for the other to end the
    process */

@@ -1,9 +1,10 @@
 /* MIMALLOC_SECURE_STACKS=1: every block's allocation and free stacks, for
    the secure build's reports (report-detail.c), without a rebuild.
 
-   Each stack is captured by the profilers' walk (dhat/stack.c: frame
-   pointers bounded by the thread's stack, the unwinder where the chain
-   breaks, with its per-thread cache) and kept once, with the thread that
+   Each stack is captured by the profilers' walk (dhat/stack.c): frame
+   pointers bounded by the thread's stack and checked against the loaded
+   code, and with MIMALLOC_SECURE_STACKS=2 the unwinder where the chain
+   breaks (with its per-thread cache). It is kept once, with the thread that
    made it, in a table of OS memory that only grows: a block's record is
    then two 32-bit numbers, the stack of its allocation and of its free,
    in a side array beside its segment (os/side-map.h), so that nothing of
@@ -53,6 +54,11 @@ static _Atomic(uint32_t) mi_stacks_dropped;  /* stacks not kept: the table was f
 /* Per thread: its number as reports show it (asked once), and a recursion
    guard (the first capture on a thread may allocate). */
 static mi_decl_thread long mi_stacks_thread;
+/* MIMALLOC_SECURE_STACKS=2: where the frame-pointer chain breaks, the
+   unwinder goes on (the profilers' capture, dhat/stack.c; microseconds a
+   stack its cache misses); 1: the chain alone, as far as the program keeps
+   frame pointers (AddressSanitizer's fast unwinder does the same) */
+static bool mi_stacks_unwind;
 static mi_decl_thread bool mi_stacks_busy;
 
 static uint64_t mi_stacks_hash(const uintptr_t* frames, uint32_t n, long thread) {
@@ -72,9 +78,38 @@ static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_
   return true;
 }
 
+/* Per thread: the numbers of the stacks it saw last, by hash (OS memory,
+   made at its first capture, gone with it). The table's index and entries
+   are shared and large: a lookup there misses the cache twice, where a
+   program allocates from the same few places over and over. A hit trusts
+   the 64-bit hash of the frames and the thread (a false hit, a wrong stack
+   named in a report, has a chance of about 2^-64 a lookup). */
+typedef struct mi_stacks_cached_s {
+  uint64_t hash;
+  uint32_t number;
+} mi_stacks_cached_t;
+#define MI_STACKS_CACHE 1024
+#define MI_STACKS_CACHE_SIZE (MI_STACKS_CACHE * sizeof(mi_stacks_cached_t))
+static mi_decl_thread mi_stacks_cached_t* mi_stacks_cache;
+
 /* The number of a stack (1 and up), added on first sight; 0 if it cannot be kept. */
+static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread);
+
 static uint32_t mi_stacks_number(const uintptr_t* frames, uint32_t n, long thread) {
   uint64_t h = mi_stacks_hash(frames, n, thread);
+  if (mi_unlikely(mi_stacks_cache == NULL)) {
+    mi_stacks_cache = (mi_stacks_cached_t*)_mi_os_alloc_meta(MI_STACKS_CACHE_SIZE);
+    if (mi_stacks_cache == NULL) return mi_stacks_number_shared(h, frames, n, thread);
+  }
+  mi_stacks_cached_t* c = &mi_stacks_cache[(h >> 11) & (MI_STACKS_CACHE - 1)];
+  if (c->hash == h && c->number != 0) return c->number;
+  uint32_t number = mi_stacks_number_shared(h, frames, n, thread);
+  c->hash = h;
+  c->number = number;
+  return number;
+}
+
+static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
   uint32_t mine = 0; /* an entry this thread filled and has not published */
   size_t i = (size_t)(h >> 20) & (MI_STACKS_INDEX_SIZE - 1);
   for (size_t probe = 0; probe < MI_STACKS_PROBES; probe++, i = (i + 1) & (MI_STACKS_INDEX_SIZE - 1)) {
@@ -108,8 +143,13 @@ static uint32_t mi_stacks_capture(void) {
   mi_stacks_busy = true;
   if (mi_unlikely(mi_stacks_thread == 0)) mi_stacks_thread = mi_prim_thread_os_id();
   uintptr_t frames[MI_SECURE_STACK_FRAMES];
-  mi_dhat_site_hint_t* hint;
-  int n = _mi_dhat_stack_capture(frames, MI_SECURE_STACK_FRAMES, &hint);
+  int n;
+  if (mi_stacks_unwind) {
+    mi_dhat_site_hint_t* hint;
+    n = _mi_dhat_stack_capture(frames, MI_SECURE_STACK_FRAMES, &hint);
+  } else {
+    n = _mi_stack_capture_fp(frames, MI_SECURE_STACK_FRAMES);
+  }
   uint32_t id = (n > 0 ? mi_stacks_number(frames, (uint32_t)n, mi_stacks_thread) : 0);
   mi_stacks_busy = false;
   return id;
@@ -204,6 +244,7 @@ static void mi_stacks_start(void) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&started, &expected, 1)) return;
   mi_stacks_busy = true;
+  mi_stacks_unwind = (mi_option_get(mi_option_secure_stacks) >= 2);
   _mi_dhat_stack_init(); /* may allocate: not recorded */
   mi_stacks_index = (_Atomic(uint32_t)*)_mi_os_alloc_meta(MI_STACKS_INDEX_SIZE * sizeof(uint32_t));
   mi_stacks_entries = (mi_stack_entry_t*)_mi_os_alloc_meta(MI_STACKS_MAX * sizeof(mi_stack_entry_t));
@@ -244,6 +285,12 @@ static void mi_stacks_page_init(mi_page_t* page) {
   if (slots != NULL) memset(slots, 0, count * MI_STACKS_SLOT);
 }
 
+static void mi_stacks_thread_done(void) {
+  mi_stacks_cached_t* cache = mi_stacks_cache;
+  mi_stacks_cache = NULL;
+  if (cache != NULL) _mi_os_free_meta(cache, MI_STACKS_CACHE_SIZE);
+}
+
 /* the child's one thread has a number of its own */
 static void mi_stacks_fork_child(void) {
   mi_stacks_thread = 0;
@@ -254,6 +301,7 @@ mi_listener_define(mi_secure_stacks_listener) = {
     .name = "secure stacks",
     .order = MI_LISTEN_SECURE_STACKS,
     .process_ready = &mi_stacks_process_ready,
+    .thread_done = &mi_stacks_thread_done,
     .fork_child = &mi_stacks_fork_child,
     .option_changed = &mi_stacks_option_changed,
     .segment_unmapped = &mi_stacks_segment_unmapped,

@@ -63,6 +63,14 @@ CASES = {
                                       late="when the block left the quarantine", detector="reuse_for_link_write",
                                       json_kind="use-after-free-write", stacks_allocated="alloc_for_link_write",
                                       stacks_freed="free_for_link_write"),
+    "corrupted-free-list": dict(first=r"corrupted free list detected at (0x[0-9a-f]+) \(size 64\)", block_size=64,
+                                requested=None, offset=0, late="when the block was handed out again",
+                                detector="reuse_for_free_list", env={"MIMALLOC_GUARDED_SAMPLE_RATE": "0"},
+                                stacks_allocated="alloc_for_free_list", stacks_freed="free_for_free_list"),
+    "corrupted-header": dict(first=r"corrupted segment header detected at (0x[0-9a-f]+) \(size \d+\)",
+                             block_size=None, requested=None, offset=None, late=None,
+                             detector="free_for_corrupted_header", no_block=True,
+                             env={"MIMALLOC_GUARDED_SAMPLE_RATE": "0"}),
     # faults, reported by the fault handler: the access's own stack
     "guarded-heap-buffer-overflow": dict(first=r"guarded heap buffer overflow detected at (0x[0-9a-f]+) in block "
                                                r"(0x[0-9a-f]+) \(size 48\)", block_size=48, requested=48,

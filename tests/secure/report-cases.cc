@@ -166,6 +166,37 @@ CASE void reuse_for_link_write(void) {
   for (int i = 0; i < 1000000; i++) free(malloc(48));
 }
 
+/* a write into a freed block's link once it is back on its page's free
+   list (out of the quarantine): seen when the list hands it out again. A
+   second block of the size is kept, so that the page stays in use. */
+static char* keep_for_free_list;
+CASE char* alloc_for_free_list(void) {
+  keep_for_free_list = static_cast<char*>(malloc(48));
+  return static_cast<char*>(malloc(48));
+}
+CASE void free_for_free_list(char* p) {
+  free(p);
+  mi_collect(true); /* the quarantine let go: the block is on its page's list */
+}
+CASE void misuse_free_list(char* p, bool misuse) {
+  if (misuse) memset(p, 0x41, 8);
+}
+CASE void reuse_for_free_list(void) {
+  for (int i = 0; i < 1000; i++) sink += reinterpret_cast<size_t>(malloc(48));
+}
+
+/* a write into the segment header of a live block: seen at its free */
+CASE char* alloc_for_corrupted_header(void) {
+  return static_cast<char*>(malloc(48));
+}
+CASE void misuse_corrupted_header(char* p, bool misuse) {
+  uintptr_t* segment = reinterpret_cast<uintptr_t*>(reinterpret_cast<uintptr_t>(p) & ~((uintptr_t(4) << 20) - 1));
+  if (misuse) segment[2] ^= 1; /* its cookie */
+}
+CASE void free_for_corrupted_header(char* p) {
+  free(p);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: report-cases KIND [clean]\n");
@@ -220,6 +251,15 @@ int main(int argc, char** argv) {
     free_for_link_write(p);
     misuse_link_write(p, misuse);
     reuse_for_link_write();
+  } else if (strcmp(kind, "corrupted-free-list") == 0) {
+    char* p = alloc_for_free_list();
+    free_for_free_list(p);
+    misuse_free_list(p, misuse);
+    reuse_for_free_list();
+  } else if (strcmp(kind, "corrupted-header") == 0) {
+    char* p = alloc_for_corrupted_header();
+    misuse_corrupted_header(p, misuse);
+    free_for_corrupted_header(p);
   } else if (strcmp(kind, "large-use-after-free") == 0) {
     char* p = alloc_for_large_freed_use();
     free_for_large_freed_use(p);

@@ -61,6 +61,7 @@ impl MiOption {
     pub const PURGE_HOLES_FULL_EVERY: MiOption = MiOption(ffi::mi_option_purge_holes_full_every);
     pub const PURGE_HOLES_EAGER_ZERO: MiOption = MiOption(ffi::mi_option_purge_holes_eager_zero);
     pub const DEALLOC_KIND_CHECK: MiOption = MiOption(ffi::mi_option_dealloc_kind_check);
+    pub const SECURE_STACKS: MiOption = MiOption(ffi::mi_option_secure_stacks);
     pub const LARGE_OS_PAGES: MiOption = MiOption(ffi::mi_option_large_os_pages);
     pub const EAGER_REGION_COMMIT: MiOption = MiOption(ffi::mi_option_eager_region_commit);
     pub const RESET_DECOMMITS: MiOption = MiOption(ffi::mi_option_reset_decommits);
