@@ -76,7 +76,7 @@ void* _mi_observe_alloc(void* p, size_t size) {
   }
 #endif
 #if MI_SECURE_STACKS
-  if (armed & MI_OBSERVER_STACKS) _mi_secure_stacks_allocated(p);
+  if (armed & MI_OBSERVER_STACKS) _mi_secure_stacks_allocated(p, __builtin_frame_address(0));
 #endif
 #if MI_MEMORY_EVENTS
   if (armed & MI_OBSERVER_EVENTS) _mi_events_alloc(p, size); /* after the profilers: the program's handler last */

@@ -119,7 +119,8 @@ int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hin
 }
 
 /* Windows x64 code keeps no frame-pointer chain: its unwinder is the walk. */
-int _mi_stack_capture_fp(uintptr_t* frames, int max) {
+int _mi_stack_capture_fp(uintptr_t* frames, int max, const void* frame) {
+  (void)frame;
   mi_dhat_site_hint_t* hint;
   return _mi_dhat_stack_capture(frames, max, &hint);
 }

@@ -64,13 +64,22 @@ static int mi_dhat_find_code(struct dl_phdr_info* info, size_t size, void* arg) 
   return 0;
 }
 
+/* the range the thread's last frame was found in: a stack's frames keep to
+   a few objects, the program's and the C library's, so most lookups end here */
+static mi_decl_thread size_t mi_dhat_range_last;
+
 static bool mi_dhat_in_code(uintptr_t addr) {
+  const mi_dhat_range_t* last = &mi_dhat_ranges[mi_dhat_range_last];
+  if (addr >= last->lo && addr < last->hi) return true;
   size_t lo = 0, hi = mi_dhat_range_count;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
     if (addr < mi_dhat_ranges[mid].lo) hi = mid;
     else if (addr >= mi_dhat_ranges[mid].hi) lo = mid + 1;
-    else return true;
+    else {
+      mi_dhat_range_last = mid;
+      return true;
+    }
   }
   return false;
 }
@@ -379,13 +388,14 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
   return n;
 }
 
-/* The frame-pointer walk alone, whatever the profilers' mode: the frames
-   until the chain breaks (the caller of the allocator's entry point at
-   least, where the thread's stack is known). */
-__attribute__((noinline)) int _mi_stack_capture_fp(uintptr_t* frames, int max) {
+/* The frame-pointer walk alone, whatever the profilers' mode, from `frame`
+   (a frame of the allocator's, whose chain leads to the program): the
+   frames until the chain breaks (the caller of the allocator's entry point
+   at least, where the thread's stack is known). */
+int _mi_stack_capture_fp(uintptr_t* frames, int max, const void* frame) {
   uintptr_t slot0;
   bool complete;
-  int n = mi_dhat_walk(frames, max, (uintptr_t)__builtin_frame_address(0), &slot0, &complete);
+  int n = mi_dhat_walk(frames, max, (uintptr_t)frame, &slot0, &complete);
   return (n < 0 ? 0 : n);
 }
 

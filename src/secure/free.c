@@ -83,7 +83,7 @@ void _mi_secure_zero_on_free_enabled(void) {
 }
 
 /* A free into a single-block segment (large, huge, guarded). */
-static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi_alloc_kind_t kind, bool record) {
+static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi_alloc_kind_t kind, uint32_t stack) {
   if (segment->kind == MI_SEGMENT_ZERO) {
     _mi_secure_validate_zero(segment, p, MI_OP_FREE, true, NULL);
     return;
@@ -91,9 +91,9 @@ static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi
   mi_page_t* page;
   _mi_secure_validate_single(segment, p, MI_OP_FREE, kind, &page, NULL);
 #if MI_SECURE_STACKS
-  if (record) _mi_secure_stacks_freed(page, 0);
+  if (stack != 0) _mi_secure_stacks_freed(page, 0, stack);
 #endif
-  (void)record;
+  (void)stack;
   mi_bit_set(page, 0, false);
 #if MI_GUARDED
   if (page->is_guarded) {
@@ -180,12 +180,12 @@ static _Atomic(size_t) mi_plant_frees;
 /* The rest of a free once the pointer is located and, when it lies inside
    its block, found to be an aligned allocation's. */
 static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
-                                                  size_t idx, mi_alloc_kind_t kind, bool record) {
+                                                  size_t idx, mi_alloc_kind_t kind, uint32_t stack) {
   mi_validate_tail(page, block, p, MI_OP_FREE, false, kind);
 #if MI_SECURE_STACKS
-  if (record) _mi_secure_stacks_freed(page, idx); /* checked: not a second free, which keeps the first's */
+  if (stack != 0) _mi_secure_stacks_freed(page, idx, stack); /* checked: not a second free, which keeps the first's */
 #endif
-  (void)record;
+  (void)stack;
 #if MI_SECURE_PLANT_FALSE_ALARM
   if ((atomic_fetch_add_explicit(&mi_plant_frees, 1, memory_order_relaxed) + 1) % MI_PLANT_FALSE_ALARM_EVERY == 0) {
     _mi_secure_report_freed(MI_OP_FREE, p, page->block_size);
@@ -203,76 +203,77 @@ static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page
 /* (six arguments, all in registers: the index is found again, so that the
    call into it stays a tail call) */
 static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t* page, mi_block_t* block, void* p,
-                                                mi_alloc_kind_t kind, bool record) {
+                                                mi_alloc_kind_t kind, uint32_t stack) {
   _mi_secure_validate_interior(page, block, p, MI_OP_FREE);
-  mi_secure_free_located(segment, page, block, p, mi_block_index(page, block), kind, record);
+  mi_secure_free_located(segment, page, block, p, mi_block_index(page, block), kind, stack);
 }
 
 /* A free of a pointer in a segment that passed the segment checks. */
-static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, mi_alloc_kind_t kind, bool record) {
+static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, mi_alloc_kind_t kind, uint32_t stack) {
   if (mi_unlikely(segment->kind >= MI_SEGMENT_SINGLE)) { /* or a zero segment */
-    mi_secure_free_single(segment, p, kind, record);
+    mi_secure_free_single(segment, p, kind, stack);
     return;
   }
   mi_page_t* page;
   size_t idx;
   mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx);
   if (mi_unlikely((void*)block != p)) {
-    mi_secure_free_interior(segment, page, block, p, kind, record);
+    mi_secure_free_interior(segment, page, block, p, kind, stack);
     return;
   }
-  mi_secure_free_located(segment, page, block, p, idx, kind, record);
+  mi_secure_free_located(segment, page, block, p, idx, kind, stack);
 }
 
 /* Past a segment's first chunk (a large block's interior) or not ours. */
-static mi_noinline void mi_secure_free_far(void* p, bool sampling, mi_alloc_kind_t kind, bool record) {
+static mi_noinline void mi_secure_free_far(void* p, bool sampling, mi_alloc_kind_t kind, uint32_t stack) {
   mi_segment_t* segment = _mi_secure_validate_far_segment(p, MI_OP_FREE);
   if (sampling) mi_hook_secure_sampled_free(segment, p);
-  mi_secure_free_in(segment, p, kind, record);
+  mi_secure_free_in(segment, p, kind, stack);
 }
 
 /* Every call on the way is a tail call or does not return: the common path
    makes no call that comes back (the register spills stay in one prologue
    on the path past the segment map; a call in the middle cost more).
    `sampling`: the pprof sampler runs, and its sampled blocks' frees are
-   told, once the segment is known to be ours. `record`: the free's stack
-   is kept for the block (MIMALLOC_SECURE_STACKS), once it passed the checks. */
-static mi_forceinline void mi_secure_free(void* p, bool sampling, mi_alloc_kind_t kind, bool record) {
+   told, once the segment is known to be ours. `stack`: the free's stack
+   (MIMALLOC_SECURE_STACKS), kept for the block once it passed the checks;
+   0: none. */
+static mi_forceinline void mi_secure_free(void* p, bool sampling, mi_alloc_kind_t kind, uint32_t stack) {
   if (p == NULL) return;
   if (mi_unlikely(!_mi_segment_map_contains(p))) {
-    mi_secure_free_far(p, sampling, kind, record);
+    mi_secure_free_far(p, sampling, kind, stack);
     return;
   }
   mi_segment_t* segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
   mi_validate_cookie(segment, p, MI_OP_FREE);
   if (sampling) mi_hook_secure_sampled_free(segment, p);
-  mi_secure_free_in(segment, p, kind, record);
+  mi_secure_free_in(segment, p, kind, stack);
 }
 
 void _mi_secure_free(void* p) {
-  mi_secure_free(p, false, MI_KIND_MALLOC, false);
+  mi_secure_free(p, false, MI_KIND_MALLOC, 0);
 }
 
 /* One copy for every delete: the kind it expects is a register here. */
 void _mi_secure_delete(void* p, mi_alloc_kind_t kind) {
-  mi_secure_free(p, false, kind, false);
+  mi_secure_free(p, false, kind, 0);
 }
 
 #if MI_PPROF
 void _mi_secure_free_sampling(void* p) {
-  mi_secure_free(p, true, MI_KIND_MALLOC, false);
+  mi_secure_free(p, true, MI_KIND_MALLOC, 0);
 }
 
 void _mi_secure_delete_sampling(void* p, mi_alloc_kind_t kind) {
-  mi_secure_free(p, true, kind, false);
+  mi_secure_free(p, true, kind, 0);
 }
 #endif
 
 #if MI_SECURE_STACKS
 /* A free or delete while the blocks' stacks are kept (api/free.c: the
    observers were told already). */
-void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind) {
-  mi_secure_free(p, false, kind, true);
+void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind, uint32_t stack) {
+  mi_secure_free(p, false, kind, stack);
 }
 #endif
 
@@ -284,8 +285,11 @@ void _mi_secure_free_copied(void* p, bool sampling) {
   _mi_secure_zero_in_cache = true;
   /* its kind was checked by the realloc; with the blocks' stacks kept, the
      realloc is the old block's free */
-  bool record = (MI_SECURE_STACKS && (mi_observers_armed() & MI_OBSERVER_STACKS) != 0);
-  mi_secure_free(p, sampling, MI_KIND_ANY, record);
+  uint32_t stack = 0;
+#if MI_SECURE_STACKS
+  if (mi_observers_armed() & MI_OBSERVER_STACKS) stack = _mi_secure_stack_here(__builtin_frame_address(0));
+#endif
+  mi_secure_free(p, sampling, MI_KIND_ANY, stack);
   _mi_secure_zero_in_cache = false;
 }
 

@@ -113,7 +113,7 @@ size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats
    (api/observe.h, mi_hook_secure_sampled_free). */
 void _mi_secure_free_sampling(void* p) mi_decl_hidden;
 /* A free while the blocks' stacks are kept (secure/stacks.c): its stack recorded once the block passed the checks. */
-void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
+void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind, uint32_t stack) mi_decl_hidden;
 void _mi_secure_free_copied(void* p, bool sampling) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
@@ -247,10 +247,15 @@ typedef struct mi_secure_stack_s {
   uint32_t count; /* 0: none recorded */
   const uintptr_t* frames;
 } mi_secure_stack_t;
+/* the calling thread's stack by its number (0: none), walked from `frame`,
+   a frame of the allocator's entry path (__builtin_frame_address(0) of the
+   caller: the allocator's frames from there are skipped) */
+uint32_t _mi_secure_stack_here(const void* frame) mi_decl_hidden;
 /* the observers' hook of an allocation the program made (api/observe.c) */
-void _mi_secure_stacks_allocated(void* p) mi_decl_hidden;
-/* a free, the block validated (free.c): `idx` its index in `page` */
-void _mi_secure_stacks_freed(mi_page_t* page, size_t idx) mi_decl_hidden;
+void _mi_secure_stacks_allocated(void* p, const void* frame) mi_decl_hidden;
+/* a free, the block validated (free.c): `idx` its index in `page`, `stack`
+   the free's (taken before the checks by the entry point) */
+void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;
 /* the stacks recorded for `block` (its start): false if none */
 bool _mi_secure_stacks_of(const void* block, mi_secure_stack_t* allocated, mi_secure_stack_t* freed) mi_decl_hidden;
 /* segment/secure-guard-quarantine.c (MI_SECURE, MI_GUARDED): freed guarded blocks fenced off and held */

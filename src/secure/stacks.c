@@ -95,7 +95,7 @@ static mi_decl_thread mi_stacks_cached_t* mi_stacks_cache;
 /* The number of a stack (1 and up), added on first sight; 0 if it cannot be kept. */
 static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread);
 
-static uint32_t mi_stacks_number(const uintptr_t* frames, uint32_t n, long thread) {
+static mi_forceinline uint32_t mi_stacks_number(const uintptr_t* frames, uint32_t n, long thread) {
   uint64_t h = mi_stacks_hash(frames, n, thread);
   if (mi_unlikely(mi_stacks_cache == NULL)) {
     mi_stacks_cache = (mi_stacks_cached_t*)_mi_os_alloc_meta(MI_STACKS_CACHE_SIZE);
@@ -109,7 +109,7 @@ static uint32_t mi_stacks_number(const uintptr_t* frames, uint32_t n, long threa
   return number;
 }
 
-static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
+static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
   uint32_t mine = 0; /* an entry this thread filled and has not published */
   size_t i = (size_t)(h >> 20) & (MI_STACKS_INDEX_SIZE - 1);
   for (size_t probe = 0; probe < MI_STACKS_PROBES; probe++, i = (i + 1) & (MI_STACKS_INDEX_SIZE - 1)) {
@@ -137,8 +137,10 @@ static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uin
   return 0;
 }
 
-/* The calling thread's stack, by its number (0: none). */
-static uint32_t mi_stacks_capture(void) {
+/* The calling thread's stack from `frame` (a frame of the allocator's entry
+   path: the walk skips the allocator's frames from there), by its number
+   (0: none). */
+static mi_forceinline uint32_t mi_stacks_capture(const void* frame) {
   if (mi_stacks_busy) return 0; /* an allocation of the capture itself */
   mi_stacks_busy = true;
   if (mi_unlikely(mi_stacks_thread == 0)) mi_stacks_thread = mi_prim_thread_os_id();
@@ -148,7 +150,7 @@ static uint32_t mi_stacks_capture(void) {
     mi_dhat_site_hint_t* hint;
     n = _mi_dhat_stack_capture(frames, MI_SECURE_STACK_FRAMES, &hint);
   } else {
-    n = _mi_stack_capture_fp(frames, MI_SECURE_STACK_FRAMES);
+    n = _mi_stack_capture_fp(frames, MI_SECURE_STACK_FRAMES, frame);
   }
   uint32_t id = (n > 0 ? mi_stacks_number(frames, (uint32_t)n, mi_stacks_thread) : 0);
   mi_stacks_busy = false;
@@ -173,6 +175,32 @@ static uintptr_t mi_stacks_key(const mi_segment_t* segment, const mi_page_t* pag
   return (uintptr_t)segment + ((size_t)page->index * MI_STACKS_PAGE_SLOTS + idx) * MI_MAX_ALIGN_SIZE;
 }
 
+/* Per thread: the side array of the segment it recorded into last, valid
+   while no side array has gone since (a block's allocation or free keeps
+   its segment mapped: the array cannot go under it). Saves the map's two
+   dependent loads on the common path. */
+static _Atomic(uint64_t) mi_stacks_side_epoch; /* side arrays freed so far */
+static mi_decl_thread uintptr_t mi_stacks_last_seg; /* its number + 1; 0: none */
+static mi_decl_thread uint8_t* mi_stacks_last_side;
+static mi_decl_thread uint64_t mi_stacks_last_epoch;
+
+static uint64_t* mi_stacks_slot(uintptr_t key, bool make) {
+  uintptr_t seg = key >> MI_SEGMENT_SHIFT;
+  size_t offset = ((key & MI_SEGMENT_MASK) / MI_MAX_ALIGN_SIZE) * MI_STACKS_SLOT;
+  uint64_t epoch = atomic_load_explicit(&mi_stacks_side_epoch, memory_order_acquire);
+  if (seg + 1 == mi_stacks_last_seg && epoch == mi_stacks_last_epoch) {
+    return (uint64_t*)(void*)(mi_stacks_last_side + offset);
+  }
+  uint8_t* slot = mi_side_at(&mi_stacks_side, key, MI_STACKS_SLOT);
+  if (slot == NULL && make) slot = _mi_side_make(&mi_stacks_side, key, MI_STACKS_SLOT);
+  if (slot != NULL) {
+    mi_stacks_last_seg = seg + 1;
+    mi_stacks_last_side = slot - offset;
+    mi_stacks_last_epoch = epoch;
+  }
+  return (uint64_t*)(void*)slot;
+}
+
 /* The slot of the block that holds `p` (ours, validated or just handed
    out); NULL for a guarded sample (its segment keeps its stacks) or a
    zero-size slot. Made with `make`. */
@@ -190,26 +218,28 @@ static uint64_t* mi_stacks_slot_of(const void* p, bool make) {
     mi_page_t* page = _mi_segment_page_of(segment, p);
     key = mi_stacks_key(segment, page, mi_block_index(page, p));
   }
-  uint64_t* slot = (uint64_t*)mi_side_at(&mi_stacks_side, key, MI_STACKS_SLOT);
-  if (slot == NULL && make) slot = (uint64_t*)_mi_side_make(&mi_stacks_side, key, MI_STACKS_SLOT);
-  return slot;
+  return mi_stacks_slot(key, make);
 }
 
-void _mi_secure_stacks_allocated(void* p) {
+uint32_t _mi_secure_stack_here(const void* frame) {
+  return mi_stacks_capture(frame);
+}
+
+void _mi_secure_stacks_allocated(void* p, const void* frame) {
   if (p == NULL) return;
   uint64_t* slot = mi_stacks_slot_of(p, true);
-  if (slot != NULL) *slot = mi_stacks_capture();
+  if (slot != NULL) *slot = mi_stacks_capture(frame);
 }
 
-void _mi_secure_stacks_freed(mi_page_t* page, size_t idx) {
+void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) {
   mi_segment_t* segment = _mi_page_segment(page);
 #if MI_GUARDED
   if (page->is_guarded) return;
 #endif
   uintptr_t key = (segment->kind == MI_SEGMENT_SINGLE ? (uintptr_t)segment : mi_stacks_key(segment, page, idx));
-  uint64_t* slot = (uint64_t*)mi_side_at(&mi_stacks_side, key, MI_STACKS_SLOT);
+  uint64_t* slot = mi_stacks_slot(key, false);
   if (slot == NULL) return; /* allocated before the option was on */
-  *slot = (*slot & UINT32_MAX) | ((uint64_t)mi_stacks_capture() << 32);
+  *slot = (*slot & UINT32_MAX) | ((uint64_t)stack << 32);
 }
 
 static bool mi_stacks_entry(uint32_t id, mi_secure_stack_t* stack) {
@@ -271,7 +301,10 @@ static void mi_stacks_option_changed(mi_option_t option, long value) {
 
 static void mi_stacks_segment_unmapped(const void* segment, size_t size) {
   (void)size;
-  _mi_side_free(_mi_side_detach(&mi_stacks_side, segment), MI_STACKS_SLOT);
+  uint8_t* side = _mi_side_detach(&mi_stacks_side, segment);
+  if (side == NULL) return;
+  atomic_fetch_add_explicit(&mi_stacks_side_epoch, 1, memory_order_acq_rel); /* the threads' last ones stale */
+  _mi_side_free(side, MI_STACKS_SLOT);
 }
 
 /* A page set up anew in a slot whose records may be an earlier page's:
