@@ -20,6 +20,10 @@ static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size) {
 #if MI_PPROF
   if (mi_observers_armed() == MI_OBSERVER_PROF && !mi_prof_countdown(size)) return _mi_secure_malloc(heap, size, false);
 #endif
+#if MI_SECURE_STACKS
+  /* the blocks' stacks alone: recorded by the secure front itself */
+  if (mi_observers_armed() == MI_OBSERVER_STACKS) return _mi_secure_new_stacked(heap, size, MI_KIND_MALLOC);
+#endif
   return _mi_malloc_generic_observed(heap, size);
 }
 

@@ -49,6 +49,12 @@ static inline void mi_free_fast(void* p) {
       return;
     }
 #endif
+#if MI_SECURE_STACKS
+    if (mi_observers_armed() == MI_OBSERVER_STACKS) { /* the blocks' stacks alone */
+      _mi_secure_free_stacked(p, MI_KIND_MALLOC);
+      return;
+    }
+#endif
     _mi_free_observed(p);
     return;
   }
@@ -66,6 +72,12 @@ static inline void mi_delete_fast(void* p, mi_alloc_kind_t kind) {
 #if MI_PPROF
     if (mi_observers_armed() == MI_OBSERVER_PROF) {
       _mi_secure_delete_sampling(p, kind);
+      return;
+    }
+#endif
+#if MI_SECURE_STACKS
+    if (mi_observers_armed() == MI_OBSERVER_STACKS) {
+      _mi_secure_free_stacked(p, kind);
       return;
     }
 #endif

@@ -39,6 +39,9 @@ static void* mi_new_try(size_t size, size_t alignment, mi_alloc_kind_t kind) {
   if (MI_SECURE) {
     mi_heap_t* heap = mi_get_default_heap();
     if (alignment == 0 && mi_likely(!mi_observing())) return _mi_secure_new(heap, size, kind);
+#if MI_SECURE_STACKS
+    if (alignment == 0 && mi_observers_armed() == MI_OBSERVER_STACKS) return _mi_secure_new_stacked(heap, size, kind);
+#endif
     return _mi_heap_malloc_kind(heap, size, alignment, kind);
   }
   return (alignment == 0 ? mi_malloc(size) : mi_malloc_aligned(size, alignment));

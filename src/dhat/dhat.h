@@ -37,9 +37,9 @@ typedef struct mi_dhat_site_hint_s {
    next capture. Call with the recursion guard up: the first call on a thread
    may allocate. */
 int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) mi_decl_hidden;
-/* The frame-pointer walk alone (no unwinder, no cache) from `frame`, a
-   frame of the allocator's entry path (its own frames skipped): fast, and
-   as deep as the program keeps frame pointers. After _mi_dhat_stack_init. */
+/* Windows (stack-windows.c): the walk of the secure stacks, which ELF
+   builds inline from stack-walk.h (frame pointers from `frame`, a frame of
+   the allocator's entry path); here the unwinder. */
 int _mi_stack_capture_fp(uintptr_t* frames, int max, const void* frame) mi_decl_hidden;
 /* Whether `addr` lies in the code of the shared object holding the allocator
    (false when the allocator is linked into the program). */

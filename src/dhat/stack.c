@@ -8,34 +8,32 @@
    This file and symbolize.c talk to the dynamic loader (dl_iterate_phdr,
    dladdr): they are ELF-only (Windows: stack-windows.c, symbolize-pe.c). */
 #include "dhat.h"
+#include "stack-walk.h"
 #include "../base/listeners.h"
 
 #if MI_DHAT || MI_PPROF
 
 #include <link.h>
 
-/* The allocator's code, when it is a shared object of its own. */
-static uintptr_t mi_dhat_code_lo;
-static uintptr_t mi_dhat_code_hi;
 /* MIMALLOC_DHAT_BACKTRACE: 0 auto, 1 always the unwinder, -1 frame pointers only */
 static long mi_dhat_unwind_mode;
 
-/* The code of every object loaded when the profiler started, sorted: a
-   return address outside it ends a frame-pointer walk as invalid. */
-#define MI_DHAT_CODE_RANGES 512
-typedef struct mi_dhat_range_s {
-  uintptr_t lo, hi;
-} mi_dhat_range_t;
-static mi_dhat_range_t mi_dhat_ranges[MI_DHAT_CODE_RANGES];
-static size_t mi_dhat_range_count;
-/* `main`: a walk that reaches it is complete (Valgrind's stacks end there) */
-static uintptr_t mi_dhat_main_lo;
-static uintptr_t mi_dhat_main_hi;
-
-/* Per thread: the stack's bounds, asked for once (it may allocate). */
-static mi_decl_thread uintptr_t mi_dhat_stack_lo;
-static mi_decl_thread uintptr_t mi_dhat_stack_hi;
-static mi_decl_thread uint8_t mi_dhat_stack_state; /* 0: not asked, 1: known, 2: unknown */
+/* What the frame-pointer walk reads (stack-walk.h): the allocator's code
+   when it is a shared object of its own, the code of every object loaded
+   when the profiler started (sorted: a return address outside it ends a
+   walk as invalid), `main` (a walk that reaches it is complete: Valgrind's
+   stacks end there), and per thread its stack's bounds (asked for once: it
+   may allocate) and the range its last frame was found in. */
+uintptr_t _mi_walk_code_lo;
+uintptr_t _mi_walk_code_hi;
+mi_walk_range_t _mi_walk_ranges[MI_WALK_CODE_RANGES];
+size_t _mi_walk_range_count;
+uintptr_t _mi_walk_main_lo;
+uintptr_t _mi_walk_main_hi;
+mi_decl_thread uintptr_t _mi_walk_stack_lo;
+mi_decl_thread uintptr_t _mi_walk_stack_hi;
+mi_decl_thread uint8_t _mi_walk_stack_state;
+mi_decl_thread size_t _mi_walk_range_last;
 
 static int mi_dhat_find_code(struct dl_phdr_info* info, size_t size, void* arg) {
   (void)size;
@@ -45,43 +43,45 @@ static int mi_dhat_find_code(struct dl_phdr_info* info, size_t size, void* arg) 
     if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0) continue;
     uintptr_t lo = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
     uintptr_t hi = lo + (uintptr_t)ph->p_memsz;
-    if (mi_dhat_range_count < MI_DHAT_CODE_RANGES) {
+    if (_mi_walk_range_count < MI_WALK_CODE_RANGES) {
       /* insertion sort: a few dozen objects */
-      size_t j = mi_dhat_range_count++;
-      while (j > 0 && mi_dhat_ranges[j - 1].lo > lo) {
-        mi_dhat_ranges[j] = mi_dhat_ranges[j - 1];
+      size_t j = _mi_walk_range_count++;
+      while (j > 0 && _mi_walk_ranges[j - 1].lo > lo) {
+        _mi_walk_ranges[j] = _mi_walk_ranges[j - 1];
         j--;
       }
-      mi_dhat_ranges[j].lo = lo;
-      mi_dhat_ranges[j].hi = hi;
+      _mi_walk_ranges[j].lo = lo;
+      _mi_walk_ranges[j].hi = hi;
     }
     /* the main program (empty name) holds the program's code as well */
     if (addr >= lo && addr < hi && info->dlpi_name != NULL && info->dlpi_name[0] != 0) {
-      mi_dhat_code_lo = lo;
-      mi_dhat_code_hi = hi;
+      _mi_walk_code_lo = lo;
+      _mi_walk_code_hi = hi;
     }
   }
   return 0;
 }
 
-/* the range the thread's last frame was found in: a stack's frames keep to
-   a few objects, the program's and the C library's, so most lookups end here */
-static mi_decl_thread size_t mi_dhat_range_last;
-
-static bool mi_dhat_in_code(uintptr_t addr) {
-  const mi_dhat_range_t* last = &mi_dhat_ranges[mi_dhat_range_last];
-  if (addr >= last->lo && addr < last->hi) return true;
-  size_t lo = 0, hi = mi_dhat_range_count;
+bool _mi_walk_in_code_search(uintptr_t addr) {
+  size_t lo = 0, hi = _mi_walk_range_count;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (addr < mi_dhat_ranges[mid].lo) hi = mid;
-    else if (addr >= mi_dhat_ranges[mid].hi) lo = mid + 1;
+    if (addr < _mi_walk_ranges[mid].lo) hi = mid;
+    else if (addr >= _mi_walk_ranges[mid].hi) lo = mid + 1;
     else {
-      mi_dhat_range_last = mid;
+      _mi_walk_range_last = mid;
       return true;
     }
   }
   return false;
+}
+
+void _mi_walk_stack_bounds(void) {
+  uintptr_t lo = 0, hi = 0;
+  bool known = mi_prim_thread_stack_bounds(&lo, &hi);
+  _mi_walk_stack_lo = lo;
+  _mi_walk_stack_hi = hi;
+  _mi_walk_stack_state = (known ? 1 : 2);
 }
 
 /* Once, at the first start: later starts may run while other threads walk
@@ -96,7 +96,7 @@ void _mi_dhat_stack_init(void) {
   mi_dhat_unwind_mode = mi_option_get(mi_option_dhat_backtrace);
   mi_lock_assert_none_held("the loader and the unwinder"); /* both take locks of their own, and allocate */
   dl_iterate_phdr(&mi_dhat_find_code, (void*)(uintptr_t)&_mi_dhat_stack_init);
-  if (!_mi_dhat_find_main(&mi_dhat_main_lo, &mi_dhat_main_hi)) mi_dhat_main_lo = mi_dhat_main_hi = 0;
+  if (!_mi_dhat_find_main(&_mi_walk_main_lo, &_mi_walk_main_hi)) _mi_walk_main_lo = _mi_walk_main_hi = 0;
   /* the unwinder loads on its first use (and allocates): do that now */
   void* warm[4];
   (void)mi_prim_backtrace(warm, 4);
@@ -106,11 +106,11 @@ void _mi_dhat_stack_init(void) {
 }
 
 bool _mi_dhat_addr_in_allocator(uintptr_t addr) {
-  return (addr >= mi_dhat_code_lo && addr < mi_dhat_code_hi);
+  return (addr >= _mi_walk_code_lo && addr < _mi_walk_code_hi);
 }
 
 bool _mi_dhat_allocator_linked_in(void) {
-  return (mi_dhat_code_hi == 0);
+  return (_mi_walk_code_hi == 0);
 }
 
 static int mi_dhat_capture_backtrace(uintptr_t* frames, int max) {
@@ -187,14 +187,11 @@ static mi_dhat_uentry_t* mi_dhat_ucache_new(void) {
   return (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
 }
 
-static bool mi_dhat_is_main(uintptr_t ret) {
-  return (ret > mi_dhat_main_lo && ret <= mi_dhat_main_hi);
-}
 
 static bool mi_dhat_uentry_valid(const mi_dhat_uentry_t* e, uintptr_t ret0, uintptr_t slot0, int max) {
   if (e->ret0 != ret0 || e->n == 0 || (int)e->n > max || e->walked) return false;
   /* the farthest slot (the offsets grow) inside this thread's stack */
-  if (e->offsets[e->n - 1] > mi_dhat_stack_hi - sizeof(uintptr_t) - slot0) return false;
+  if (e->offsets[e->n - 1] > _mi_walk_stack_hi - sizeof(uintptr_t) - slot0) return false;
   for (uint32_t i = 0; i < e->n; i++) {
     if (*(const uintptr_t*)(slot0 + e->offsets[i]) != e->ips[i]) return false;
   }
@@ -290,12 +287,12 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
     if (e != NULL && cacheable && n < MI_DHAT_MAX_FRAMES) {
       /* only slots on this thread's stack, read again on a later lookup */
       uintptr_t slot = cfas[i] - sizeof(uintptr_t);
-      if (slot < slot0 || slot > mi_dhat_stack_hi - sizeof(uintptr_t) || (n > 0 && slot <= slot0 + e->offsets[n - 1]))
+      if (slot < slot0 || slot > _mi_walk_stack_hi - sizeof(uintptr_t) || (n > 0 && slot <= slot0 + e->offsets[n - 1]))
         cacheable = false;
       e->offsets[n] = slot - slot0;
     }
     n++;
-    if (mi_dhat_is_main(ips[i])) break;
+    if (mi_walk_is_main(ips[i])) break;
   }
   if (e != NULL && cacheable && n > 0 && n <= MI_DHAT_MAX_FRAMES) {
     e->ret0 = ret0;
@@ -326,58 +323,12 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
    cheap.) Where a register happens to hold a stack address and the slot
    above it an address in code, the walk can take a wrong frame for a right
    one; MIMALLOC_DHAT_BACKTRACE=1 rules that out. */
-/* The frame-pointer walk from the allocator's outermost frame (see above):
-   the frames it trusts, `*slot0` the first one's slot, `*complete` whether
-   it reached `main` or the limit. -1 if the thread's stack is not known. */
-static mi_forceinline int mi_dhat_walk(uintptr_t* frames, int max, uintptr_t fp, uintptr_t* slot0, bool* complete) {
-  if (mi_unlikely(mi_dhat_stack_state == 0)) {
-    uintptr_t lo = 0, hi = 0;
-    bool known = mi_prim_thread_stack_bounds(&lo, &hi);
-    mi_dhat_stack_lo = lo;
-    mi_dhat_stack_hi = hi;
-    mi_dhat_stack_state = (known ? 1 : 2);
-  }
-  if (mi_dhat_stack_state != 1) return -1;
-  uintptr_t lo = mi_dhat_stack_lo;
-  uintptr_t hi = mi_dhat_stack_hi;
-  /* The allocator's own frames, a handful per call, all with frame pointers:
-     their chain is sound, so it is followed with only the bounds check. */
-  const uintptr_t code_lo = mi_dhat_code_lo;
-  const uintptr_t code_hi = mi_dhat_code_hi;
-  while (fp >= lo && fp <= hi - 2 * sizeof(uintptr_t)) {
-    const uintptr_t* frame = (const uintptr_t*)fp;
-    if (frame[1] < code_lo || frame[1] >= code_hi) break;
-    if (frame[0] <= fp) return -1; /* (cannot happen) */
-    fp = frame[0];
-  }
-  *slot0 = 0;
-  *complete = false;
-  int n = 0;
-  while (n < max) {
-    if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
-    const uintptr_t* frame = (const uintptr_t*)fp;
-    uintptr_t next = frame[0];
-    uintptr_t ret = frame[1];
-    if (n > 0 && !mi_dhat_in_code(ret)) break;
-    if (n == 0) *slot0 = fp + sizeof(uintptr_t);
-    frames[n++] = ret;
-    if (mi_dhat_is_main(ret)) {
-      *complete = true;
-      break;
-    }
-    if (next <= fp) break; /* zero included: see above */
-    fp = next;
-  }
-  if (n == max) *complete = true;
-  return n;
-}
-
 __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hint) {
   *hint = NULL;
   if (mi_dhat_unwind_mode > 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
   uintptr_t slot0;
   bool complete;
-  int n = mi_dhat_walk(frames, max, (uintptr_t)__builtin_frame_address(0), &slot0, &complete);
+  int n = mi_walk_fp(frames, max, (uintptr_t)__builtin_frame_address(0), &slot0, &complete);
   if (n < 0) return mi_dhat_capture_unwind(frames, max, 0, 0, hint);
   if (!complete && mi_dhat_unwind_mode == 0) {
     return mi_dhat_capture_unwind(frames, max, (n > 0 ? frames[0] : 0), slot0, hint);
@@ -386,17 +337,6 @@ __attribute__((noinline)) int _mi_dhat_stack_capture(uintptr_t* frames, int max,
      its stack is not known to be the same as an earlier one's) */
   if (complete && slot0 != 0) *hint = mi_dhat_walk_hint(frames, n, slot0);
   return n;
-}
-
-/* The frame-pointer walk alone, whatever the profilers' mode, from `frame`
-   (a frame of the allocator's, whose chain leads to the program): the
-   frames until the chain breaks (the caller of the allocator's entry point
-   at least, where the thread's stack is known). */
-int _mi_stack_capture_fp(uintptr_t* frames, int max, const void* frame) {
-  uintptr_t slot0;
-  bool complete;
-  int n = mi_dhat_walk(frames, max, (uintptr_t)frame, &slot0, &complete);
-  return (n < 0 ? 0 : n);
 }
 
 /* the stack cache both profilers' capture keeps: a thread's goes with it */

@@ -112,7 +112,8 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
 
 /* Everything but a pop from a page of the heap's queues: the size check, the
    guarded sample, a fresh page or a single-block segment. */
-static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind) {
+static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind,
+                                               uint32_t stack) {
   if (size == 0) return _mi_zero_malloc(heap, MI_MAX_ALIGN_SIZE, 0); /* a slot no access reaches */
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE - MI_SECURE_TRAILER)) {
     _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);
@@ -125,7 +126,7 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
     void* g = _mi_guard_malloc_sampled(heap, size, zero);
     if (g != NULL) {
       if (kind != MI_KIND_MALLOC) _mi_secure_kind_set(g, kind); /* sampled as malloc's */
-      return g;
+      return g; /* (its segment keeps its stacks) */
     }
   }
 #endif
@@ -136,6 +137,10 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
   mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
   mi_block_prepare(page, block, size, kind);
   if (zero && !mi_page_is_single_block(page)) memset(block, 0, size);
+#if MI_SECURE_STACKS
+  if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
+#endif
+  (void)stack;
   return block;
 }
 
@@ -143,13 +148,20 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
    is a call, which would have the fast path keep its values across it (in
    callee-saved registers, pushed and popped on every allocation). */
 static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* block, size_t size, bool zero,
-                                                 mi_alloc_kind_t kind) {
+                                                 mi_alloc_kind_t kind, uint32_t stack) {
   mi_block_prepare_small(page, block, size, kind);
+#if MI_SECURE_STACKS
+  if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
+#endif
+  (void)stack;
   if (zero) return memset(block, 0, size);
   return block;
 }
 
-static mi_forceinline void* mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind) {
+/* `stack`: the allocation's stack (MIMALLOC_SECURE_STACKS), recorded for
+   the block; 0 (a constant in every other caller): none. */
+static mi_forceinline void* mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind,
+                                             uint32_t stack) {
   /* size 0 wraps around: the slow path, with no compare of its own here */
   if (mi_likely(size - 1 < MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER)) {
     /* the page of the request with its trailer (size 0 never comes here: it
@@ -160,7 +172,7 @@ static mi_forceinline void* mi_secure_malloc(mi_heap_t* heap, size_t size, bool 
     if (mi_likely(block != NULL)) {
 #if MI_GUARDED
       /* the sampling decision costs one decrement until the countdown runs out */
-      if (mi_unlikely(heap->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero, kind);
+      if (mi_unlikely(heap->guard_countdown <= 1)) return mi_secure_malloc_slow(heap, size, zero, kind, stack);
       heap->guard_countdown--;
 #endif
       page->free = mi_block_next_checked(page, block);
@@ -169,25 +181,38 @@ static mi_forceinline void* mi_secure_malloc(mi_heap_t* heap, size_t size, bool 
       heap->stat_malloc[page->bin]++; /* (as the core's fast path counts) */
 #endif
       if (mi_unlikely(page->block_size > MI_SECURE_UAF_CHECK_MAX))
-        return mi_secure_malloc_medium(page, block, size, zero, kind);
+        return mi_secure_malloc_medium(page, block, size, zero, kind, stack);
       mi_block_prepare_small(page, block, size, kind);
+#if MI_SECURE_STACKS
+      if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
+#endif
       /* with zero on free, the reuse check just found the block all zero
          (its link cleared): a zeroing allocation has nothing left to do */
       if (zero && _mi_option_get_after_init(mi_option_zero_on_free) == 0) return memset(block, 0, size);
       return block;
     }
   }
-  return mi_secure_malloc_slow(heap, size, zero, kind);
+  return mi_secure_malloc_slow(heap, size, zero, kind, stack);
 }
 
 void* _mi_secure_malloc(mi_heap_t* heap, size_t size, bool zero) {
-  return mi_secure_malloc(heap, size, zero, MI_KIND_MALLOC);
+  return mi_secure_malloc(heap, size, zero, MI_KIND_MALLOC, 0);
 }
 
 /* One copy for every new: the kind is a register here. */
 void* _mi_secure_new(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) {
-  return mi_secure_malloc(heap, size, false, kind);
+  return mi_secure_malloc(heap, size, false, kind, 0);
 }
+
+#if MI_SECURE_STACKS
+/* malloc and new while the blocks' stacks are kept and no other observer
+   runs (api/alloc-fast.h, new-delete.c): the stack is taken first, the
+   block's record written where its page and index are at hand. */
+void* _mi_secure_new_stacked(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) {
+  uint32_t stack = _mi_secure_stack_here(__builtin_frame_address(0));
+  return mi_secure_malloc(heap, size, false, kind, stack);
+}
+#endif
 
 /* A block just allocated by one of the other paths (aligned, observed):
    its trailer (a guarded block's page) takes the kind. A zero-size slot

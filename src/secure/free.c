@@ -275,6 +275,10 @@ void _mi_secure_delete_sampling(void* p, mi_alloc_kind_t kind) {
 void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind, uint32_t stack) {
   mi_secure_free(p, false, kind, stack);
 }
+
+void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) {
+  mi_secure_free(p, false, kind, _mi_secure_stack_here(__builtin_frame_address(0)));
+}
 #endif
 
 /* ---- Realloc ------------------------------------------------------------------ */

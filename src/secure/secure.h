@@ -253,6 +253,12 @@ typedef struct mi_secure_stack_s {
 uint32_t _mi_secure_stack_here(const void* frame) mi_decl_hidden;
 /* the observers' hook of an allocation the program made (api/observe.c) */
 void _mi_secure_stacks_allocated(void* p, const void* frame) mi_decl_hidden;
+/* a block just laid out (alloc.c): its record, `stack` its allocation's */
+void _mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;
+/* malloc and new, and free and delete, while the stacks are the only
+   observer (api/): the stack taken, the block's record kept */
+void* _mi_secure_new_stacked(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
+void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
 /* a free, the block validated (free.c): `idx` its index in `page`, `stack`
    the free's (taken before the checks by the entry point) */
 void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;

@@ -29,6 +29,9 @@
 #include "../base/observers.h"
 #if MI_DHAT || MI_PPROF
 #include "../dhat/dhat.h"
+#if !defined(_WIN32)
+#include "../dhat/stack-walk.h"
+#endif
 #endif
 
 #if MI_SECURE_STACKS
@@ -150,7 +153,13 @@ static mi_forceinline uint32_t mi_stacks_capture(const void* frame) {
     mi_dhat_site_hint_t* hint;
     n = _mi_dhat_stack_capture(frames, MI_SECURE_STACK_FRAMES, &hint);
   } else {
+#if defined(_WIN32)
     n = _mi_stack_capture_fp(frames, MI_SECURE_STACK_FRAMES, frame);
+#else
+    uintptr_t slot0;
+    bool complete;
+    n = mi_walk_fp(frames, MI_SECURE_STACK_FRAMES, (uintptr_t)frame, &slot0, &complete);
+#endif
   }
   uint32_t id = (n > 0 ? mi_stacks_number(frames, (uint32_t)n, mi_stacks_thread) : 0);
   mi_stacks_busy = false;
@@ -184,7 +193,7 @@ static mi_decl_thread uintptr_t mi_stacks_last_seg; /* its number + 1; 0: none *
 static mi_decl_thread uint8_t* mi_stacks_last_side;
 static mi_decl_thread uint64_t mi_stacks_last_epoch;
 
-static uint64_t* mi_stacks_slot(uintptr_t key, bool make) {
+static mi_forceinline uint64_t* mi_stacks_slot(uintptr_t key, bool make) {
   uintptr_t seg = key >> MI_SEGMENT_SHIFT;
   size_t offset = ((key & MI_SEGMENT_MASK) / MI_MAX_ALIGN_SIZE) * MI_STACKS_SLOT;
   uint64_t epoch = atomic_load_explicit(&mi_stacks_side_epoch, memory_order_acquire);
@@ -229,6 +238,16 @@ void _mi_secure_stacks_allocated(void* p, const void* frame) {
   if (p == NULL) return;
   uint64_t* slot = mi_stacks_slot_of(p, true);
   if (slot != NULL) *slot = mi_stacks_capture(frame);
+}
+
+void _mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) {
+  mi_segment_t* segment = _mi_page_segment(page);
+#if MI_GUARDED
+  if (page->is_guarded) return;
+#endif
+  uintptr_t key = (segment->kind == MI_SEGMENT_SINGLE ? (uintptr_t)segment : mi_stacks_key(segment, page, idx));
+  uint64_t* slot = mi_stacks_slot(key, true);
+  if (slot != NULL) *slot = stack;
 }
 
 void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) {
