@@ -208,7 +208,8 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
 #endif
 #if MI_SECURE_STACKS
   /* a move (or realloc of NULL) allocated here; one in place keeps its stack */
-  if ((held->armed & MI_OBSERVER_STACKS) && newp != held->p) _mi_secure_stacks_allocated(newp, __builtin_frame_address(0));
+  if ((held->armed & MI_OBSERVER_STACKS) && newp != held->p)
+    _mi_secure_stacks_allocated(newp, __builtin_frame_address(0));
 #endif
 #if MI_MEMORY_EVENTS
   if (held->events.armed) _mi_events_realloc_done(&held->events, newp, newsize); /* after DHAT's */

@@ -66,6 +66,10 @@ void _mi_error_callback(int err) mi_decl_hidden;
 void _mi_error_message(int err, const char* fmt, ...) mi_decl_hidden mi_attr_printf(2, 3);
 void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* msg) mi_decl_hidden;
 bool _mi_path_with_pid(const char* path, char* buf, size_t size) mi_decl_hidden;
+/* `src` into `dst` (`size` bytes, size > 0), cut to fit; a path's last
+   part (after its last slash or backslash) */
+void _mi_str_copy(char* dst, size_t size, const char* src) mi_decl_hidden;
+const char* _mi_path_base(const char* path) mi_decl_hidden;
 
 /* stat-count.c */
 void _mi_stat_increase(mi_stat_atomic_t* stat, int64_t amount) mi_decl_hidden;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static mi_output_fun* _Atomic mi_out_fun;
 static void* _Atomic mi_out_arg;
@@ -123,4 +124,19 @@ bool _mi_path_with_pid(const char* path, char* buf, size_t size) {
   }
   if (size > 0) buf[n] = 0;
   return fits;
+}
+
+void _mi_str_copy(char* dst, size_t size, const char* src) {
+  size_t n = strlen(src);
+  if (n >= size) n = size - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+const char* _mi_path_base(const char* path) {
+  const char* base = path;
+  for (const char* s = path; *s != 0; s++) {
+    if (*s == '/' || *s == '\\') base = s + 1;
+  }
+  return base;
 }

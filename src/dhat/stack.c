@@ -187,7 +187,6 @@ static mi_dhat_uentry_t* mi_dhat_ucache_new(void) {
   return (mi_dhat_uentry_t*)_mi_dhat_os_alloc(MI_DHAT_UCACHE_SIZE);
 }
 
-
 static bool mi_dhat_uentry_valid(const mi_dhat_uentry_t* e, uintptr_t ret0, uintptr_t slot0, int max) {
   if (e->ret0 != ret0 || e->n == 0 || (int)e->n > max || e->walked) return false;
   /* the farthest slot (the offsets grow) inside this thread's stack */

@@ -300,13 +300,6 @@ void _mi_dhat_symbolize(uintptr_t addr, char* buf, size_t size, mi_dhat_sym_t* s
   }
 }
 
-static void mi_dhat_copy(char* dst, size_t size, const char* src) {
-  size_t n = strlen(src);
-  if (n >= size) n = size - 1;
-  memcpy(dst, src, n);
-  dst[n] = 0;
-}
-
 bool _mi_dhat_symbol_parts(uintptr_t addr, char* name, size_t nsize, char* file, size_t fsize, int* line) {
   name[0] = 0;
   file[0] = 0;
@@ -316,11 +309,11 @@ bool _mi_dhat_symbol_parts(uintptr_t addr, char* name, size_t nsize, char* file,
   const char* objname = NULL;
   const char* fn = mi_dhat_lookup(pc, &obj, &objname);
   if (fn == NULL || fn[0] == 0) return false;
-  mi_dhat_copy(name, nsize, fn);
+  _mi_str_copy(name, nsize, fn);
   const char* f = NULL;
   int ln = 0;
   if (mi_dhat_source_line(obj, pc, &f, &ln, false)) {
-    mi_dhat_copy(file, fsize, f);
+    _mi_str_copy(file, fsize, f);
     *line = ln;
   }
   return true;

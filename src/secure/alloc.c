@@ -126,7 +126,7 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
     void* g = _mi_guard_malloc_sampled(heap, size, zero);
     if (g != NULL) {
       if (kind != MI_KIND_MALLOC) _mi_secure_kind_set(g, kind); /* sampled as malloc's */
-      return g; /* (its segment keeps its stacks) */
+      return g;                                                 /* (its segment keeps its stacks) */
     }
   }
 #endif

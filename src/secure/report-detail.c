@@ -12,6 +12,7 @@
    entry point the program called are left out. */
 #include "secure.h"
 #include "../base/listeners.h"
+#include "../base/observers.h"
 #if MI_DHAT || MI_PPROF
 #include "../dhat/dhat.h"
 #endif
@@ -37,21 +38,6 @@ typedef struct mi_report_frame_s {
   char file[96];
   char module[160];
 } mi_report_frame_t;
-
-static void mi_copy(char* dst, size_t size, const char* src) {
-  size_t n = strlen(src);
-  if (n >= size) n = size - 1;
-  memcpy(dst, src, n);
-  dst[n] = 0;
-}
-
-static const char* mi_basename(const char* path) {
-  const char* base = path;
-  for (const char* s = path; *s != 0; s++) {
-    if (*s == '/' || *s == '\\') base = s + 1;
-  }
-  return base;
-}
 
 static bool mi_has_prefix(const char* s, const char* prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
@@ -79,7 +65,7 @@ static bool mi_report_module(uintptr_t pc, char* path, size_t size, uintptr_t* b
 #if !defined(_WIN32)
   Dl_info info;
   if (dladdr((void*)pc, &info) == 0 || info.dli_fname == NULL) return false;
-  mi_copy(path, size, info.dli_fname);
+  _mi_str_copy(path, size, info.dli_fname);
   *base = (uintptr_t)info.dli_fbase;
   return true;
 #elif MI_PPROF
@@ -119,7 +105,7 @@ static void mi_report_name(mi_report_frame_t* frames, const uintptr_t* pcs, size
     if (f->function[0] == 0) {
       Dl_info info;
       if (dladdr((void*)(f->pc - 1), &info) != 0 && info.dli_sname != NULL) {
-        mi_copy(f->function, sizeof(f->function), info.dli_sname);
+        _mi_str_copy(f->function, sizeof(f->function), info.dli_sname);
       }
     }
 #endif
@@ -158,7 +144,8 @@ static size_t mi_report_first(const mi_report_frame_t* frames, size_t n) {
      free's is when an observer runs) is not what the program called: its
      caller is the first frame then */
   const char* name = frames[i].function;
-  if (i + 1 < n && (mi_has_prefix(name, "_mi_") || mi_has_prefix(name, "mi_secure_") || mi_has_prefix(name, "mi_guard"))) {
+  if (i + 1 < n &&
+      (mi_has_prefix(name, "_mi_") || mi_has_prefix(name, "mi_secure_") || mi_has_prefix(name, "mi_guard"))) {
     return i + 1;
   }
   return i;
@@ -174,10 +161,10 @@ static void mi_report_frame_text(const mi_report_frame_t* f, size_t k, char* buf
                    f->line);
   } else if (f->function[0] != 0) {
     (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx in %s (%s+0x%zx)\n", k, (size_t)mi_shown_pc(f), f->function,
-                   f->module[0] != 0 ? mi_basename(f->module) : "?", (size_t)f->module_offset);
+                   f->module[0] != 0 ? _mi_path_base(f->module) : "?", (size_t)f->module_offset);
   } else {
     (void)snprintf(buf, size, "mimalloc:     #%zu 0x%zx (%s+0x%zx)\n", k, (size_t)mi_shown_pc(f),
-                   f->module[0] != 0 ? mi_basename(f->module) : "?", (size_t)f->module_offset);
+                   f->module[0] != 0 ? _mi_path_base(f->module) : "?", (size_t)f->module_offset);
   }
 }
 
@@ -264,8 +251,8 @@ static uint64_t mi_report_dedup_frames(uint64_t h, const char* sep, const mi_rep
   for (size_t i = from; i < n && taken < 3; i++) {
     if (frames[i].ours) continue;
     char key[200];
-    if (frames[i].function[0] != 0) mi_copy(key, sizeof(key), frames[i].function);
-    else (void)snprintf(key, sizeof(key), "%s+0x%zx", mi_basename(frames[i].module), (size_t)frames[i].module_offset);
+    if (frames[i].function[0] != 0) _mi_str_copy(key, sizeof(key), frames[i].function);
+    else (void)snprintf(key, sizeof(key), "%s+0x%zx", _mi_path_base(frames[i].module), (size_t)frames[i].module_offset);
     h = mi_fnv(mi_fnv(h, sep), key);
     taken++;
   }
@@ -425,6 +412,14 @@ static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_whe
     has_alloc = mi_report_recorded_print("allocated", &alloc_rec, alloc_frames, &allocated);
     has_free = mi_report_recorded_print("freed", &free_rec, free_frames, &freed);
   }
+#if MI_SECURE_STACKS
+  /* a block whose sites were not kept: how to have them */
+  if (!has_alloc && report->block != NULL && (mi_observers_armed() & MI_OBSERVER_STACKS) == 0) {
+    _mi_fputs(NULL, NULL, NULL,
+              "mimalloc:   where the block was allocated and freed: not recorded; rerun with "
+              "MIMALLOC_SECURE_STACKS=1\n");
+  }
+#endif
   mi_report_json(report, &detected, has_alloc ? &allocated : NULL, has_free ? &freed : NULL);
 }
 

@@ -49,10 +49,10 @@ typedef struct mi_stack_entry_s {
 #define MI_STACKS_MAX ((uint32_t)1 << 20)      /* at most half the index: short probes */
 #define MI_STACKS_PROBES 256
 
-static _Atomic(uint32_t)* mi_stacks_index;   /* entry number + 1; 0: empty */
-static mi_stack_entry_t* mi_stacks_entries;  /* MI_STACKS_MAX entries; filled as taken */
-static _Atomic(uint32_t) mi_stacks_taken;    /* entries handed out */
-static _Atomic(uint32_t) mi_stacks_dropped;  /* stacks not kept: the table was full */
+static _Atomic(uint32_t)* mi_stacks_index;  /* entry number + 1; 0: empty */
+static mi_stack_entry_t* mi_stacks_entries; /* MI_STACKS_MAX entries; filled as taken */
+static _Atomic(uint32_t) mi_stacks_taken;   /* entries handed out */
+static _Atomic(uint32_t) mi_stacks_dropped; /* stacks not kept: the table was full */
 
 /* Per thread: its number as reports show it (asked once), and a recursion
    guard (the first capture on a thread may allocate). */
@@ -176,7 +176,7 @@ static mi_forceinline uint32_t mi_stacks_capture(const void* frame) {
 static mi_side_map_t mi_stacks_side;
 #define MI_STACKS_SLOT sizeof(uint64_t)
 #define MI_STACKS_PAGE_SLOTS (MI_SMALL_PAGE_SIZE / MI_MAX_ALIGN_SIZE)
-_Static_assert(MI_SMALL_PAGES_PER_SEGMENT * MI_STACKS_PAGE_SLOTS == MI_SIDE_SLOTS,
+_Static_assert(MI_SMALL_PAGES_PER_SEGMENT* MI_STACKS_PAGE_SLOTS == MI_SIDE_SLOTS,
                "a slot for each block of each page of a segment");
 _Static_assert(MI_MEDIUM_PAGE_SIZE / MI_SMALL_BLOCK_MAX <= MI_STACKS_PAGE_SLOTS, "a medium page's blocks fit too");
 
@@ -188,7 +188,7 @@ static uintptr_t mi_stacks_key(const mi_segment_t* segment, const mi_page_t* pag
    while no side array has gone since (a block's allocation or free keeps
    its segment mapped: the array cannot go under it). Saves the map's two
    dependent loads on the common path. */
-static _Atomic(uint64_t) mi_stacks_side_epoch; /* side arrays freed so far */
+static _Atomic(uint64_t) mi_stacks_side_epoch;      /* side arrays freed so far */
 static mi_decl_thread uintptr_t mi_stacks_last_seg; /* its number + 1; 0: none */
 static mi_decl_thread uint8_t* mi_stacks_last_side;
 static mi_decl_thread uint64_t mi_stacks_last_epoch;
@@ -214,8 +214,7 @@ static mi_forceinline uint64_t* mi_stacks_slot(uintptr_t key, bool make) {
    out); NULL for a guarded sample (its segment keeps its stacks) or a
    zero-size slot. Made with `make`. */
 static uint64_t* mi_stacks_slot_of(const void* p, bool make) {
-  mi_segment_t* segment =
-      (_mi_segment_map_contains(p) ? _mi_ptr_segment(p) : _mi_segment_containing(p));
+  mi_segment_t* segment = (_mi_segment_map_contains(p) ? _mi_ptr_segment(p) : _mi_segment_containing(p));
   if (segment == NULL || segment->kind == MI_SEGMENT_ZERO) return NULL;
   uintptr_t key;
   if (segment->kind == MI_SEGMENT_SINGLE) {

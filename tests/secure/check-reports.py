@@ -213,6 +213,13 @@ def check(kind, pid, status, err, doc, binary, checked_lines, stacks=False):
                 bad.append("the %s section names %s, not %s then main" % (sec, snames, want))
             if got[0] != pid:
                 bad.append("%s by thread %s, not the main thread %d" % (sec, got[0], pid))
+    # a block whose sites were not kept says how to have them, and only then
+    hint = [l for l in lines if l.startswith("mimalloc:   where the block was allocated and freed: not recorded")]
+    want_hint = not stacks and not case.get("no_block") and case.get("allocated") is None
+    if want_hint and (len(hint) != 1 or "MIMALLOC_SECURE_STACKS=1" not in hint[0]):
+        bad.append("no line saying the block's sites were not recorded, with the rerun line")
+    if not want_hint and hint:
+        bad.append("a 'not recorded' line where the sites are recorded or no block is known: %r" % hint[0])
     if [int(f.group(1)) for f in frames] != list(range(len(frames))):
         bad.append("frames not numbered 0..%d in order" % (len(frames) - 1))
     # frame #0 the allocator's entry point the program called, or where the
@@ -272,14 +279,18 @@ def check(kind, pid, status, err, doc, binary, checked_lines, stacks=False):
         elif text is not None:
             if [f.get("function") for f in js] != [f.group(3) for f in text[1]] or j.get(sec + "_thread") != text[0]:
                 bad.append("JSON %s stack or thread differs from the text's" % sec)
-    for k, f in enumerate(j["detected"]):
+    frames_json = [("detected", k, f) for k, f in enumerate(j["detected"])]
+    for sec in ("allocated", "freed"):
+        frames_json += [(sec, k, f) for k, f in enumerate(j.get(sec) or [])]
+    for sec, k, f in frames_json:
         for key in ("pc", "function", "file", "line", "module"):
             if key not in f:
                 bad.append("JSON frame without %s: %s" % (key, f))
         # the program's own frames, named and placed as addr2line reads them
         if f.get("module") and os.path.realpath(f["module"]) == os.path.realpath(binary) and f.get("file"):
             # (a fault's frame #0 is the faulting instruction, not a return address)
-            fn, line = addr2line(f["module"], int(f["module_offset"], 16) + (1 if case.get("fault") and k == 0 else 0))
+            exact = case.get("fault") and sec == "detected" and k == 0
+            fn, line = addr2line(f["module"], int(f["module_offset"], 16) + (1 if exact else 0))
             if fn != f["function"] or line != f["line"]:
                 bad.append("frame %s %s:%s, addr2line says %s:%s" % (f["function"], f["file"], f["line"], fn, line))
             else:
