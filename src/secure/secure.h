@@ -241,7 +241,11 @@ static inline void mi_guard_stacks_record(mi_segment_t* segment, bool freed) {
 /* secure/stacks.c (MI_SECURE_STACKS): every block's allocation and free
    stacks while MIMALLOC_SECURE_STACKS is on. A stack as a report gets it:
    its thread and its return addresses, innermost first. */
-#define MI_SECURE_STACK_FRAMES 16
+/* (8: the allocating function and 7 callers. Deeper stacks of recursive
+   code are distinct by the hundred thousand: espresso, built with frame
+   pointers, keeps 9.6 times its memory in 16-frame stacks, 1.7 times in
+   8-frame ones) */
+#define MI_SECURE_STACK_FRAMES 8
 typedef struct mi_secure_stack_s {
   long thread;
   uint32_t count; /* 0: none recorded */

@@ -45,8 +45,8 @@ typedef struct mi_stack_entry_s {
   uintptr_t frames[MI_SECURE_STACK_FRAMES];
 } mi_stack_entry_t;
 
-#define MI_STACKS_INDEX_SIZE ((size_t)1 << 21) /* 8 MiB of address space; the pages probed become memory */
-#define MI_STACKS_MAX ((uint32_t)1 << 20)      /* at most half the index: short probes */
+#define MI_STACKS_INDEX_SIZE ((size_t)1 << 19) /* 2 MiB of address space; the pages probed become memory */
+#define MI_STACKS_MAX ((uint32_t)1 << 18)      /* at most half the index: short probes (22 MiB at most) */
 #define MI_STACKS_PROBES 256
 
 static _Atomic(uint32_t)* mi_stacks_index;  /* entry number + 1; 0: empty */
