@@ -94,6 +94,7 @@ typedef struct mi_stacks_cached_s {
 #define MI_STACKS_CACHE 1024
 #define MI_STACKS_CACHE_SIZE (MI_STACKS_CACHE * sizeof(mi_stacks_cached_t))
 static mi_decl_thread mi_stacks_cached_t* mi_stacks_cache;
+static mi_decl_thread bool mi_stacks_thread_gone;
 
 /* The number of a stack (1 and up), added on first sight; 0 if it cannot be kept. */
 static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread);
@@ -101,7 +102,9 @@ static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uin
 static mi_forceinline uint32_t mi_stacks_number(const uintptr_t* frames, uint32_t n, long thread) {
   uint64_t h = mi_stacks_hash(frames, n, thread);
   if (mi_unlikely(mi_stacks_cache == NULL)) {
-    mi_stacks_cache = (mi_stacks_cached_t*)_mi_os_alloc_meta(MI_STACKS_CACHE_SIZE);
+    /* (none made again once the thread's data went: a destructor that
+       allocates after it would leave it behind) */
+    if (!mi_stacks_thread_gone) mi_stacks_cache = (mi_stacks_cached_t*)_mi_os_alloc_meta(MI_STACKS_CACHE_SIZE);
     if (mi_stacks_cache == NULL) return mi_stacks_number_shared(h, frames, n, thread);
   }
   mi_stacks_cached_t* c = &mi_stacks_cache[(h >> 11) & (MI_STACKS_CACHE - 1)];
@@ -339,6 +342,7 @@ static void mi_stacks_page_init(mi_page_t* page) {
 static void mi_stacks_thread_done(void) {
   mi_stacks_cached_t* cache = mi_stacks_cache;
   mi_stacks_cache = NULL;
+  mi_stacks_thread_gone = true;
   if (cache != NULL) _mi_os_free_meta(cache, MI_STACKS_CACHE_SIZE);
 }
 
