@@ -52,7 +52,6 @@ typedef struct mi_stack_entry_s {
 static _Atomic(uint32_t)* mi_stacks_index;  /* entry number + 1; 0: empty */
 static mi_stack_entry_t* mi_stacks_entries; /* MI_STACKS_MAX entries; filled as taken */
 static _Atomic(uint32_t) mi_stacks_taken;   /* entries handed out */
-static _Atomic(uint32_t) mi_stacks_dropped; /* stacks not kept: the table was full */
 
 /* Per thread: its number as reports show it (asked once), and a recursion
    guard (the first capture on a thread may allocate). */
@@ -139,7 +138,6 @@ static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t*
     }
     if (mi_stacks_same(&mi_stacks_entries[id - 1], h, frames, n, thread)) return id;
   }
-  atomic_fetch_add_explicit(&mi_stacks_dropped, 1, memory_order_relaxed);
   return 0;
 }
 
@@ -242,23 +240,24 @@ void _mi_secure_stacks_allocated(void* p, const void* frame) {
   if (slot != NULL) *slot = mi_stacks_capture(frame);
 }
 
-void _mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) {
+/* The slot of block `idx` of `page`; NULL for a guarded sample (its
+   segment keeps its stacks), or without a side array and not `make`. */
+static uint64_t* mi_stacks_page_slot(mi_page_t* page, size_t idx, bool make) {
   mi_segment_t* segment = _mi_page_segment(page);
 #if MI_GUARDED
-  if (page->is_guarded) return;
+  if (page->is_guarded) return NULL;
 #endif
   uintptr_t key = (segment->kind == MI_SEGMENT_SINGLE ? (uintptr_t)segment : mi_stacks_key(segment, page, idx));
-  uint64_t* slot = mi_stacks_slot(key, true);
+  return mi_stacks_slot(key, make);
+}
+
+void _mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) {
+  uint64_t* slot = mi_stacks_page_slot(page, idx, true);
   if (slot != NULL) *slot = stack;
 }
 
 void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) {
-  mi_segment_t* segment = _mi_page_segment(page);
-#if MI_GUARDED
-  if (page->is_guarded) return;
-#endif
-  uintptr_t key = (segment->kind == MI_SEGMENT_SINGLE ? (uintptr_t)segment : mi_stacks_key(segment, page, idx));
-  uint64_t* slot = mi_stacks_slot(key, false);
+  uint64_t* slot = mi_stacks_page_slot(page, idx, false);
   if (slot == NULL) return; /* allocated before the option was on */
   *slot = (*slot & UINT32_MAX) | ((uint64_t)stack << 32);
 }
