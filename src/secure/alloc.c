@@ -110,6 +110,15 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
   return mi_block_prepare(page, block, size, MI_KIND_MALLOC);
 }
 
+/* A block just laid out: its allocation's stack recorded (MIMALLOC_SECURE_
+   STACKS; `stack` 0, a constant on every path but the recording one: none) */
+static mi_forceinline void mi_stacks_put(mi_page_t* page, mi_block_t* block, uint32_t stack) {
+#if MI_SECURE_STACKS
+  if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
+#endif
+  (void)page, (void)block, (void)stack;
+}
+
 /* Everything but a pop from a page of the heap's queues: the size check, the
    guarded sample, a fresh page or a single-block segment. */
 static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind,
@@ -137,10 +146,7 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
   mi_page_t* page = _mi_segment_page_of(_mi_ptr_segment(block), block);
   mi_block_prepare(page, block, size, kind);
   if (zero && !mi_page_is_single_block(page)) memset(block, 0, size);
-#if MI_SECURE_STACKS
-  if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
-#endif
-  (void)stack;
+  mi_stacks_put(page, block, stack);
   return block;
 }
 
@@ -150,10 +156,7 @@ static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, boo
 static mi_noinline void* mi_secure_malloc_medium(mi_page_t* page, mi_block_t* block, size_t size, bool zero,
                                                  mi_alloc_kind_t kind, uint32_t stack) {
   mi_block_prepare_small(page, block, size, kind);
-#if MI_SECURE_STACKS
-  if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
-#endif
-  (void)stack;
+  mi_stacks_put(page, block, stack);
   if (zero) return memset(block, 0, size);
   return block;
 }
@@ -183,9 +186,7 @@ static mi_forceinline void* mi_secure_malloc(mi_heap_t* heap, size_t size, bool 
       if (mi_unlikely(page->block_size > MI_SECURE_UAF_CHECK_MAX))
         return mi_secure_malloc_medium(page, block, size, zero, kind, stack);
       mi_block_prepare_small(page, block, size, kind);
-#if MI_SECURE_STACKS
-      if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
-#endif
+      mi_stacks_put(page, block, stack);
       /* with zero on free, the reuse check just found the block all zero
          (its link cleared): a zeroing allocation has nothing left to do */
       if (zero && _mi_option_get_after_init(mi_option_zero_on_free) == 0) return memset(block, 0, size);
