@@ -113,6 +113,10 @@ typedef struct mi_page_s {
   uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure/memory.c) */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
+#if MI_SECURE_STACKS
+  /* MIMALLOC_SECURE_STACKS: its blocks' records, one a block (secure/stacks.c; NULL: none made for it yet) */
+  _Atomic(struct mi_stacks_slot_s*) stacks;
+#endif
 } mi_page_t;
 
 typedef enum mi_segment_kind_e {

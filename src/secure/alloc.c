@@ -4,6 +4,7 @@
    block resized in place; the front's listener to the rare events. */
 #include "../api/api.h"
 #include "memory.h"
+#include "stacks-capture.h"
 #include "../page/secure-validate.h"
 #include "../base/listeners.h"
 
@@ -114,7 +115,7 @@ void* _mi_secure_block_prepare(mi_page_t* page, mi_block_t* block, size_t size) 
    STACKS; `stack` 0, a constant on every path but the recording one: none) */
 static mi_forceinline void mi_stacks_put(mi_page_t* page, mi_block_t* block, uint32_t stack) {
 #if MI_SECURE_STACKS
-  if (stack != 0) _mi_secure_stacks_put(page, mi_block_index(page, block), stack);
+  if (stack != 0) mi_secure_stacks_put(page, mi_block_index(page, block), stack);
 #endif
   (void)page, (void)block, (void)stack;
 }
@@ -210,7 +211,7 @@ void* _mi_secure_new(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) {
    runs (api/alloc-fast.h, new-delete.c): the stack is taken first, the
    block's record written where its page and index are at hand. */
 void* _mi_secure_new_stacked(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) {
-  uint32_t stack = _mi_secure_stack_here(__builtin_frame_address(0));
+  uint32_t stack = mi_stacks_capture(__builtin_frame_address(0));
   return mi_secure_malloc(heap, size, false, kind, stack);
 }
 #endif

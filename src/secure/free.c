@@ -24,6 +24,7 @@
                       -> else mi_quarantine_put: a random slot; the block evicted
                          from it goes through mi_quarantine_release to its page */
 #include "memory.h"
+#include "stacks-capture.h"
 #include "../page/secure-validate.h"
 #include "../api/api.h"
 
@@ -91,7 +92,7 @@ static mi_noinline void mi_secure_free_single(mi_segment_t* segment, void* p, mi
   mi_page_t* page;
   _mi_secure_validate_single(segment, p, MI_OP_FREE, kind, &page, NULL);
 #if MI_SECURE_STACKS
-  if (stack != 0) _mi_secure_stacks_freed(page, 0, stack);
+  if (stack != 0) mi_secure_stacks_freed(page, 0, stack);
 #endif
   (void)stack;
   mi_bit_set(page, 0, false);
@@ -183,7 +184,7 @@ static mi_forceinline void mi_secure_free_located(mi_segment_t* segment, mi_page
                                                   size_t idx, mi_alloc_kind_t kind, uint32_t stack) {
   mi_validate_tail(page, block, p, MI_OP_FREE, false, kind);
 #if MI_SECURE_STACKS
-  if (stack != 0) _mi_secure_stacks_freed(page, idx, stack); /* checked: not a second free, which keeps the first's */
+  if (stack != 0) mi_secure_stacks_freed(page, idx, stack); /* checked: not a second free, which keeps the first's */
 #endif
   (void)stack;
 #if MI_SECURE_PLANT_FALSE_ALARM
@@ -277,7 +278,7 @@ void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind, uint32_t stack) {
 }
 
 void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) {
-  mi_secure_free(p, false, kind, _mi_secure_stack_here(__builtin_frame_address(0)));
+  mi_secure_free(p, false, kind, mi_stacks_capture(__builtin_frame_address(0)));
 }
 #endif
 

@@ -257,15 +257,44 @@ typedef struct mi_secure_stack_s {
 uint32_t _mi_secure_stack_here(const void* frame) mi_decl_hidden;
 /* the observers' hook of an allocation the program made (api/observe.c) */
 void _mi_secure_stacks_allocated(void* p, const void* frame) mi_decl_hidden;
-/* a block just laid out (alloc.c): its record, `stack` its allocation's */
+/* A block's record: the stacks of its allocation and of its last free
+   (0: none; the free's cleared by the allocation). */
+typedef struct mi_stacks_slot_s {
+  uint32_t allocated;
+  uint32_t freed;
+} mi_stacks_slot_t;
+/* the slow paths of the two below: the page's records not at hand (a
+   single-block page's, or made since the page was set up) */
 void _mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;
+void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;
+#if MI_SECURE_STACKS
+/* a block just laid out (alloc.c): its record, `stack` its allocation's.
+   A page set up while the option is on has its records at hand (set by
+   its owner before any block is handed out: any thread that frees one
+   sees them) */
+static inline void mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) {
+  mi_stacks_slot_t* slots = atomic_load_explicit(&page->stacks, memory_order_relaxed);
+  if (mi_likely(slots != NULL)) {
+    slots[idx] = (mi_stacks_slot_t){stack, 0};
+    return;
+  }
+  _mi_secure_stacks_put(page, idx, stack);
+}
+/* a free, the block validated (free.c): `idx` its index in `page`, `stack`
+   the free's (taken before the checks by the entry point) */
+static inline void mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) {
+  mi_stacks_slot_t* slots = atomic_load_explicit(&page->stacks, memory_order_relaxed);
+  if (mi_likely(slots != NULL)) {
+    slots[idx].freed = stack;
+    return;
+  }
+  _mi_secure_stacks_freed(page, idx, stack);
+}
+#endif
 /* malloc and new, and free and delete, while the stacks are the only
    observer (api/): the stack taken, the block's record kept */
 void* _mi_secure_new_stacked(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
 void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
-/* a free, the block validated (free.c): `idx` its index in `page`, `stack`
-   the free's (taken before the checks by the entry point) */
-void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;
 /* the stacks recorded for `block` (its start): false if none */
 bool _mi_secure_stacks_of(const void* block, mi_secure_stack_t* allocated, mi_secure_stack_t* freed) mi_decl_hidden;
 /* segment/secure-guard-quarantine.c (MI_SECURE, MI_GUARDED): freed guarded blocks fenced off and held */

@@ -8,8 +8,8 @@
    made it, in a table of OS memory that only grows: a block's record is
    then two 32-bit numbers, the stack of its allocation and of its free,
    in a side array beside its segment (os/side-map.h), so that nothing of
-   the block or its page changes and the checks that read them (the
-   canary, the trailer, the freed block's zeros) stay as they are.
+   the block changes and the checks that read it (the canary, the trailer,
+   the freed block's zeros) stay as they are.
 
    The table takes no lock: an entry is filled in first and published by a
    compare-and-swap of its number into an open-addressed index; two
@@ -17,22 +17,19 @@
    loser's stays unused. Once the table is full (MI_STACKS_MAX stacks), new
    stacks are not kept and their blocks have none to show.
 
-   The records are kept by the observers' hooks (api/observe.c) for every
-   allocation the program makes, and by the secure free once it has
-   validated the block (a double free must find the first free's stack,
-   not its own). The slow paths they cost are taken only while the option
-   is on: the entry points test the observers' word already. */
+   The records are kept by the secure front's malloc (alloc.c) or, with
+   another observer on, the observers' hooks (api/observe.c), and by the
+   secure free once it has validated the block (a double free must find
+   the first free's stack, not its own); both take the stack with the
+   inline capture of stacks-capture.h. The paths they cost are taken only
+   while the option is on: the entry points test the observers' word
+   already. */
 #include "secure.h"
 #include "../page/secure-block.h"
 #include "../os/side-map.h"
 #include "../base/listeners.h"
 #include "../base/observers.h"
-#if MI_DHAT || MI_PPROF
-#include "../dhat/dhat.h"
-#if !defined(_WIN32)
-#include "../dhat/stack-walk.h"
-#endif
-#endif
+#include "stacks-capture.h"
 
 #if MI_SECURE_STACKS
 
@@ -53,23 +50,18 @@ static _Atomic(uint32_t)* mi_stacks_index;  /* entry number + 1; 0: empty */
 static mi_stack_entry_t* mi_stacks_entries; /* MI_STACKS_MAX entries; filled as taken */
 static _Atomic(uint32_t) mi_stacks_taken;   /* entries handed out */
 
-/* Per thread: its number as reports show it (asked once), and a recursion
-   guard (the first capture on a thread may allocate). */
-static mi_decl_thread long mi_stacks_thread;
 /* MIMALLOC_SECURE_STACKS=2: where the frame-pointer chain breaks, the
    unwinder goes on (the profilers' capture, dhat/stack.c; microseconds a
    stack its cache misses); 1: the chain alone, as far as the program keeps
    frame pointers (AddressSanitizer's fast unwinder does the same) */
 static bool mi_stacks_unwind;
-static mi_decl_thread bool mi_stacks_busy;
+
+mi_decl_thread mi_stacks_tls_t _mi_stacks_tls;
 
 static uint64_t mi_stacks_hash(const uintptr_t* frames, uint32_t n, long thread) {
-  uint64_t h = 0x243F6A8885A308D3ULL ^ ((uint64_t)thread * 0x9E3779B97F4A7C15ULL) ^ n;
-  for (uint32_t i = 0; i < n; i++) {
-    h = (h ^ (uint64_t)frames[i]) * 0xBF58476D1CE4E5B9ULL;
-    h ^= h >> 29;
-  }
-  return h;
+  uint64_t h = mi_stacks_seed(thread);
+  for (uint32_t i = 0; i < n; i++) h = mi_stacks_hash_step(h, frames[i]);
+  return mi_stacks_hash_end(h, n);
 }
 
 static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
@@ -80,40 +72,7 @@ static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_
   return true;
 }
 
-/* Per thread: the numbers of the stacks it saw last, by hash (OS memory,
-   made at its first capture, gone with it). The table's index and entries
-   are shared and large: a lookup there misses the cache twice, where a
-   program allocates from the same few places over and over. A hit trusts
-   the 64-bit hash of the frames and the thread (a false hit, a wrong stack
-   named in a report, has a chance of about 2^-64 a lookup). */
-typedef struct mi_stacks_cached_s {
-  uint64_t hash;
-  uint32_t number;
-} mi_stacks_cached_t;
-#define MI_STACKS_CACHE 1024
-#define MI_STACKS_CACHE_SIZE (MI_STACKS_CACHE * sizeof(mi_stacks_cached_t))
-static mi_decl_thread mi_stacks_cached_t* mi_stacks_cache;
-static mi_decl_thread bool mi_stacks_thread_gone;
-
 /* The number of a stack (1 and up), added on first sight; 0 if it cannot be kept. */
-static uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread);
-
-static mi_forceinline uint32_t mi_stacks_number(const uintptr_t* frames, uint32_t n, long thread) {
-  uint64_t h = mi_stacks_hash(frames, n, thread);
-  if (mi_unlikely(mi_stacks_cache == NULL)) {
-    /* (none made again once the thread's data went: a destructor that
-       allocates after it would leave it behind) */
-    if (!mi_stacks_thread_gone) mi_stacks_cache = (mi_stacks_cached_t*)_mi_os_alloc_meta(MI_STACKS_CACHE_SIZE);
-    if (mi_stacks_cache == NULL) return mi_stacks_number_shared(h, frames, n, thread);
-  }
-  mi_stacks_cached_t* c = &mi_stacks_cache[(h >> 11) & (MI_STACKS_CACHE - 1)];
-  if (c->hash == h && c->number != 0) return c->number;
-  uint32_t number = mi_stacks_number_shared(h, frames, n, thread);
-  c->hash = h;
-  c->number = number;
-  return number;
-}
-
 static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
   uint32_t mine = 0; /* an entry this thread filled and has not published */
   size_t i = (size_t)(h >> 20) & (MI_STACKS_INDEX_SIZE - 1);
@@ -141,13 +100,20 @@ static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t*
   return 0;
 }
 
-/* The calling thread's stack from `frame` (a frame of the allocator's entry
-   path: the walk skips the allocator's frames from there), by its number
-   (0: none). */
-static mi_forceinline uint32_t mi_stacks_capture(const void* frame) {
-  if (mi_stacks_busy) return 0; /* an allocation of the capture itself */
-  mi_stacks_busy = true;
-  if (mi_unlikely(mi_stacks_thread == 0)) mi_stacks_thread = mi_prim_thread_os_id();
+/* A thread's first capture (and every one in the unwinder's mode, or where
+   its stack is not known): what the captures need found, then the stack
+   taken by the profilers' capture. */
+uint32_t _mi_stacks_capture_slow(const void* frame) {
+  mi_stacks_tls_t* tls = &_mi_stacks_tls;
+  if (tls->busy) return 0; /* an allocation of the capture itself */
+  tls->busy = true;
+  if (tls->thread == 0) {
+    tls->thread = mi_prim_thread_os_id();
+    tls->seed = mi_stacks_seed(tls->thread);
+  }
+  /* (none made again once the thread's data went: a destructor that
+     allocates after it would leave it behind) */
+  if (tls->cache == NULL && !tls->gone) tls->cache = (mi_stacks_cached_t*)_mi_os_alloc_meta(MI_STACKS_CACHE_SIZE);
   uintptr_t frames[MI_SECURE_STACK_FRAMES];
   int n;
   if (mi_stacks_unwind) {
@@ -160,22 +126,54 @@ static mi_forceinline uint32_t mi_stacks_capture(const void* frame) {
     uintptr_t slot0;
     bool complete;
     n = mi_walk_fp(frames, MI_SECURE_STACK_FRAMES, (uintptr_t)frame, &slot0, &complete);
+    if (_mi_walk_stack_state == 1 && tls->cache != NULL) {
+      tls->lo = _mi_walk_stack_lo;
+      tls->hi = _mi_walk_stack_hi - 2 * sizeof(uintptr_t);
+      tls->ready = true;
+    }
 #endif
   }
-  uint32_t id = (n > 0 ? mi_stacks_number(frames, (uint32_t)n, mi_stacks_thread) : 0);
-  mi_stacks_busy = false;
+  uint32_t id = 0;
+  if (n > 0) {
+    uint64_t h = mi_stacks_hash(frames, (uint32_t)n, tls->thread);
+    mi_stacks_cached_t* c = (tls->cache != NULL ? &tls->cache[(h >> 11) & (MI_STACKS_CACHE - 1)] : NULL);
+    if (c != NULL && c->hash == h && c->number != 0) {
+      id = c->number;
+    } else {
+      id = mi_stacks_number_shared(h, frames, (uint32_t)n, tls->thread);
+      if (c != NULL) *c = (mi_stacks_cached_t){h, id};
+    }
+  }
+  tls->busy = false;
   return id;
 }
 
+#if !defined(_WIN32)
+/* A stack the thread's cache does not know (stacks-capture.h): walked
+   again for its frames (the frames below `frame` are as they were), then
+   found in the table. */
+uint32_t _mi_stacks_capture_miss(const void* frame, mi_stacks_cached_t* c) {
+  mi_stacks_tls_t* tls = &_mi_stacks_tls;
+  uintptr_t frames[MI_SECURE_STACK_FRAMES];
+  uint64_t h;
+  uint32_t n = mi_stacks_walk(tls, frame, frames, &h);
+  if (n == 0) return 0;
+  uint32_t id = mi_stacks_number_shared(h, frames, n, tls->thread);
+  *c = (mi_stacks_cached_t){h, id};
+  return id;
+}
+#endif
+
 /* ---- The blocks' records ------------------------------------------------------------ */
 
-/* One 8-byte slot per block: the allocation's stack in the low half, the
-   free's in the high half (0: not freed since). A small or medium block's
-   slot is found by its page's place in the segment and its index in the
-   page, so the slots a page uses lie together (its blocks' count of them,
-   not one per 16 bytes); a single block's is the segment's first. */
+/* One slot per block (mi_stacks_slot_t, secure.h). A small or medium
+   block's slot is found by its page's place in the segment and its index
+   in the page, so the slots a page uses lie together (its blocks' count of
+   them, not one per 16 bytes), and a page set up while the option is on
+   keeps where they start (page->stacks): the secure front writes a record
+   with one store. A single block's is the segment's first. */
 static mi_side_map_t mi_stacks_side;
-#define MI_STACKS_SLOT sizeof(uint64_t)
+#define MI_STACKS_SLOT sizeof(mi_stacks_slot_t)
 #define MI_STACKS_PAGE_SLOTS (MI_SMALL_PAGE_SIZE / MI_MAX_ALIGN_SIZE)
 _Static_assert(MI_SMALL_PAGES_PER_SEGMENT* MI_STACKS_PAGE_SLOTS == MI_SIDE_SLOTS,
                "a slot for each block of each page of a segment");
@@ -185,49 +183,35 @@ static uintptr_t mi_stacks_key(const mi_segment_t* segment, const mi_page_t* pag
   return (uintptr_t)segment + ((size_t)page->index * MI_STACKS_PAGE_SLOTS + idx) * MI_MAX_ALIGN_SIZE;
 }
 
-/* Per thread: the side array of the segment it recorded into last, valid
-   while no side array has gone since (a block's allocation or free keeps
-   its segment mapped: the array cannot go under it). Saves the map's two
-   dependent loads on the common path. */
-static _Atomic(uint64_t) mi_stacks_side_epoch;      /* side arrays freed so far */
-static mi_decl_thread uintptr_t mi_stacks_last_seg; /* its number + 1; 0: none */
-static mi_decl_thread uint8_t* mi_stacks_last_side;
-static mi_decl_thread uint64_t mi_stacks_last_epoch;
-
-static mi_forceinline uint64_t* mi_stacks_slot(uintptr_t key, bool make) {
-  uintptr_t seg = key >> MI_SEGMENT_SHIFT;
-  size_t offset = ((key & MI_SEGMENT_MASK) / MI_MAX_ALIGN_SIZE) * MI_STACKS_SLOT;
-  uint64_t epoch = atomic_load_explicit(&mi_stacks_side_epoch, memory_order_acquire);
-  if (seg + 1 == mi_stacks_last_seg && epoch == mi_stacks_last_epoch) {
-    return (uint64_t*)(void*)(mi_stacks_last_side + offset);
-  }
+static mi_stacks_slot_t* mi_stacks_slot(uintptr_t key, bool make) {
   uint8_t* slot = mi_side_at(&mi_stacks_side, key, MI_STACKS_SLOT);
   if (slot == NULL && make) slot = _mi_side_make(&mi_stacks_side, key, MI_STACKS_SLOT);
-  if (slot != NULL) {
-    mi_stacks_last_seg = seg + 1;
-    mi_stacks_last_side = slot - offset;
-    mi_stacks_last_epoch = epoch;
+  return (mi_stacks_slot_t*)(void*)slot;
+}
+
+/* The slot of block `idx` of `page`; NULL for a guarded sample (its
+   segment keeps its stacks), or without a side array and not `make`. */
+static mi_stacks_slot_t* mi_stacks_page_slot(mi_page_t* page, size_t idx, bool make) {
+  mi_segment_t* segment = _mi_page_segment(page);
+  if (segment->kind == MI_SEGMENT_ZERO) return NULL;
+  if (segment->kind == MI_SEGMENT_SINGLE) {
+#if MI_GUARDED
+    if (page->is_guarded) return NULL;
+#endif
+    return mi_stacks_slot((uintptr_t)segment, make);
   }
-  return (uint64_t*)(void*)slot;
+  mi_stacks_slot_t* slots = atomic_load_explicit(&page->stacks, memory_order_relaxed);
+  if (slots != NULL) return &slots[idx];
+  return mi_stacks_slot(mi_stacks_key(segment, page, idx), make);
 }
 
 /* The slot of the block that holds `p` (ours, validated or just handed
-   out); NULL for a guarded sample (its segment keeps its stacks) or a
-   zero-size slot. Made with `make`. */
-static uint64_t* mi_stacks_slot_of(const void* p, bool make) {
+   out); NULL for a guarded sample or a zero-size slot. Made with `make`. */
+static mi_stacks_slot_t* mi_stacks_slot_of(const void* p, bool make) {
   mi_segment_t* segment = (_mi_segment_map_contains(p) ? _mi_ptr_segment(p) : _mi_segment_containing(p));
   if (segment == NULL || segment->kind == MI_SEGMENT_ZERO) return NULL;
-  uintptr_t key;
-  if (segment->kind == MI_SEGMENT_SINGLE) {
-#if MI_GUARDED
-    if (segment->pages[0].is_guarded) return NULL;
-#endif
-    key = (uintptr_t)segment;
-  } else {
-    mi_page_t* page = _mi_segment_page_of(segment, p);
-    key = mi_stacks_key(segment, page, mi_block_index(page, p));
-  }
-  return mi_stacks_slot(key, make);
+  mi_page_t* page = (segment->kind == MI_SEGMENT_SINGLE ? &segment->pages[0] : _mi_segment_page_of(segment, p));
+  return mi_stacks_page_slot(page, (segment->kind == MI_SEGMENT_SINGLE ? 0 : mi_block_index(page, p)), make);
 }
 
 uint32_t _mi_secure_stack_here(const void* frame) {
@@ -236,30 +220,25 @@ uint32_t _mi_secure_stack_here(const void* frame) {
 
 void _mi_secure_stacks_allocated(void* p, const void* frame) {
   if (p == NULL) return;
-  uint64_t* slot = mi_stacks_slot_of(p, true);
-  if (slot != NULL) *slot = mi_stacks_capture(frame);
+  mi_stacks_slot_t* slot = mi_stacks_slot_of(p, true);
+  if (slot != NULL) *slot = (mi_stacks_slot_t){mi_stacks_capture(frame), 0};
 }
 
-/* The slot of block `idx` of `page`; NULL for a guarded sample (its
-   segment keeps its stacks), or without a side array and not `make`. */
-static uint64_t* mi_stacks_page_slot(mi_page_t* page, size_t idx, bool make) {
-  mi_segment_t* segment = _mi_page_segment(page);
-#if MI_GUARDED
-  if (page->is_guarded) return NULL;
-#endif
-  uintptr_t key = (segment->kind == MI_SEGMENT_SINGLE ? (uintptr_t)segment : mi_stacks_key(segment, page, idx));
-  return mi_stacks_slot(key, make);
-}
-
+/* (secure.h's mi_secure_stacks_put, the page's records not at hand) */
 void _mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) {
-  uint64_t* slot = mi_stacks_page_slot(page, idx, true);
-  if (slot != NULL) *slot = stack;
+  mi_stacks_slot_t* slot = mi_stacks_page_slot(page, idx, true);
+  if (slot == NULL) return;
+  *slot = (mi_stacks_slot_t){stack, 0};
+  /* a page set up before the option was on: its owner (here) keeps where
+     its records are from now on */
+  if (_mi_page_segment(page)->kind <= MI_SEGMENT_MEDIUM) {
+    atomic_store_explicit(&page->stacks, slot - idx, memory_order_relaxed);
+  }
 }
 
 void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) {
-  uint64_t* slot = mi_stacks_page_slot(page, idx, false);
-  if (slot == NULL) return; /* allocated before the option was on */
-  *slot = (*slot & UINT32_MAX) | ((uint64_t)stack << 32);
+  mi_stacks_slot_t* slot = mi_stacks_page_slot(page, idx, false);
+  if (slot != NULL) slot->freed = stack; /* (none: allocated before the option was on) */
 }
 
 static bool mi_stacks_entry(uint32_t id, mi_secure_stack_t* stack) {
@@ -277,11 +256,11 @@ static bool mi_stacks_entry(uint32_t id, mi_secure_stack_t* stack) {
 bool _mi_secure_stacks_of(const void* block, mi_secure_stack_t* allocated, mi_secure_stack_t* freed) {
   if (block == NULL || mi_stacks_entries == NULL) return false;
   if (_mi_segment_containing(block) == NULL) return false; /* its segment (and its records) gone */
-  uint64_t* slot = mi_stacks_slot_of(block, false);
+  mi_stacks_slot_t* slot = mi_stacks_slot_of(block, false);
   if (slot == NULL) return false;
-  uint64_t record = *slot;
-  bool has_alloc = mi_stacks_entry((uint32_t)record, allocated);
-  bool has_free = mi_stacks_entry((uint32_t)(record >> 32), freed);
+  mi_stacks_slot_t record = *slot;
+  bool has_alloc = mi_stacks_entry(record.allocated, allocated);
+  bool has_free = mi_stacks_entry(record.freed, freed);
   if (!has_alloc) allocated->count = 0;
   if (!has_free) freed->count = 0;
   return (has_alloc || has_free);
@@ -293,12 +272,12 @@ static void mi_stacks_start(void) {
   static _Atomic(int) started; /* 0: not, 1: being set up, 2: running, 3: failed */
   int expected = 0;
   if (!atomic_compare_exchange_strong(&started, &expected, 1)) return;
-  mi_stacks_busy = true;
+  _mi_stacks_tls.busy = true;
   mi_stacks_unwind = (mi_option_get(mi_option_secure_stacks) >= 2);
   _mi_dhat_stack_init(); /* may allocate: not recorded */
   mi_stacks_index = (_Atomic(uint32_t)*)_mi_os_alloc_meta(MI_STACKS_INDEX_SIZE * sizeof(uint32_t));
   mi_stacks_entries = (mi_stack_entry_t*)_mi_os_alloc_meta(MI_STACKS_MAX * sizeof(mi_stack_entry_t));
-  mi_stacks_busy = false;
+  _mi_stacks_tls.busy = false;
   if (mi_stacks_index == NULL || mi_stacks_entries == NULL) {
     _mi_warning_message("the blocks' stacks cannot be kept: no memory for their table (MIMALLOC_SECURE_STACKS)\n");
     atomic_store(&started, 3);
@@ -322,33 +301,37 @@ static void mi_stacks_option_changed(mi_option_t option, long value) {
 static void mi_stacks_segment_unmapped(const void* segment, size_t size) {
   (void)size;
   uint8_t* side = _mi_side_detach(&mi_stacks_side, segment);
-  if (side == NULL) return;
-  atomic_fetch_add_explicit(&mi_stacks_side_epoch, 1, memory_order_acq_rel); /* the threads' last ones stale */
-  _mi_side_free(side, MI_STACKS_SLOT);
+  if (side != NULL) _mi_side_free(side, MI_STACKS_SLOT); /* (its pages, which kept where it was, gone with it) */
 }
 
 /* A page set up anew in a slot whose records may be an earlier page's:
-   cleared, so that a report on a block never handed out since shows none. */
+   cleared, so that a report on a block never handed out since shows none;
+   while the option is on, the page keeps where they are (its owner's
+   allocations and any thread's frees write them with one store). */
 static void mi_stacks_page_init(mi_page_t* page) {
-  if (!mi_side_used(&mi_stacks_side)) return;
+  bool on = (atomic_load_explicit(&_mi_observers, memory_order_relaxed) & MI_OBSERVER_STACKS) != 0;
+  mi_stacks_slot_t* slots = NULL;
   mi_segment_t* segment = _mi_page_segment(page);
-  if (segment->kind == MI_SEGMENT_ZERO) return;
-  size_t count = (segment->kind == MI_SEGMENT_SINGLE ? 1 : page->reserved);
-  uint8_t* slots = mi_side_at(&mi_stacks_side, mi_stacks_key(segment, page, 0), MI_STACKS_SLOT);
-  if (slots != NULL) memset(slots, 0, count * MI_STACKS_SLOT);
+  if ((on || mi_side_used(&mi_stacks_side)) && segment->kind <= MI_SEGMENT_MEDIUM) {
+    slots = mi_stacks_slot(mi_stacks_key(segment, page, 0), on);
+    if (slots != NULL) memset(slots, 0, (size_t)page->reserved * MI_STACKS_SLOT);
+  }
+  atomic_store_explicit(&page->stacks, (on ? slots : NULL), memory_order_relaxed);
 }
 
 static void mi_stacks_thread_done(void) {
-  mi_stacks_cached_t* cache = mi_stacks_cache;
-  mi_stacks_cache = NULL;
-  mi_stacks_thread_gone = true;
+  mi_stacks_cached_t* cache = _mi_stacks_tls.cache;
+  _mi_stacks_tls.ready = false;
+  _mi_stacks_tls.cache = NULL;
+  _mi_stacks_tls.gone = true;
   if (cache != NULL) _mi_os_free_meta(cache, MI_STACKS_CACHE_SIZE);
 }
 
 /* the child's one thread has a number of its own */
 static void mi_stacks_fork_child(void) {
-  mi_stacks_thread = 0;
-  mi_stacks_busy = false;
+  _mi_stacks_tls.ready = false;
+  _mi_stacks_tls.thread = 0;
+  _mi_stacks_tls.busy = false;
 }
 
 mi_listener_define(mi_secure_stacks_listener) = {
