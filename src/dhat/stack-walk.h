@@ -31,14 +31,19 @@ extern mi_decl_thread uintptr_t _mi_walk_stack_lo mi_decl_hidden;
 extern mi_decl_thread uintptr_t _mi_walk_stack_hi mi_decl_hidden;
 extern mi_decl_thread uint8_t _mi_walk_stack_state mi_decl_hidden;
 extern mi_decl_thread size_t _mi_walk_range_last mi_decl_hidden;
+extern mi_decl_thread size_t _mi_walk_range_prev mi_decl_hidden; /* ... and the one before it */
 bool _mi_walk_in_code_search(uintptr_t addr) mi_decl_hidden;
 void _mi_walk_stack_bounds(void) mi_decl_hidden; /* may allocate */
 
 /* a stack's frames keep to a few objects (the program's, the C library's):
-   most lookups end at the last one's range */
+   most lookups end at the last one's range, or the one before (a thread's
+   stack ends in the C library's start_thread, under the program's frames:
+   every walk goes from one to the other and back) */
 static inline bool mi_walk_in_code(uintptr_t addr) {
   const mi_walk_range_t* last = &_mi_walk_ranges[_mi_walk_range_last];
   if (addr >= last->lo && addr < last->hi) return true;
+  const mi_walk_range_t* prev = &_mi_walk_ranges[_mi_walk_range_prev];
+  if (addr >= prev->lo && addr < prev->hi) return true;
   return _mi_walk_in_code_search(addr);
 }
 

@@ -34,6 +34,7 @@ mi_decl_thread uintptr_t _mi_walk_stack_lo;
 mi_decl_thread uintptr_t _mi_walk_stack_hi;
 mi_decl_thread uint8_t _mi_walk_stack_state;
 mi_decl_thread size_t _mi_walk_range_last;
+mi_decl_thread size_t _mi_walk_range_prev;
 
 static int mi_dhat_find_code(struct dl_phdr_info* info, size_t size, void* arg) {
   (void)size;
@@ -69,6 +70,7 @@ bool _mi_walk_in_code_search(uintptr_t addr) {
     if (addr < _mi_walk_ranges[mid].lo) hi = mid;
     else if (addr >= _mi_walk_ranges[mid].hi) lo = mid + 1;
     else {
+      _mi_walk_range_prev = _mi_walk_range_last;
       _mi_walk_range_last = mid;
       return true;
     }
