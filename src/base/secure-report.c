@@ -86,7 +86,9 @@ void _mi_secure_report_lines(mi_secure_report_t* report) {
     if (report->requested != MI_REPORT_UNKNOWN) {
       (void)snprintf(requested, sizeof(requested), ", %zu asked for", report->requested);
     }
-    if (report->offset != MI_REPORT_UNKNOWN) {
+    if (report->offset != MI_REPORT_UNKNOWN && strcmp(report->kind, "interior-free") == 0) {
+      (void)snprintf(offset, sizeof(offset), "; the pointer freed at offset %zu", report->offset);
+    } else if (report->offset != MI_REPORT_UNKNOWN) {
       if (report->requested != MI_REPORT_UNKNOWN && report->offset >= report->requested) {
         (void)snprintf(offset, sizeof(offset), "; the bad byte at offset %zu, %zu past the end asked for",
                        report->offset, report->offset - report->requested);

@@ -129,7 +129,11 @@ mi_noinline void _mi_secure_validate_interior(const mi_page_t* page, const mi_bl
        first free shows a zero tag and a zero trailer. */
     if (mi_freed_by_other_thread(page, block)) _mi_secure_report_freed(op, p, page->block_size);
   }
-  _mi_secure_fatal_op(op, op == MI_OP_FREE ? "invalid free detected of interior pointer" : NULL, p, page->block_size);
+  if (op == MI_OP_FREE) { /* the block named, for its stacks (MIMALLOC_SECURE_STACKS) */
+    _mi_secure_report_block("invalid free detected of interior pointer", p, block, page->block_size, MI_REPORT_UNKNOWN,
+                            (size_t)((const uint8_t*)p - (const uint8_t*)block), NULL);
+  }
+  _mi_secure_fatal_op(op, NULL, p, page->block_size);
 }
 
 /* The owner visits its heap while another thread frees one of its blocks

@@ -36,8 +36,8 @@ CASES = {
                                  block_size=64, requested=48, offset=48, late="at the block's free",
                                  detector="free_for_overflow", stacks_allocated="alloc_for_overflow"),
     "interior-free": dict(first=r"invalid free detected of interior pointer (0x[0-9a-f]+) \(size \d+\)",
-                          block_size=None, requested=None, offset=None, late=None, detector="misuse_interior_free",
-                          no_block=True),
+                          block_size=None, requested=None, offset=16, late=None, detector="misuse_interior_free",
+                          block_before=True, stacks_allocated="alloc_for_interior_free"),
     "use-after-free-write": dict(first=r"use-after-free write detected in block (0x[0-9a-f]+) \(size 64\)",
                                  block_size=64, requested=None, offset=20,
                                  late="when the block was handed out again", detector="reuse_for_stale_write",
@@ -166,9 +166,12 @@ def check(kind, pid, status, err, doc, binary, checked_lines, stacks=False):
         if len(block) != 1:
             return bad + ["%d block lines, not 1" % len(block)]
         bm = re.match(r"^mimalloc:   block (0x[0-9a-f]+)(?: of (\d+) bytes)?(?:, (\d+) asked for)?"
-                      r"(?:; the bad byte at offset (\d+)(?:, (\d+) past the end asked for)?)?$", block[0])
+                      r"(?:; the (?:bad byte|pointer freed) at offset (\d+)(?:, (\d+) past the end asked for)?)?$",
+                      block[0])
         if not bm:
             return bad + ["block line %r unreadable" % block[0]]
+        if case.get("block_before"):  # the first line's address is inside the block, at the offset
+            block_addr = "0x%x" % (int(addr, 16) - (case["offset"] or 0))
         if bm.group(1) != block_addr:
             bad.append("block line's address %s, not the first line's %s" % (bm.group(1), block_addr))
         for what, got, want in (("block size", bm.group(2) if case["block_size"] is not None else None,
