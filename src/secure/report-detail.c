@@ -292,7 +292,8 @@ static void mi_json_stack_or_null(mi_json_t* j, const char* key, const mi_report
     return;
   }
   mi_json_stack(j, key, st->frames, st->first, st->count);
-  mi_json_fmt(j, ",\"%s_thread\":%ld", key, st->thread);
+  if (st->thread != 0) mi_json_fmt(j, ",\"%s_thread\":%ld", key, st->thread);
+  else mi_json_fmt(j, ",\"%s_thread\":null", key);
 }
 
 static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t* detected,
@@ -392,7 +393,9 @@ static bool mi_report_recorded_print(const char* what, const mi_secure_stack_t* 
   mi_report_name(frames, rec->frames, n, false);
   *out = (mi_report_stack_t){frames, mi_report_first(frames, n), n, rec->thread};
   char heading[96];
-  (void)snprintf(heading, sizeof(heading), "mimalloc:   %s by thread %ld at:\n", what, rec->thread);
+  if (rec->thread != 0)
+    (void)snprintf(heading, sizeof(heading), "mimalloc:   %s by thread %ld at:\n", what, rec->thread);
+  else (void)snprintf(heading, sizeof(heading), "mimalloc:   %s by a thread not recorded at:\n", what);
   mi_report_print(heading, out);
   return true;
 }

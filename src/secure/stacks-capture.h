@@ -12,12 +12,24 @@
 #include "../dhat/stack-walk.h"
 #endif
 
+/* A stack as a block's record holds it: its number in the table (1 and up)
+   in the low bits, the slot of the thread that took it above. The stacks
+   are shared by the threads (a program that starts thread after thread
+   adds no stacks for each), the threads' numbers kept once each. */
+#define MI_STACKS_NUMBER_BITS 18
+#define MI_STACKS_NUMBER_MASK (((uint32_t)1 << MI_STACKS_NUMBER_BITS) - 1)
+#define MI_STACKS_THREADS ((size_t)1 << (32 - MI_STACKS_NUMBER_BITS)) /* slots; 0: not kept */
+/* A capture that kept no stack (none walked, the table full): not 0, which
+   the paths that take none pass, so that the record is written and a block
+   shows none rather than its slot's last one */
+#define MI_STACKS_NONE (~(uint32_t)0 << MI_STACKS_NUMBER_BITS)
+
 /* Per thread: the numbers of the stacks it saw last, by hash (OS memory,
    made at its first capture, gone with it). The table's index and entries
    are shared and large: a lookup there misses the cache twice, where a
    program allocates from the same few places over and over. A hit trusts
-   the 64-bit hash of the frames and the thread (a false hit, a wrong stack
-   named in a report, has a chance of about 2^-64 a lookup). */
+   the 64-bit hash of the frames (a false hit, a wrong stack named in a
+   report, has a chance of about 2^-64 a lookup). */
 typedef struct mi_stacks_cached_s {
   uint64_t hash;
   uint32_t number;
@@ -32,16 +44,14 @@ typedef struct mi_stacks_tls_s {
   bool ready;
   bool busy;                 /* a capture under way: the first on a thread may allocate */
   bool gone;                 /* its data given back (thread_done): not made again */
-  long thread;               /* its number as reports show it */
-  uint64_t seed;             /* the hash's start: the thread's */
+  long thread;               /* its number as the OS shows it (0: not asked yet) */
+  uint32_t thread_bits;      /* its slot in the table of threads, in a record's place (stacks.c) */
   uintptr_t lo, hi;          /* its stack, less a frame (dhat/stack-walk.h) */
   mi_stacks_cached_t* cache; /* MI_STACKS_CACHE entries */
 } mi_stacks_tls_t;
 extern mi_decl_thread mi_stacks_tls_t _mi_stacks_tls mi_decl_hidden;
 
-static inline uint64_t mi_stacks_seed(long thread) {
-  return 0x243F6A8885A308D3ULL ^ ((uint64_t)thread * 0x9E3779B97F4A7C15ULL);
-}
+#define MI_STACKS_SEED 0x243F6A8885A308D3ULL
 
 static mi_forceinline uint64_t mi_stacks_hash_step(uint64_t h, uintptr_t frame) {
   h = (h ^ (uint64_t)frame) * 0xBF58476D1CE4E5B9ULL;
@@ -77,7 +87,7 @@ static mi_forceinline uint32_t mi_stacks_walk(const mi_stacks_tls_t* tls, const 
     }
     fp = f[0];
   }
-  uint64_t h = tls->seed;
+  uint64_t h = MI_STACKS_SEED;
   uint32_t n = 0;
   while (n < MI_SECURE_STACK_FRAMES) {
     if (fp < lo || fp > hi || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
@@ -99,8 +109,9 @@ static mi_forceinline uint32_t mi_stacks_walk(const mi_stacks_tls_t* tls, const 
 
 /* The calling thread's stack from `frame` (a frame of the allocator's entry
    path: the walk skips the allocator's frames from there), by its number
-   (0: none). Past a thread's first, the walk keeps no frames and makes no
-   call: a stack the thread's cache knows needs only its hash. */
+   (0: none) with the thread's slot. Past a thread's first, the walk keeps
+   no frames and makes no call: a stack the thread's cache knows needs only
+   its hash. */
 static mi_forceinline uint32_t mi_stacks_capture(const void* frame) {
 #if defined(_WIN32)
   return _mi_stacks_capture_slow(frame);
@@ -108,9 +119,9 @@ static mi_forceinline uint32_t mi_stacks_capture(const void* frame) {
   const mi_stacks_tls_t* tls = &_mi_stacks_tls;
   if (mi_unlikely(!tls->ready)) return _mi_stacks_capture_slow(frame);
   uint64_t h;
-  if (mi_stacks_walk(tls, frame, NULL, &h) == 0) return 0;
+  if (mi_stacks_walk(tls, frame, NULL, &h) == 0) return MI_STACKS_NONE;
   mi_stacks_cached_t* c = &tls->cache[(h >> 11) & (MI_STACKS_CACHE - 1)];
-  if (mi_likely(c->hash == h && c->number != 0)) return c->number;
+  if (mi_likely(c->hash == h && c->number != 0)) return (c->number | tls->thread_bits);
   return _mi_stacks_capture_miss(frame, c);
 #endif
 }

@@ -4,9 +4,10 @@
    Each stack is captured by the profilers' walk (dhat/stack.c): frame
    pointers bounded by the thread's stack and checked against the loaded
    code, and with MIMALLOC_SECURE_STACKS=2 the unwinder where the chain
-   breaks (with its per-thread cache). It is kept once, with the thread that
-   made it, in a table of OS memory that only grows: a block's record is
-   then two 32-bit numbers, the stack of its allocation and of its free,
+   breaks (with its per-thread cache). It is kept once, for every thread
+   that takes it, in a table of OS memory that only grows: a block's record
+   is then two 32-bit numbers, the stack and thread of its allocation and
+   of its free,
    in a side array beside its segment (os/side-map.h), so that nothing of
    the block changes and the checks that read it (the canary, the trailer,
    the freed block's zeros) stay as they are.
@@ -37,18 +38,23 @@
 
 typedef struct mi_stack_entry_s {
   uint64_t hash;
-  long thread;
   uint32_t count;
   uintptr_t frames[MI_SECURE_STACK_FRAMES];
 } mi_stack_entry_t;
 
+/* (a record: stacks-capture.h) */
 #define MI_STACKS_INDEX_SIZE ((size_t)1 << 19) /* 2 MiB of address space; the pages probed become memory */
-#define MI_STACKS_MAX ((uint32_t)1 << 18)      /* at most half the index: short probes (22 MiB at most) */
+#define MI_STACKS_MAX MI_STACKS_NUMBER_MASK    /* at most half the index: short probes (22 MiB at most) */
 #define MI_STACKS_PROBES 256
 
 static _Atomic(uint32_t)* mi_stacks_index;  /* entry number + 1; 0: empty */
 static mi_stack_entry_t* mi_stacks_entries; /* MI_STACKS_MAX entries; filled as taken */
 static _Atomic(uint32_t) mi_stacks_taken;   /* entries handed out */
+/* the threads' numbers by slot (a thread past the last slot: its stacks
+   are kept, its number is not); a slot is never given again, as records
+   of the thread's may outlive it */
+static _Atomic(long)* mi_stacks_threads;
+static _Atomic(size_t) mi_stacks_threads_taken;
 
 /* MIMALLOC_SECURE_STACKS=2: where the frame-pointer chain breaks, the
    unwinder goes on (the profilers' capture, dhat/stack.c; microseconds a
@@ -58,14 +64,14 @@ static bool mi_stacks_unwind;
 
 mi_decl_thread mi_stacks_tls_t _mi_stacks_tls;
 
-static uint64_t mi_stacks_hash(const uintptr_t* frames, uint32_t n, long thread) {
-  uint64_t h = mi_stacks_seed(thread);
+static uint64_t mi_stacks_hash(const uintptr_t* frames, uint32_t n) {
+  uint64_t h = MI_STACKS_SEED;
   for (uint32_t i = 0; i < n; i++) h = mi_stacks_hash_step(h, frames[i]);
   return mi_stacks_hash_end(h, n);
 }
 
-static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
-  if (e->hash != h || e->count != n || e->thread != thread) return false;
+static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_t* frames, uint32_t n) {
+  if (e->hash != h || e->count != n) return false;
   for (uint32_t i = 0; i < n; i++) {
     if (e->frames[i] != frames[i]) return false;
   }
@@ -73,18 +79,19 @@ static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_
 }
 
 /* The number of a stack (1 and up), added on first sight; 0 if it cannot be kept. */
-static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n, long thread) {
+static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t* frames, uint32_t n) {
   uint32_t mine = 0; /* an entry this thread filled and has not published */
   size_t i = (size_t)(h >> 20) & (MI_STACKS_INDEX_SIZE - 1);
   for (size_t probe = 0; probe < MI_STACKS_PROBES; probe++, i = (i + 1) & (MI_STACKS_INDEX_SIZE - 1)) {
     uint32_t id = atomic_load_explicit(&mi_stacks_index[i], memory_order_acquire);
     if (id == 0) {
       if (mine == 0) {
+        /* full: no more taken (the count must not wrap round to entries in use) */
+        if (atomic_load_explicit(&mi_stacks_taken, memory_order_relaxed) >= MI_STACKS_MAX) break;
         uint32_t e = atomic_fetch_add_explicit(&mi_stacks_taken, 1, memory_order_relaxed);
         if (e >= MI_STACKS_MAX) break;
         mi_stack_entry_t* entry = &mi_stacks_entries[e];
         entry->hash = h;
-        entry->thread = thread;
         entry->count = n;
         memcpy(entry->frames, frames, n * sizeof(uintptr_t));
         mine = e + 1;
@@ -95,7 +102,7 @@ static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t*
       }
       /* another thread published an entry here first: `id` is it */
     }
-    if (mi_stacks_same(&mi_stacks_entries[id - 1], h, frames, n, thread)) return id;
+    if (mi_stacks_same(&mi_stacks_entries[id - 1], h, frames, n)) return id;
   }
   return 0;
 }
@@ -105,11 +112,18 @@ static mi_noinline uint32_t mi_stacks_number_shared(uint64_t h, const uintptr_t*
    taken by the profilers' capture. */
 uint32_t _mi_stacks_capture_slow(const void* frame) {
   mi_stacks_tls_t* tls = &_mi_stacks_tls;
-  if (tls->busy) return 0; /* an allocation of the capture itself */
+  if (tls->busy) return MI_STACKS_NONE; /* an allocation of the capture itself */
   tls->busy = true;
   if (tls->thread == 0) {
     tls->thread = mi_prim_thread_os_id();
-    tls->seed = mi_stacks_seed(tls->thread);
+    size_t slot = atomic_fetch_add_explicit(&mi_stacks_threads_taken, 1, memory_order_relaxed) + 1;
+    if (slot < MI_STACKS_THREADS - 1) { /* (the last: MI_STACKS_NONE's) */
+      atomic_store_explicit(&mi_stacks_threads[slot], tls->thread, memory_order_release);
+      tls->thread_bits = (uint32_t)slot << MI_STACKS_NUMBER_BITS;
+    } else {
+      atomic_store_explicit(&mi_stacks_threads_taken, MI_STACKS_THREADS, memory_order_relaxed); /* (no wrap) */
+      tls->thread_bits = 0;
+    }
   }
   /* (none made again once the thread's data went: a destructor that
      allocates after it would leave it behind) */
@@ -135,17 +149,17 @@ uint32_t _mi_stacks_capture_slow(const void* frame) {
   }
   uint32_t id = 0;
   if (n > 0) {
-    uint64_t h = mi_stacks_hash(frames, (uint32_t)n, tls->thread);
+    uint64_t h = mi_stacks_hash(frames, (uint32_t)n);
     mi_stacks_cached_t* c = (tls->cache != NULL ? &tls->cache[(h >> 11) & (MI_STACKS_CACHE - 1)] : NULL);
     if (c != NULL && c->hash == h && c->number != 0) {
       id = c->number;
     } else {
-      id = mi_stacks_number_shared(h, frames, (uint32_t)n, tls->thread);
+      id = mi_stacks_number_shared(h, frames, (uint32_t)n);
       if (c != NULL) *c = (mi_stacks_cached_t){h, id};
     }
   }
   tls->busy = false;
-  return id;
+  return (id != 0 ? id | tls->thread_bits : MI_STACKS_NONE);
 }
 
 #if !defined(_WIN32)
@@ -157,10 +171,10 @@ uint32_t _mi_stacks_capture_miss(const void* frame, mi_stacks_cached_t* c) {
   uintptr_t frames[MI_SECURE_STACK_FRAMES];
   uint64_t h;
   uint32_t n = mi_stacks_walk(tls, frame, frames, &h);
-  if (n == 0) return 0;
-  uint32_t id = mi_stacks_number_shared(h, frames, n, tls->thread);
+  if (n == 0) return MI_STACKS_NONE;
+  uint32_t id = mi_stacks_number_shared(h, frames, n);
   *c = (mi_stacks_cached_t){h, id};
-  return id;
+  return (id != 0 ? id | tls->thread_bits : MI_STACKS_NONE);
 }
 #endif
 
@@ -241,13 +255,16 @@ void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) {
   if (slot != NULL) slot->freed = stack; /* (none: allocated before the option was on) */
 }
 
-static bool mi_stacks_entry(uint32_t id, mi_secure_stack_t* stack) {
+/* a record's stack (its number and thread slot, `record`) as a report shows it */
+static bool mi_stacks_entry(uint32_t record, mi_secure_stack_t* stack) {
+  uint32_t id = record & MI_STACKS_NUMBER_MASK;
+  size_t slot = record >> MI_STACKS_NUMBER_BITS;
   if (id == 0 || id > atomic_load_explicit(&mi_stacks_taken, memory_order_acquire) || id > MI_STACKS_MAX) {
     return false;
   }
   const mi_stack_entry_t* e = &mi_stacks_entries[id - 1];
   if (e->count == 0 || e->count > MI_SECURE_STACK_FRAMES) return false;
-  stack->thread = e->thread;
+  stack->thread = (slot != 0 ? atomic_load_explicit(&mi_stacks_threads[slot], memory_order_acquire) : 0);
   stack->count = e->count;
   stack->frames = e->frames;
   return true;
@@ -277,9 +294,16 @@ static void mi_stacks_start(void) {
   _mi_dhat_stack_init(); /* may allocate: not recorded */
   mi_stacks_index = (_Atomic(uint32_t)*)_mi_os_alloc_meta(MI_STACKS_INDEX_SIZE * sizeof(uint32_t));
   mi_stacks_entries = (mi_stack_entry_t*)_mi_os_alloc_meta(MI_STACKS_MAX * sizeof(mi_stack_entry_t));
+  mi_stacks_threads = (_Atomic(long)*)_mi_os_alloc_meta(MI_STACKS_THREADS * sizeof(long));
   _mi_stacks_tls.busy = false;
-  if (mi_stacks_index == NULL || mi_stacks_entries == NULL) {
+  if (mi_stacks_index == NULL || mi_stacks_entries == NULL || mi_stacks_threads == NULL) {
     _mi_warning_message("the blocks' stacks cannot be kept: no memory for their table (MIMALLOC_SECURE_STACKS)\n");
+    if (mi_stacks_index != NULL) _mi_os_free_meta((void*)mi_stacks_index, MI_STACKS_INDEX_SIZE * sizeof(uint32_t));
+    if (mi_stacks_entries != NULL) _mi_os_free_meta(mi_stacks_entries, MI_STACKS_MAX * sizeof(mi_stack_entry_t));
+    if (mi_stacks_threads != NULL) _mi_os_free_meta((void*)mi_stacks_threads, MI_STACKS_THREADS * sizeof(long));
+    mi_stacks_index = NULL;
+    mi_stacks_entries = NULL;
+    mi_stacks_threads = NULL;
     atomic_store(&started, 3);
     return;
   }
