@@ -2,7 +2,8 @@
 # The real-suite-secure job (docs/real-suites.md): CPython's own regression
 # tests (Debian's libpython3.11-testsuite) and GLib's installed tests
 # (libglib2.0-tests) under the preloaded secure build, each compared test
-# case by test case with the same run on glibc's malloc; then
+# case by test case with the same run on glibc's malloc, and 12 of CPython's
+# modules again with MIMALLOC_SECURE_STACKS=1; then
 # the control: the same comparison with a library that plants a false alarm
 # (MI_SECURE_PLANT_FALSE_ALARM) must fail, with the differences reported and
 # the planted report in the preloaded run's log.
@@ -18,6 +19,11 @@ source ci/lib.sh
 mkdir -p "$out"
 
 bash tests/real-suites/run-cpython.sh "$out/cpython" "$lib" || status=1
+# again with every block's stacks kept, on the modules whose threads start,
+# wait on subprocesses and end (where a thread's exit tore down another's
+# data: docs/teardown-protocol.md, "Orphaned thread data")
+MIMALLOC_SECURE_STACKS=1 bash tests/real-suites/run-cpython.sh "$out/cpython-stacks" "$lib" \
+  tests/real-suites/cpython-stacks-modules.txt || status=1
 python3 tests/real-suites/run-glib.py "$out/glib" "$lib" || status=1
 
 # the control: a cheap subset of modules, under the planted build

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <limits.h>
 #include <pthread.h>
 
 #include <setjmp.h>
@@ -180,6 +181,68 @@ static void case_same_stack(bool misuse) {
   _exit(atomic_load(&tu_failures) == 0 ? 0 : 3);
 }
 
+/* A thread whose first allocation comes in the last round of key
+   destructors: no round follows, so the exit hook never sees its data
+   (orphaned: not late, the thread's own id) and the thread ends with the
+   allocator's key still set. The next thread on the same stack (the same
+   id, the key inherited) either allocates, and frees the orphan's block, or
+   never allocates and exits, its hook called with the orphan's data. A
+   thread that never allocates at all comes last: the C library frees NULL
+   at its end, where a secure build that keeps every block's stacks used to
+   set a thread up (and orphaned it). */
+static _Thread_local int destructor_round;
+static void* orphan_block;
+static void last_round_destructor(void* value) {
+  if (++destructor_round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+    pthread_setspecific(key, value);
+    return;
+  }
+  orphan_block = mi_malloc(48);
+  tu_fill(orphan_block, 48, 0x5a);
+}
+static void* first_allocation_in_last_round(void* arg) {
+  (void)arg;
+  pthread_setspecific(key, (void*)1);
+  return NULL;
+}
+static void* never_allocates(void* arg) {
+  (void)arg;
+  return NULL;
+}
+static void* frees_orphan_block(void* arg) {
+  (void)arg;
+  mi_free(mi_malloc(48));
+  if (orphan_block != NULL) {
+    TU_CHECK(tu_check(orphan_block, 48, 0x5a));
+    mi_free(orphan_block);
+    orphan_block = NULL;
+  }
+  mi_collect(true);
+  return NULL;
+}
+static void run_joined(void* (*fn)(void*)) {
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, fn, NULL), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+}
+static void case_orphaned(bool misuse) {
+  (void)misuse;
+  assert_int_equal(pthread_key_create(&key, last_round_destructor), 0);
+  for (int i = 0; i < 4; i++) {
+    run_joined(first_allocation_in_last_round);
+    run_joined(frees_orphan_block);
+    run_joined(first_allocation_in_last_round);
+    run_joined(never_allocates);
+    run_joined(frees_orphan_block);
+    run_joined(never_allocates);
+    run_joined(frees_orphan_block);
+  }
+  mi_collect(true);
+  if (threads_now() != 1) fprintf(stderr, "threads left: %lld\n", (long long)threads_now());
+  TU_CHECK(threads_now() == 1);
+  _exit(atomic_load(&tu_failures) == 0 ? 0 : 3);
+}
+
 static void expect_clean(mi_case_fn fn) {
   char err[8192];
   int status = run_child(fn, false, err, sizeof(err));
@@ -204,6 +267,11 @@ static void test_late_thread_blocks_freed_on_same_stack_no_report(void** state) 
   expect_clean(case_same_stack);
 }
 
+static void test_late_thread_orphaned_data_on_same_stack_no_report_nothing_left(void** state) {
+  (void)state;
+  expect_clean(case_orphaned);
+}
+
 int main(void) {
   mi_child_save_signals();
   mi_process_init();
@@ -211,6 +279,7 @@ int main(void) {
       cmocka_unit_test(test_late_thread_rounds_exhausted_no_report_nothing_left),
       cmocka_unit_test(test_late_thread_hook_again_no_report_finished_by_itself),
       cmocka_unit_test(test_late_thread_blocks_freed_on_same_stack_no_report),
+      cmocka_unit_test(test_late_thread_orphaned_data_on_same_stack_no_report_nothing_left),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

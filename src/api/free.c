@@ -52,7 +52,7 @@ static mi_forceinline void mi_free_observed(void* p, mi_alloc_kind_t kind) {
   /* the free's stack, taken here (the walk from this frame), is kept by the
      secure free once the block passed its checks (a double free must still
      find the first free's) */
-  if (mi_observers_armed() & MI_OBSERVER_STACKS) {
+  if (p != NULL && (mi_observers_armed() & MI_OBSERVER_STACKS)) {
     _mi_secure_free_recorded(p, kind, _mi_secure_stack_here(__builtin_frame_address(0)));
   } else
 #endif

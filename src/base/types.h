@@ -293,6 +293,7 @@ struct mi_tld_s {
   mi_segment_t* free_segments[2]; /* owned segments with a free page slot, per kind */
   mi_tld_t* thread_next;          /* list of live threads (init.c, under the threads lock) */
   mi_tld_t* thread_prev;
+  mi_tld_t* same_id_next; /* next in its thread id's bucket (init.c, under the threads lock) */
   bool recurse;
   bool exiting; /* in its exit hook: claims no abandoned segment on free */
   /* set up after its thread's exit hook ran (init.c): `thread_id` is no

@@ -26,9 +26,17 @@ static uintptr_t mi_initial_key(void) {
 /* ---- Threads ------------------------------------------------------------------------ */
 
 /* Every thread with thread data is on this list, so a fork child can find
-   the threads it does not have. */
+   the threads it does not have; and in a table by thread id, so a thread
+   that sets up its data finds data left with its id (orphaned, below). */
+#define MI_THREADS_ID_BUCKETS 256
 static mi_lock_t mi_threads_lock;
-static mi_tld_t* mi_threads_first; /* under mi_threads_lock */
+static mi_tld_t* mi_threads_first;                        /* under mi_threads_lock */
+static mi_tld_t* mi_threads_by_id[MI_THREADS_ID_BUCKETS]; /* under mi_threads_lock */
+
+static mi_tld_t** mi_threads_bucket(uintptr_t thread_id) {
+  /* ids are addresses, alike in their low bits: the high bits of a product spread them */
+  return &mi_threads_by_id[((uint64_t)thread_id * 0x9E3779B97F4A7C15ULL) >> 56];
+}
 
 static void mi_threads_link(mi_tld_t* tld) {
   _mi_lock_acquire(&mi_threads_lock);
@@ -36,6 +44,9 @@ static void mi_threads_link(mi_tld_t* tld) {
   tld->thread_next = mi_threads_first;
   if (mi_threads_first != NULL) mi_threads_first->thread_prev = tld;
   mi_threads_first = tld;
+  mi_tld_t** bucket = mi_threads_bucket(tld->thread_id);
+  tld->same_id_next = *bucket;
+  *bucket = tld;
   _mi_lock_release(&mi_threads_lock);
 }
 
@@ -46,6 +57,10 @@ static void mi_threads_unlink_locked(mi_tld_t* tld) {
   else mi_threads_first = tld->thread_next;
   if (tld->thread_next != NULL) tld->thread_next->thread_prev = tld->thread_prev;
   tld->thread_next = tld->thread_prev = NULL;
+  mi_tld_t** link = mi_threads_bucket(tld->thread_id);
+  while (*link != tld) link = &(*link)->same_id_next;
+  *link = tld->same_id_next;
+  tld->same_id_next = NULL;
 }
 
 /* The parked threads' pages swept by the caller (heap/idle.c: the
@@ -111,9 +126,9 @@ static void mi_thread_data_late_done(mi_tld_t* tld) {
   atomic_fetch_sub_explicit(&mi_late_marked, 1, memory_order_relaxed);
 }
 
-/* Finish the exit of a late thread that has ended, for it: what its exit
-   hook does but for the hooks of the profilers, whose per-thread state was
-   the dead thread's own. Its pages are freed and its segments abandoned as
+/* Finish the exit of a thread that has ended, for it (late data, or
+   orphaned data, below): what its exit hook does but for the hooks of the
+   profilers, whose per-thread state was the dead thread's own. Its pages are freed and its segments abandoned as
    their owner would, so the checks that a page's owner is the calling
    thread see its heap as the default one meanwhile. */
 static void mi_thread_data_finish_for(mi_tld_t* tld) {
@@ -147,6 +162,37 @@ void _mi_threads_finish_ended(void) {
   }
 }
 
+/* Orphaned thread data: made by a thread's first allocation where no exit
+   hook comes after it (in the last round of the key destructors, or in the
+   C library's clean-up after them). It is not late (the hook had not run),
+   so it has the thread's id, and nothing finishes it when its thread ends. A
+   thread that starts later on the same stack has the same id: it would take
+   the orphan's segments for its own (a free into them taking the owner's
+   path into a page of another thread's data); and it may inherit the
+   allocator's key set to the orphan (set after the key destructors ran),
+   when its exit hook would tear the orphan down as its own, with no heap of
+   its own (an allocation meanwhile set up late data, and the secure build
+   reported a corrupted segment header in CPython's test runner, whose
+   threads' C library clean-up freed NULL while every block's stacks were
+   kept: that capture asked for the thread's stack, which allocates). So a
+   thread that sets up its data, or whose exit hook is called with data not
+   its own, first finishes any data that is not late and has its id (no
+   live thread has it) for the ended thread. */
+static void mi_thread_data_orphan_finish(void) {
+  const uintptr_t id = _mi_thread_id();
+  mi_tld_t* orphan = NULL;
+  _mi_lock_acquire(&mi_threads_lock);
+  for (mi_tld_t* tld = *mi_threads_bucket(id); tld != NULL; tld = tld->same_id_next) {
+    if (tld->thread_id == id && !tld->late) {
+      mi_threads_unlink_locked(tld);
+      orphan = tld;
+      break;
+    }
+  }
+  _mi_lock_release(&mi_threads_lock);
+  if (orphan != NULL) mi_thread_data_finish_for(orphan);
+}
+
 static void mi_thread_data_done(mi_thread_data_t* td) {
   mi_tld_t* tld = &td->tld;
   if (!tld->late && tld->thread_id != _mi_thread_id()) return;
@@ -168,14 +214,20 @@ static void mi_thread_data_done(mi_thread_data_t* td) {
 
 static void mi_thread_exit_hook(void* value) {
   mi_thread_exited = true; /* what it allocates from now on is late */
-  if (value != NULL) mi_thread_data_done((mi_thread_data_t*)value);
+  if (value == NULL) return;
+  if (mi_heap_is_initialized(_mi_heap_default)) {
+    mi_thread_data_done((mi_thread_data_t*)value);
+  } else {
+    mi_thread_data_orphan_finish(); /* the value is not this thread's: an ended thread's, or dangling */
+  }
 }
 
 mi_heap_t* _mi_heap_init_thread(void) {
   _mi_process_init_once();
   mi_heap_t* heap = _mi_heap_default;
   if (mi_heap_is_initialized(heap)) return heap;
-  _mi_threads_finish_ended(); /* a new thread may start on the stack of one that ended late */
+  _mi_threads_finish_ended();     /* a new thread may start on the stack of one that ended late */
+  mi_thread_data_orphan_finish(); /* or one that left orphaned data */
   mi_thread_data_t* td = (mi_thread_data_t*)_mi_meta_alloc();
   if (td == NULL) {
     return NULL; /* fault path */

@@ -278,6 +278,7 @@ void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind, uint32_t stack) {
 }
 
 void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) {
+  if (p == NULL) return; /* nothing to record: no stack taken (nor the thread's stack asked for) */
   mi_secure_free(p, false, kind, mi_stacks_capture(__builtin_frame_address(0)));
 }
 #endif
