@@ -12,6 +12,7 @@
 #include "../prof/hooks.h"
 #include "../events/hooks.h"
 #include "../stats/hooks.h"
+#include "../secure/stacks.h" /* the secure build's per-block stacks */
 
 /* Whether frees must be reported one by one. The pprof sampler needs only
    the frees of its sampled blocks: their pages are flagged, which sends

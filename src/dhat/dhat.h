@@ -41,6 +41,19 @@ int _mi_dhat_stack_capture(uintptr_t* frames, int max, mi_dhat_site_hint_t** hin
    builds inline from stack-walk.h (frame pointers from `frame`, a frame of
    the allocator's entry path); here the unwinder. */
 int _mi_stack_capture_fp(uintptr_t* frames, int max, const void* frame) mi_decl_hidden;
+
+/* A hash of a stack's frames, taken as they are walked
+   (stack-walk.h): the secure build's per-block stacks find a stack they
+   saw by it */
+#define MI_WALK_HASH_SEED 0x243F6A8885A308D3ULL
+static mi_forceinline uint64_t mi_walk_hash_step(uint64_t h, uintptr_t frame) {
+  h = (h ^ (uint64_t)frame) * 0xBF58476D1CE4E5B9ULL;
+  return h ^ (h >> 29);
+}
+static inline uint64_t mi_walk_hash_end(uint64_t h, uint32_t n) {
+  return (h ^ n) * 0x94D049BB133111EBULL;
+}
+
 /* Whether `addr` lies in the code of the shared object holding the allocator
    (false when the allocator is linked into the program). */
 bool _mi_dhat_addr_in_allocator(uintptr_t addr) mi_decl_hidden;

@@ -51,41 +51,57 @@ static inline bool mi_walk_is_main(uintptr_t ret) {
   return (ret > _mi_walk_main_lo && ret <= _mi_walk_main_hi);
 }
 
-/* The walk from `fp`, a frame of the allocator's: the frames it trusts,
-   `*slot0` the first one's slot, `*complete` whether it reached `main` or
-   the limit. -1 if the thread's stack is not known. */
-static mi_forceinline int mi_walk_fp(uintptr_t* frames, int max, uintptr_t fp, uintptr_t* slot0, bool* complete) {
-  if (mi_unlikely(_mi_walk_stack_state == 0)) _mi_walk_stack_bounds();
-  if (_mi_walk_stack_state != 1) return -1;
-  const uintptr_t lo = _mi_walk_stack_lo;
-  const uintptr_t hi = _mi_walk_stack_hi;
+/* The walk from `fp`, a frame of the allocator's, within the thread's stack
+   from `lo` to `top` (its end less a frame): the allocator's frames
+   skipped, then at most `max` frames it trusts. Where given, `frames` gets
+   their return addresses, `*slot0` the first one's slot and `*hash` their
+   hash (inline: what a caller passes NULL for costs nothing); `*main`
+   whether it reached `main`. -1 if the allocator's own chain is broken. */
+static mi_forceinline int mi_walk_frames(uintptr_t fp, uintptr_t lo, uintptr_t top, int max, uintptr_t* frames,
+                                         uintptr_t* slot0, uint64_t* hash, bool* main) {
   const uintptr_t code_lo = _mi_walk_code_lo;
   const uintptr_t code_hi = _mi_walk_code_hi;
-  while (fp >= lo && fp <= hi - 2 * sizeof(uintptr_t)) {
+  while (fp >= lo && fp <= top) {
     const uintptr_t* frame = (const uintptr_t*)fp;
     if (frame[1] < code_lo || frame[1] >= code_hi) break;
     if (frame[0] <= fp) return -1; /* (cannot happen) */
     fp = frame[0];
   }
-  *slot0 = 0;
-  *complete = false;
+  uint64_t h = MI_WALK_HASH_SEED;
+  *main = false;
   int n = 0;
   while (n < max) {
-    if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
+    if (fp < lo || fp > top || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
     const uintptr_t* frame = (const uintptr_t*)fp;
     uintptr_t next = frame[0];
     uintptr_t ret = frame[1];
     if (n > 0 && !mi_walk_in_code(ret)) break;
-    if (n == 0) *slot0 = fp + sizeof(uintptr_t);
-    frames[n++] = ret;
+    if (slot0 != NULL && n == 0) *slot0 = fp + sizeof(uintptr_t);
+    if (frames != NULL) frames[n] = ret;
+    if (hash != NULL) h = mi_walk_hash_step(h, ret);
+    n++;
     if (mi_walk_is_main(ret)) {
-      *complete = true;
+      *main = true;
       break;
     }
     if (next <= fp) break; /* zero included: code without frame pointers keeps anything there */
     fp = next;
   }
-  if (n == max) *complete = true;
+  if (hash != NULL) *hash = mi_walk_hash_end(h, (uint32_t)n);
+  return n;
+}
+
+/* The profilers' walk: the frames it trusts, `*slot0` the first one's
+   slot, `*complete` whether it reached `main` or the limit. -1 if the
+   thread's stack is not known. */
+static mi_forceinline int mi_walk_fp(uintptr_t* frames, int max, uintptr_t fp, uintptr_t* slot0, bool* complete) {
+  if (mi_unlikely(_mi_walk_stack_state == 0)) _mi_walk_stack_bounds();
+  if (_mi_walk_stack_state != 1) return -1;
+  *slot0 = 0;
+  bool main;
+  int n =
+      mi_walk_frames(fp, _mi_walk_stack_lo, _mi_walk_stack_hi - 2 * sizeof(uintptr_t), max, frames, slot0, NULL, &main);
+  *complete = (main || n == max);
   return n;
 }
 

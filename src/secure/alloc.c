@@ -4,7 +4,7 @@
    block resized in place; the front's listener to the rare events. */
 #include "../api/api.h"
 #include "memory.h"
-#include "stacks-capture.h"
+#include "stacks.h"
 #include "../page/secure-validate.h"
 #include "../base/listeners.h"
 

@@ -24,7 +24,7 @@
                       -> else mi_quarantine_put: a random slot; the block evicted
                          from it goes through mi_quarantine_release to its page */
 #include "memory.h"
-#include "stacks-capture.h"
+#include "stacks.h"
 #include "../page/secure-validate.h"
 #include "../api/api.h"
 

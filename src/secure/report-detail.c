@@ -10,7 +10,7 @@
    only if no dump is using it) where it is built in, else by the loader's
    dladdr, else as module and offset. The allocator's own frames before the
    entry point the program called are left out. */
-#include "secure.h"
+#include "stacks.h"
 #include "../base/listeners.h"
 #include "../base/observers.h"
 #if MI_DHAT || MI_PPROF

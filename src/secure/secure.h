@@ -112,8 +112,6 @@ size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats
 /* The same while the pprof sampler runs: a sampled block's free is told
    (api/observe.h, mi_hook_secure_sampled_free). */
 void _mi_secure_free_sampling(void* p) mi_decl_hidden;
-/* A free while the blocks' stacks are kept (secure/stacks.c): its stack recorded once the block passed the checks. */
-void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind, uint32_t stack) mi_decl_hidden;
 void _mi_secure_free_copied(void* p, bool sampling) mi_decl_hidden;
 void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
@@ -238,65 +236,6 @@ static inline void mi_guard_stacks_record(mi_segment_t* segment, bool freed) {
     s->free_count = 0;
   }
 }
-/* secure/stacks.c (MI_SECURE_STACKS): every block's allocation and free
-   stacks while MIMALLOC_SECURE_STACKS is on. A stack as a report gets it:
-   its thread and its return addresses, innermost first. */
-/* (8: the allocating function and 7 callers. Deeper stacks of recursive
-   code are distinct by the hundred thousand: espresso, built with frame
-   pointers, keeps 9.6 times its memory in 16-frame stacks, 1.7 times in
-   8-frame ones) */
-#define MI_SECURE_STACK_FRAMES 8
-typedef struct mi_secure_stack_s {
-  long thread;
-  uint32_t count; /* 0: none recorded */
-  const uintptr_t* frames;
-} mi_secure_stack_t;
-/* the calling thread's stack by its number (0: none), walked from `frame`,
-   a frame of the allocator's entry path (__builtin_frame_address(0) of the
-   caller: the allocator's frames from there are skipped) */
-uint32_t _mi_secure_stack_here(const void* frame) mi_decl_hidden;
-/* the observers' hook of an allocation the program made (api/observe.c) */
-void _mi_secure_stacks_allocated(void* p, const void* frame) mi_decl_hidden;
-/* A block's record: the stacks of its allocation and of its last free
-   (0: none; the free's cleared by the allocation). */
-typedef struct mi_stacks_slot_s {
-  uint32_t allocated;
-  uint32_t freed;
-} mi_stacks_slot_t;
-/* the slow paths of the two below: the page's records not at hand (a
-   single-block page's, or made since the page was set up) */
-void _mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;
-void _mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) mi_decl_hidden;
-#if MI_SECURE_STACKS
-/* a block just laid out (alloc.c): its record, `stack` its allocation's.
-   A page set up while the option is on has its records at hand (set by
-   its owner before any block is handed out: any thread that frees one
-   sees them) */
-static inline void mi_secure_stacks_put(mi_page_t* page, size_t idx, uint32_t stack) {
-  mi_stacks_slot_t* slots = atomic_load_explicit(&page->stacks, memory_order_relaxed);
-  if (mi_likely(slots != NULL)) {
-    slots[idx] = (mi_stacks_slot_t){stack, 0};
-    return;
-  }
-  _mi_secure_stacks_put(page, idx, stack);
-}
-/* a free, the block validated (free.c): `idx` its index in `page`, `stack`
-   the free's (taken before the checks by the entry point) */
-static inline void mi_secure_stacks_freed(mi_page_t* page, size_t idx, uint32_t stack) {
-  mi_stacks_slot_t* slots = atomic_load_explicit(&page->stacks, memory_order_relaxed);
-  if (mi_likely(slots != NULL)) {
-    slots[idx].freed = stack;
-    return;
-  }
-  _mi_secure_stacks_freed(page, idx, stack);
-}
-#endif
-/* malloc and new, and free and delete, while the stacks are the only
-   observer (api/): the stack taken, the block's record kept */
-void* _mi_secure_new_stacked(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
-void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
-/* the stacks recorded for `block` (its start): false if none */
-bool _mi_secure_stacks_of(const void* block, mi_secure_stack_t* allocated, mi_secure_stack_t* freed) mi_decl_hidden;
 /* segment/secure-guard-quarantine.c (MI_SECURE, MI_GUARDED): freed guarded blocks fenced off and held */
 extern _Atomic(long) _mi_guard_live mi_decl_hidden;
 void _mi_guard_free(mi_segment_t* segment, mi_page_t* page) mi_decl_hidden;

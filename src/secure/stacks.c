@@ -22,7 +22,7 @@
    another observer on, the observers' hooks (api/observe.c), and by the
    secure free once it has validated the block (a double free must find
    the first free's stack, not its own); both take the stack with the
-   inline capture of stacks-capture.h. The paths they cost are taken only
+   inline capture of stacks.h. The paths they cost are taken only
    while the option is on: the entry points test the observers' word
    already. */
 #include "secure.h"
@@ -30,7 +30,7 @@
 #include "../os/side-map.h"
 #include "../base/listeners.h"
 #include "../base/observers.h"
-#include "stacks-capture.h"
+#include "stacks.h"
 
 #if MI_SECURE_STACKS
 
@@ -42,7 +42,7 @@ typedef struct mi_stack_entry_s {
   uintptr_t frames[MI_SECURE_STACK_FRAMES];
 } mi_stack_entry_t;
 
-/* (a record: stacks-capture.h) */
+/* (a record: stacks.h) */
 #define MI_STACKS_INDEX_SIZE ((size_t)1 << 19) /* 2 MiB of address space; the pages probed become memory */
 #define MI_STACKS_MAX MI_STACKS_NUMBER_MASK    /* at most half the index: short probes (22 MiB at most) */
 #define MI_STACKS_PROBES 256
@@ -65,9 +65,9 @@ static bool mi_stacks_unwind;
 mi_decl_thread mi_stacks_tls_t _mi_stacks_tls;
 
 static uint64_t mi_stacks_hash(const uintptr_t* frames, uint32_t n) {
-  uint64_t h = MI_STACKS_SEED;
-  for (uint32_t i = 0; i < n; i++) h = mi_stacks_hash_step(h, frames[i]);
-  return mi_stacks_hash_end(h, n);
+  uint64_t h = MI_WALK_HASH_SEED;
+  for (uint32_t i = 0; i < n; i++) h = mi_walk_hash_step(h, frames[i]);
+  return mi_walk_hash_end(h, n);
 }
 
 static bool mi_stacks_same(const mi_stack_entry_t* e, uint64_t h, const uintptr_t* frames, uint32_t n) {
@@ -163,16 +163,17 @@ uint32_t _mi_stacks_capture_slow(const void* frame) {
 }
 
 #if !defined(_WIN32)
-/* A stack the thread's cache does not know (stacks-capture.h): walked
+/* A stack the thread's cache does not know (stacks.h): walked
    again for its frames (the frames below `frame` are as they were), then
    found in the table. */
 uint32_t _mi_stacks_capture_miss(const void* frame, mi_stacks_cached_t* c) {
   mi_stacks_tls_t* tls = &_mi_stacks_tls;
   uintptr_t frames[MI_SECURE_STACK_FRAMES];
   uint64_t h;
-  uint32_t n = mi_stacks_walk(tls, frame, frames, &h);
-  if (n == 0) return MI_STACKS_NONE;
-  uint32_t id = mi_stacks_number_shared(h, frames, n);
+  bool main;
+  int n = mi_walk_frames((uintptr_t)frame, tls->lo, tls->hi, MI_SECURE_STACK_FRAMES, frames, NULL, &h, &main);
+  if (n <= 0) return MI_STACKS_NONE;
+  uint32_t id = mi_stacks_number_shared(h, frames, (uint32_t)n);
   *c = (mi_stacks_cached_t){h, id};
   return (id != 0 ? id | tls->thread_bits : MI_STACKS_NONE);
 }
