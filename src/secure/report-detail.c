@@ -421,6 +421,11 @@ static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_whe
     _mi_fputs(NULL, NULL, NULL,
               "mimalloc:   where the block was allocated and freed: not recorded; rerun with "
               "MIMALLOC_SECURE_STACKS=1\n");
+  } else if (!has_alloc && report->block != NULL) {
+    /* kept, but not this block's: said, so that its absence is not read as a lost section */
+    _mi_fputs(NULL, NULL, NULL,
+              "mimalloc:   where the block was allocated: not recorded (allocated before the stacks were "
+              "kept, or no memory or room for its record)\n");
   }
 #endif
   mi_report_json(report, &detected, has_alloc ? &allocated : NULL, has_free ? &freed : NULL);
