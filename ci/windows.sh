@@ -187,9 +187,10 @@ for variant in "release:" "secure-release:-DMI_SECURE=ON"; do
   dir=$out/build-$name
   echo "--- windows: $name build (warnings are errors)"
   # the later -D settings override configure_build's Debug ones
+  build_targets="mimalloc mimalloc-static test-prof-api test-prof-limits test-prof-resize win-sites win-sites-dll"
+  [ "$name" = secure-release ] && build_targets="$build_targets report-misuse"
   # shellcheck disable=SC2086
-  if configure_build "$dir" "mimalloc mimalloc-static test-prof-api test-prof-limits test-prof-resize win-sites win-sites-dll" \
-    -DCMAKE_BUILD_TYPE=Release -DMI_FAULT=OFF ${variant#*:}; then
+  if configure_build "$dir" "$build_targets" -DCMAKE_BUILD_TYPE=Release -DMI_FAULT=OFF ${variant#*:}; then
     echo "--- windows: $name: pprof sampler"
     for t in test-prof-api test-prof-limits test-prof-resize; do
       log=$out/$name-$t.log
@@ -201,6 +202,22 @@ for variant in "release:" "secure-release:-DMI_SECURE=ON"; do
         ok=1
       fi
     done
+    if [ "$name" = secure-release ]; then
+      # the secure build's reports: each misuse's lines and stacks, with and
+      # without the blocks' stacks; then the checker's planted wrong reports
+      echo "--- windows: $name: secure reports"
+      for mode in "" --control; do
+        log=$out/$name-reports${mode}.log
+        # shellcheck disable=SC2086
+        if python3 "$root/tests/win/check_win_reports.py" "$dir/tests/report-misuse.exe" $mode >"$log" 2>&1; then
+          sed "s/^/windows: $name: /" "$log"
+        else
+          echo "windows: $name: check_win_reports.py $mode FAILED:"
+          cat "$log"
+          ok=1
+        fi
+      done
+    fi
     for prog in win-sites:"" win-sites-dll:"--relocated win-sites-lib.dll"; do
       log=$out/$name-${prog%%:*}.log
       # shellcheck disable=SC2086

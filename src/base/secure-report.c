@@ -96,7 +96,7 @@ void _mi_secure_report_lines(mi_secure_report_t* report) {
         (void)snprintf(offset, sizeof(offset), "; the bad byte at offset %zu", report->offset);
       }
     }
-    mi_report_line("mimalloc:   block %p%s%s%s\n", report->block, size, requested, offset);
+    mi_report_line("mimalloc:   block 0x%zx%s%s%s\n", (size_t)(uintptr_t)report->block, size, requested, offset);
   }
   mi_report_line("mimalloc:   detected by thread %ld\n", mi_prim_thread_os_id());
   if (report->late != NULL) {
@@ -110,10 +110,13 @@ void _mi_secure_report_lines(mi_secure_report_t* report) {
 
 mi_decl_noreturn void _mi_secure_fatal_report(mi_secure_report_t* report) {
   if (!_mi_secure_report_claim(true)) {
-    mi_report_line("mimalloc: error: %s %p (size %zu), while reporting\n", report->what, report->address, report->size);
+    mi_report_line("mimalloc: error: %s 0x%zx (size %zu), while reporting\n", report->what,
+                   (size_t)(uintptr_t)report->address, report->size);
     abort();
   }
-  mi_report_line("mimalloc: error: %s %p (size %zu)\n", report->what, report->address, report->size);
+  /* addresses as 0x..., the same on every platform (a C library's %p is its own: MinGW's has no 0x) */
+  mi_report_line("mimalloc: error: %s 0x%zx (size %zu)\n", report->what, (size_t)(uintptr_t)report->address,
+                 report->size);
   _mi_secure_report_lines(report);
   _mi_raise_secure_report(report);
   atomic_fetch_add_explicit(&_mi_stats.secure_reports, 1, memory_order_relaxed);

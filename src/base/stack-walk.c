@@ -8,6 +8,22 @@
 
 #if MI_SECURE
 mi_noinline size_t _mi_stack_walk(uintptr_t* pcs, size_t max, uintptr_t fp) {
+#if defined(_WIN32)
+  /* Windows x64 lets a function's frame pointer point anywhere in its
+     frame (MinGW's does not point at the saved one): the calling thread's
+     stack by the unwinder instead, from the unwind tables (ntdll's; no
+     allocation, no lock) */
+  if (fp == 0) {
+    void* frames[62];
+    int n = mi_prim_backtrace(frames, (int)(max < 62 ? max : 62));
+    size_t k = 0;
+    while ((int)k < n && frames[k] != NULL) { /* (past the thread's start: nothing, or noise) */
+      pcs[k] = (uintptr_t)frames[k];
+      k++;
+    }
+    return k;
+  }
+#endif
   if (fp == 0) fp = (uintptr_t)__builtin_frame_address(0);
   size_t n = 0;
   while (n < max && fp != 0 && (fp % sizeof(uintptr_t)) == 0) {

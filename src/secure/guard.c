@@ -23,7 +23,8 @@
 static void mi_guard_say(const char* what, const char* kind, const void* addr, const void* block, size_t size,
                          size_t requested, const mi_fault_where_t* where) {
   char buf[256];
-  (void)snprintf(buf, sizeof(buf), "mimalloc: error: %s at %p in block %p (size %zu)\n", what, addr, block, size);
+  (void)snprintf(buf, sizeof(buf), "mimalloc: error: %s at 0x%zx in block 0x%zx (size %zu)\n", what,
+                 (size_t)(uintptr_t)addr, (size_t)(uintptr_t)block, size);
   mi_prim_out_stderr(buf); /* in a signal handler: straight to stderr */
   if (!_mi_secure_report_claim(false)) return;
   const uint8_t* a = (const uint8_t*)addr;
@@ -53,8 +54,8 @@ void _mi_guard_fault_report(void* addr, const mi_fault_where_t* where) {
     /* nothing of it but its header is ever accessible: the address is a
        zero-size allocation's slot, or next to one (secure-zero.c) */
     char buf[128];
-    (void)snprintf(buf, sizeof(buf), "mimalloc: error: access to a zero-size allocation detected at %p (size 0)\n",
-                   addr);
+    (void)snprintf(buf, sizeof(buf), "mimalloc: error: access to a zero-size allocation detected at 0x%zx (size 0)\n",
+                   (size_t)(uintptr_t)addr);
     mi_prim_out_stderr(buf);
     if (!_mi_secure_report_claim(false)) return;
     mi_secure_report_t report = {.kind = "zero-size-block-use",

@@ -306,10 +306,11 @@ static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t*
   mi_json_str(&j, r->kind);
   mi_json_raw(&j, ",\"message\":");
   char first_line[320];
-  (void)snprintf(first_line, sizeof(first_line), "%s %p (size %zu)", r->what, r->address, r->size);
+  (void)snprintf(first_line, sizeof(first_line), "%s 0x%zx (size %zu)", r->what, (size_t)(uintptr_t)r->address,
+                 r->size);
   mi_json_str(&j, first_line);
-  mi_json_fmt(&j, ",\"address\":\"%p\"", r->address);
-  if (r->block != NULL) mi_json_fmt(&j, ",\"block\":\"%p\"", r->block);
+  mi_json_fmt(&j, ",\"address\":\"0x%zx\"", (size_t)(uintptr_t)r->address);
+  if (r->block != NULL) mi_json_fmt(&j, ",\"block\":\"0x%zx\"", (size_t)(uintptr_t)r->block);
   else mi_json_raw(&j, ",\"block\":null");
   mi_json_size(&j, "block_size", r->block_size != 0 ? r->block_size : MI_REPORT_UNKNOWN);
   mi_json_size(&j, "requested_size", r->requested);

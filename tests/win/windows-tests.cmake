@@ -41,6 +41,17 @@ if(MI_SECURE)
     list(APPEND mi_win_core_tests guard/test-guard)
   endif()
 endif()
+# The secure build's reports (tests/win/check_win_reports.py, run by
+# ci/windows.sh on the Release build): each misuse's first lines and its
+# stacks named through the PE's symbols, with and without the blocks' stacks
+if(MI_SECURE)
+  add_executable(report-misuse win/report-misuse.c)
+  target_include_directories(report-misuse PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(report-misuse PRIVATE -Wall -Wextra -Werror -g -O0 -fno-omit-frame-pointer)
+  target_link_libraries(report-misuse PRIVATE mimalloc-static)
+  target_link_options(report-misuse PRIVATE -static)
+endif()
+
 foreach(path IN LISTS mi_win_core_tests)
   get_filename_component(name ${path} NAME)
   mi_win_test_target(${name} ${path}.c)
