@@ -32,6 +32,16 @@ matrix() { # matrix NAME CC BUILD_TYPE [cmake args...]: build and run the core t
   ci_build "$out/$name" "$cc" "$type" "$@" && run_ctest "$out/$name" -L core -j2
 }
 
+# the secure build's light level (docs/secure-mode.md, "Levels"): the core
+# tests of both secure builds again at MIMALLOC_SECURE_LEVEL=light; a test of
+# a protection light leaves out skips (tests/child.h), every other must pass
+secure_light() {
+  local ok=0
+  MIMALLOC_SECURE_LEVEL=light run_ctest "$out/gcc-secure-release" -L core -j2 || ok=1
+  MIMALLOC_SECURE_LEVEL=light run_ctest "$out/clang-secure-debug" -L core -j2 || ok=1
+  return $ok
+}
+
 # the teardown protocol (docs/teardown-protocol.md): the forced interleavings
 # (Debug builds have the schedule points; the secure one too: quarantine,
 # guarded blocks, zeroing; each case also with reclaim on free), the spin
@@ -202,6 +212,7 @@ job clang-secure-debug "" matrix clang-secure-debug clang Debug -DMI_SECURE=ON
 # walks at every collection, page set-up and page free
 job debug3 "" matrix gcc-debug3 gcc Debug -DMI_DEBUG=3
 job debug3-secure "" matrix clang-secure-debug3 clang Debug -DMI_SECURE=ON -DMI_DEBUG=3
+job secure-light "gcc-secure-release clang-secure-debug" secure_light
 # fault injection (docs/fault-injection.md): every failure path of the OS
 # layer taken (coverage of the default and secure builds, with the knob and
 # fallback tests and the single-threaded sweeps), the two-thread sweep, and
@@ -259,6 +270,7 @@ about gcc-secure-release 86 "" "the secure build (gcc, Release) and the core tes
 about clang-secure-debug 95 "" "the secure build (clang, Debug) and the core tests"
 about debug3 63 "" "MI_DEBUG=3 (every expensive assertion) and the core tests"
 about debug3-secure 98 "" "the secure build with MI_DEBUG=3 and the core tests"
+about secure-light 150 "" "both secure builds' core tests again at MIMALLOC_SECURE_LEVEL=light"
 about fault-coverage 189 "coverage" "fault injection: every failure path of the OS layer taken, with gcov"
 about fault-sweep-threads 50 "coverage" "the fault sweep with two threads"
 about fault-positive-control 4 "" "a planted unchecked commit the fault sweep must catch"

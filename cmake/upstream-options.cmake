@@ -8,7 +8,7 @@
 
 option(MI_BUILD_OBJECT "Also build mimalloc.o: the whole library (with the malloc override) in one object file" ON)
 option(MI_INSTALL_TOPLEVEL "Install headers, static library, object and CMake package directly under the prefix, not in versioned mimalloc-<major>.<minor> directories" OFF)
-option(MI_SECURE_FULL "Same as MI_SECURE here (the secure build has one level)" OFF)
+option(MI_SECURE_FULL "Same as MI_SECURE here (its run-time levels: MI_SECURE_LEVEL)" OFF)
 option(MI_PADDING "Padding after each block to detect overflow: only in secure builds here (their canary)" OFF)
 option(MI_NO_PADDING "No padding: default builds have none; secure builds cannot drop their canary" OFF)
 option(MI_XMALLOC "Abort on allocation failure: not supported (allocation failure returns NULL with errno ENOMEM)" OFF)
@@ -47,7 +47,7 @@ function(mi_compat_reject option reason)
 endfunction()
 
 if(MI_SECURE_FULL)
-  message(STATUS "mimalloc-pprof: MI_SECURE_FULL: the secure build (one level here)")
+  message(STATUS "mimalloc-pprof: MI_SECURE_FULL: the secure build (upstream's extra guard page per page not built)")
   set(MI_SECURE ON)
 endif()
 

@@ -131,6 +131,12 @@
 /* MIMALLOC_SECURE_STACKS (secure/stacks.c): the secure build's per-block
    stacks, which take the profilers' capture and symboliser */
 #define MI_SECURE_STACKS (MI_SECURE && (MI_DHAT || MI_PPROF))
+
+/* The secure build's level unless MIMALLOC_SECURE_LEVEL says otherwise:
+   2 full, 1 light (CMake MI_SECURE_LEVEL; docs/secure-mode.md, "Levels") */
+#ifndef MI_SECURE_LEVEL_DEFAULT
+#define MI_SECURE_LEVEL_DEFAULT 2
+#endif
 #ifndef MI_LOCKORDER
 #define MI_LOCKORDER 0
 #endif

@@ -104,4 +104,24 @@ __attribute__((unused)) static void expect_clean_exit(mi_case_fn fn) {
     expect(&case_##name, sig, message); \
   }
 
+/* The secure build's light level (MIMALLOC_SECURE_LEVEL=light,
+   docs/secure-mode.md "Levels") leaves zero on free (with its check when a
+   block is handed out) and the fenced quarantine of freed large blocks
+   out: a test of one of those skips where it is off, so that the secure
+   tests run at both levels and each protection a level keeps is seen to
+   work there. */
+#define MI_SKIP_UNLESS_ON(option) \
+  do { \
+    if (mi_option_get(option) == 0) { \
+      printf("(%s off: not at this level)\n", #option); \
+      skip(); \
+    } \
+  } while (0)
+#define MI_CHILD_TEST_WHEN(option, test_fn, name, sig, message) \
+  static void test_fn(void** state) { \
+    (void)state; \
+    MI_SKIP_UNLESS_ON(option); \
+    expect(&case_##name, sig, message); \
+  }
+
 #endif

@@ -98,8 +98,11 @@ static int child_main(const char* mode) {
   if (strcmp(mode, "set_default") == 0) mi_option_set_default(mi_option_purge_delay, 999);
   if (strcmp(mode, "set") == 0) mi_option_set(mi_option_purge_delay, 77);
   void* p = mi_malloc(100); /* make sure the allocator is initialized */
+  if (strcmp(mode, "set_light") == 0) mi_option_set(mi_option_secure_level, 1);
   printf("purge_delay=%ld verbose=%d\n", mi_option_get(mi_option_purge_delay),
          (int)mi_option_is_enabled(mi_option_verbose));
+  printf("secure_level=%ld zero_on_free=%ld large_quarantine=%ld\n", mi_option_get(mi_option_secure_level),
+         mi_option_get(mi_option_zero_on_free), mi_option_get(mi_option_large_quarantine));
   fflush(stdout);
   mi_free(p);
   return 0;
@@ -200,6 +203,43 @@ static void test_option_environment_honoured_between_default_and_set(void** stat
   print_message("child (no env): %s", out);
   assert_null(strstr(out, "purge_delay=123"));
   assert_non_null(strstr(out, "verbose=0"));
+}
+
+/* The secure build's levels (docs/secure-mode.md, "Levels"): light turns
+   the defaults of zero on free and the large-block quarantine off, from
+   the environment (a word or a number) or mi_option_set; an option the
+   environment sets keeps its value at either level; full is the default.
+   Other builds read it and leave the two options as they are. */
+static void test_option_secure_level_light_defaults_off_explicit_kept(void** state) {
+  (void)state;
+  char out[4096];
+  const char* full[] = {NULL};
+  const char* light[] = {"MIMALLOC_SECURE_LEVEL=light", NULL};
+  const char* light_number[] = {"MIMALLOC_SECURE_LEVEL=1", NULL};
+  const char* light_kept[] = {"MIMALLOC_SECURE_LEVEL=LIGHT", "MIMALLOC_ZERO_ON_FREE=1", NULL};
+  const char* full_word[] = {"MIMALLOC_SECURE_LEVEL=full", "MIMALLOC_LARGE_QUARANTINE=3", NULL};
+#if MI_TEST_SECURE
+  run_child("plain", full, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=2 zero_on_free=1 large_quarantine=64"));
+  run_child("plain", light, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
+  run_child("plain", light_number, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
+  run_child("plain", light_kept, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=1 zero_on_free=1 large_quarantine=0"));
+  run_child("plain", full_word, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=2 zero_on_free=1 large_quarantine=3"));
+  run_child("set_light", full, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
+#else
+  run_child("plain", full, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=0 zero_on_free=0 large_quarantine=0"));
+  run_child("plain", light, out, sizeof(out));
+  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
+  (void)light_number;
+  (void)light_kept;
+  (void)full_word;
+#endif
 }
 
 /* ---------------------------------------------------------------------------- */
@@ -446,6 +486,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_option_size_options_read_in_kib),
       cmocka_unit_test(test_option_every_option_readable),
       cmocka_unit_test(test_option_environment_honoured_between_default_and_set),
+      cmocka_unit_test(test_option_secure_level_light_defaults_off_explicit_kept),
       cmocka_unit_test(test_stats_print_to_given_or_registered_output),
       cmocka_unit_test(test_stats_print_given_out_called_text_has_pid),
       cmocka_unit_test(test_thread_stats_print_out_shows_thread_own_blocks),

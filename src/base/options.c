@@ -74,6 +74,7 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(purge_holes_eager_zero, MI_DEBUG > 0 ? 1 : 0),
     MI_OPTION(dealloc_kind_check, 1), /* read only when a mismatch is found (validate.c) */
     MI_OPTION(secure_stacks, 0),      /* read at start-up, or set on (secure/stacks.c) */
+    MI_OPTION(secure_level, MI_SECURE ? MI_SECURE_LEVEL_DEFAULT : 0), /* the defaults of the options it names (below) */
 };
 
 /* Options that take words as well as numbers (upper case here). */
@@ -86,7 +87,23 @@ typedef struct mi_option_word_s {
 static const mi_option_word_t mi_option_words[] = {
     {mi_option_lockorder, "ABORT", 1},
     {mi_option_lockorder, "WARN", 2},
+    {mi_option_secure_level, "LIGHT", 1},
+    {mi_option_secure_level, "FULL", 2},
 };
+
+/* The secure build's levels (docs/secure-mode.md, "Levels"): the light one
+   is the full one with these options' defaults off. An option set in the
+   environment or by mi_option_set keeps its value at either level. */
+static const mi_option_t mi_secure_light_off[] = {mi_option_zero_on_free, mi_option_large_quarantine};
+static const long mi_secure_full_default[] = {MI_SECURE, MI_SECURE ? 64 : 0}; /* the table's defaults above */
+
+static void mi_option_init(mi_option_t option);
+
+/* the default of `mi_secure_light_off[i]` at the level in force */
+static long mi_secure_level_default(size_t i) {
+  if (_mi_options[mi_option_secure_level].init == MI_OPTION_UNINIT) mi_option_init(mi_option_secure_level);
+  return (_mi_options[mi_option_secure_level].value == 1 ? 0 : mi_secure_full_default[i]);
+}
 
 /* The names mimalloc read before its options were renamed: still read, after
    the current name, so an old script keeps working. */
@@ -165,6 +182,31 @@ static bool mi_option_parse(const mi_option_desc_t* desc, const char* s, long* v
   return true;
 }
 
+/* What the level gives the options it names, where neither the
+   environment nor the program set them; their listeners told. Called once
+   the level is known, or when the option itself is first read. */
+static void mi_secure_level_apply(mi_option_t option) {
+  if (!MI_SECURE) return;
+  if (option == mi_option_secure_level) {
+    for (size_t i = 0; i < sizeof(mi_secure_light_off) / sizeof(mi_secure_light_off[0]); i++) {
+      mi_option_desc_t* d = &_mi_options[mi_secure_light_off[i]];
+      if (d->init == MI_OPTION_UNINIT) continue; /* the default is given when it is read (below) */
+      if (d->init == MI_OPTION_INITIALIZED) continue;
+      long v = mi_secure_level_default(i);
+      if (d->value != v) {
+        d->value = v;
+        _mi_raise_option_changed(mi_secure_light_off[i], v);
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < sizeof(mi_secure_light_off) / sizeof(mi_secure_light_off[0]); i++) {
+    if (mi_secure_light_off[i] == option && _mi_options[option].init == MI_OPTION_DEFAULTED) {
+      _mi_options[option].value = mi_secure_level_default(i);
+    }
+  }
+}
+
 static void mi_option_init(mi_option_t option) {
   mi_option_desc_t* desc = &_mi_options[option];
   char name[80];
@@ -184,13 +226,16 @@ static void mi_option_init(mi_option_t option) {
     if (mi_option_parse(desc, value, &v)) {
       desc->value = v;
       desc->init = MI_OPTION_INITIALIZED;
+      mi_secure_level_apply(option);
       return;
     }
     desc->init = MI_OPTION_DEFAULTED;
+    mi_secure_level_apply(option);
     _mi_warning_message("environment option %s has an invalid value: %s\n", name, value);
     return;
   }
   desc->init = MI_OPTION_DEFAULTED;
+  mi_secure_level_apply(option);
 }
 
 /* MI_MALLOC_VERSION as mimalloc writes it: 20401 is 2.4.1 (the constant,
@@ -247,6 +292,7 @@ void mi_option_set(mi_option_t option, long value) {
   _mi_options[option].value = value;
   _mi_options[option].init = MI_OPTION_INITIALIZED;
   _mi_raise_option_changed(option, value); /* what depends on it catches up */
+  mi_secure_level_apply(option);
 }
 
 void mi_option_set_default(mi_option_t option, long value) {

@@ -80,6 +80,18 @@
     (void)state; \
     expect(&case_##name, sig, message); \
   }
+#define MI_HARDENED_TEST_WHEN(option, test_fn, name, sig, message) \
+  static void test_fn(void** state) { \
+    (void)state; \
+    MI_SKIP_UNLESS_ON(option); \
+    expect(&case_##name, sig, message); \
+  }
+#define MI_HARDENED_QUIET_WHEN(option, test_fn, name) \
+  static void test_fn(void** state) { \
+    (void)state; \
+    MI_SKIP_UNLESS_ON(option); \
+    expect_quiet_exit(&case_##name); \
+  }
 #define MI_HARDENED_QUIET(test_fn, name) \
   static void test_fn(void** state) { \
     (void)state; \
@@ -129,23 +141,26 @@ MI_HARDENED_TEST(test_overflow_large_1_byte_reported, overflow_large_1_byte, SIG
 MI_HARDENED_TEST(test_overflow_large_8_byte_reported, overflow_large_8_byte, SIGABRT,
                  "heap buffer overflow detected in block")
 /* seen when the block is handed out again, after the quarantine */
-MI_HARDENED_TEST(test_write_after_free_small_reported, write_after_free_small, SIGABRT,
-                 "use-after-free write detected in block")
-MI_HARDENED_TEST(test_write_after_free_small_reuse_reported, write_after_free_small_reuse, SIGABRT,
-                 "use-after-free write detected in block")
+MI_HARDENED_TEST_WHEN(mi_option_zero_on_free, test_write_after_free_small_reported, write_after_free_small, SIGABRT,
+                      "use-after-free write detected in block")
+MI_HARDENED_TEST_WHEN(mi_option_zero_on_free, test_write_after_free_small_reuse_reported, write_after_free_small_reuse,
+                      SIGABRT, "use-after-free write detected in block")
 
 /* ---- Faults at once ------------------------------------------------------------------- */
 
 static void test_read_after_free_large_faults(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_large_quarantine);
   expect_report_start(&case_read_after_free_large, SIGSEGV, MI_HARDENED_FREED_LARGE_REPORT);
 }
 static void test_write_after_free_large_faults(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_large_quarantine);
   expect_report_start(&case_write_after_free_large, SIGSEGV, MI_HARDENED_FREED_LARGE_REPORT);
 }
 static void test_write_after_free_large_reuse_faults(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_large_quarantine);
   expect_report_start(&case_write_after_free_large_reuse, SIGSEGV, MI_HARDENED_FREED_LARGE_REPORT);
 }
 static void test_read_zero_size_faults(void** state) {
@@ -161,7 +176,7 @@ static void test_write_zero_size_faults(void** state) {
 
 /* hardened_malloc prints the bytes read (all zero): a freed block in the
    quarantine reads zero, its link word included */
-MI_HARDENED_QUIET(test_read_after_free_small_reads_zero_quietly, read_after_free_small)
+MI_HARDENED_QUIET_WHEN(mi_option_zero_on_free, test_read_after_free_small_reads_zero_quietly, read_after_free_small)
 MI_HARDENED_QUIET(test_uninitialized_read_small_reads_zero_quietly, uninitialized_read_small)
 MI_HARDENED_QUIET(test_uninitialized_read_large_reads_zero_quietly, uninitialized_read_large)
 MI_HARDENED_QUIET(test_calloc_zeroed, calloc_zeroed)

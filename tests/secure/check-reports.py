@@ -328,6 +328,15 @@ def mutations_guarded(err, doc):
     yield "allocation and free sections swapped", sw.replace("@@", "freed by thread"), doc
 
 
+# what the secure build's light level (MIMALLOC_SECURE_LEVEL=light) does not
+# catch: zero on free's check at reuse, the fence of freed large blocks
+LIGHT_LEAVES_OUT = ("use-after-free-write", "use-after-free-link-write", "large-use-after-free")
+
+
+def light_level():
+    return os.environ.get("MIMALLOC_SECURE_LEVEL", "").strip().lower() in ("light", "1")
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     args = sys.argv[2:]
@@ -389,6 +398,9 @@ def main():
         for stacks in (False, True):
             mode = " (MIMALLOC_SECURE_STACKS=1)" if stacks else ""
             for kind in args or list(CASES):
+                if kind in LIGHT_LEAVES_OUT and light_level():
+                    print("skipped %s%s: the light level leaves it out (MIMALLOC_SECURE_LEVEL)" % (kind, mode))
+                    continue
                 checked = []
                 pid, status, err, doc = run(binary, kind, False, out, stacks)
                 bad = check(kind, pid, status, err, doc, binary, checked, stacks)

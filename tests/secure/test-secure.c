@@ -524,6 +524,7 @@ static void case_uaf_write_large_after_heap_destroy(bool misuse) {
    one's data). */
 static void test_large_freed_contents_gone(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   for (int i = 0; i < 100; i++) {
     char* p = (char*)mi_malloc(LARGE_UAF_SIZE);
     assert_non_null(p);
@@ -708,9 +709,10 @@ MI_CHILD_TEST(test_double_free_large_purged_reported, double_free_large_purged, 
               "double free detected of block")
 MI_CHILD_TEST(test_double_free_after_remote_unzeroed_reported, double_free_after_remote_unzeroed, SIGABRT,
               "double free detected of block")
-MI_CHILD_TEST(test_uaf_read_large_faults, uaf_read_large, SIGSEGV, "use-after-free detected in freed large block at")
-MI_CHILD_TEST(test_uaf_write_large_after_heap_destroy_faults, uaf_write_large_after_heap_destroy, SIGSEGV,
-              "use-after-free detected in freed large block at")
+MI_CHILD_TEST_WHEN(mi_option_large_quarantine, test_uaf_read_large_faults, uaf_read_large, SIGSEGV,
+                   "use-after-free detected in freed large block at")
+MI_CHILD_TEST_WHEN(mi_option_large_quarantine, test_uaf_write_large_after_heap_destroy_faults,
+                   uaf_write_large_after_heap_destroy, SIGSEGV, "use-after-free detected in freed large block at")
 MI_CHILD_TEST(test_double_free_other_thread_reported, double_free_other_thread, SIGABRT,
               "double free detected of block")
 MI_CHILD_TEST(test_double_free_after_remote_reported, double_free_after_remote, SIGABRT,
@@ -835,8 +837,10 @@ static void test_string_overread_at_most_two_bytes(void** state) {
 MI_CHILD_TEST(test_underflow_reported_as_overflow, underflow, SIGABRT, "heap buffer overflow detected in block")
 MI_CHILD_TEST(test_overflow_into_large_guard_page_faults, guard_page_large, SIGSEGV,
               "heap buffer overflow into a guard page detected at")
-MI_CHILD_TEST(test_uaf_write_reported, uaf_write, SIGABRT, "use-after-free write detected in block")
-MI_CHILD_TEST(test_uaf_write_link_word_reported, uaf_write_link_word, SIGABRT, "use-after-free write detected in block")
+MI_CHILD_TEST_WHEN(mi_option_zero_on_free, test_uaf_write_reported, uaf_write, SIGABRT,
+                   "use-after-free write detected in block")
+MI_CHILD_TEST_WHEN(mi_option_zero_on_free, test_uaf_write_link_word_reported, uaf_write_link_word, SIGABRT,
+                   "use-after-free write detected in block")
 MI_CHILD_TEST(test_corrupt_link_reported, corrupt_link, SIGABRT, "corrupted free list detected at")
 MI_CHILD_TEST(test_realloc_freed_reported, realloc_freed, SIGABRT, "use of a freed block detected at")
 MI_CHILD_TEST(test_realloc_interior_reported, realloc_interior, SIGABRT, "invalid realloc detected of pointer")
@@ -944,6 +948,7 @@ static void case_free_zero_on_free_off(bool misuse) {
 }
 static void test_zero_on_free_freed_block_zeroed_only_when_on(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   long delay = mi_option_get(mi_option_purge_delay);
   mi_option_set(mi_option_purge_delay, -1);
   for (size_t k = 0; k < sizeof(zero_on_free_sizes) / sizeof(zero_on_free_sizes[0]); k++) {
@@ -982,6 +987,7 @@ static void case_realloc_move_zero_on_free_off(bool misuse) {
 }
 static void test_realloc_moved_old_block_reads_zero(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   long delay = mi_option_get(mi_option_purge_delay);
   mi_option_set(mi_option_purge_delay, -1);
   for (size_t k = 0; k < sizeof(realloc_move_sizes) / sizeof(realloc_move_sizes[0]); k++) {
@@ -997,6 +1003,7 @@ static void test_realloc_moved_old_block_reads_zero(void** state) {
    through the quarantine and the free list first. */
 static void test_handed_out_block_reads_zero(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   enum { N = 200 };
   static void* blocks[N];
   for (int round = 0; round < 3; round++) {
@@ -1077,6 +1084,7 @@ static void case_page_after_zero_on_free_off(bool misuse) {
 }
 static void test_page_after_zero_on_free_off_starts_zeroed(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   expect_clean_exit(&case_page_after_zero_on_free_off);
 }
 

@@ -176,14 +176,17 @@ static void every_size(position_t where, bool keep) {
    from its page's free list. */
 static void test_stale_write_start_page_kept_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   every_size(AT_START, true);
 }
 static void test_stale_write_middle_page_kept_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   every_size(AT_MIDDLE, true);
 }
 static void test_stale_write_end_page_kept_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   every_size(AT_END, true);
 }
 
@@ -191,14 +194,17 @@ static void test_stale_write_end_page_kept_always_reported(void** state) {
    the free, and a new page set up on the same memory hands the block out. */
 static void test_stale_write_start_page_gone_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   every_size(AT_START, false);
 }
 static void test_stale_write_middle_page_gone_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   every_size(AT_MIDDLE, false);
 }
 static void test_stale_write_end_page_gone_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   every_size(AT_END, false);
 }
 
@@ -207,12 +213,14 @@ static void test_stale_write_end_page_gone_always_reported(void** state) {
    before it lays a link there. */
 static void test_stale_write_link_page_kept_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   for (size_t i = 0; i < MEDIUM_SIZES; i++) {
     expect_every_run(medium_sizes[i], AT_LINK, true, 0, "corrupted free list detected at");
   }
 }
 static void test_stale_write_link_page_gone_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   for (size_t i = 0; i < MEDIUM_SIZES; i++) expect_every_run(medium_sizes[i], AT_LINK, false, 0, REPORT);
 }
 
@@ -221,6 +229,7 @@ static void test_stale_write_link_page_gone_always_reported(void** state) {
    both handed out. */
 static void test_stale_write_page_of_other_size_between_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   expect_every_run(64 * 1024, AT_MIDDLE, false, 40 * 1024, REPORT);
   expect_every_run(10 * 1024, AT_END, false, 100 * 1024, REPORT);
   expect_every_run(128 * 1024, AT_START, false, 9000, REPORT);
@@ -232,6 +241,7 @@ static void test_stale_write_page_of_other_size_between_always_reported(void** s
    written since. */
 static void test_stale_write_after_purge_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   c_return = RETURN_PURGE;
   for (size_t i = 0; i < MEDIUM_SIZES; i++) {
     expect_every_run_after(medium_sizes[i], AT_MIDDLE, false, 0, REPORT);
@@ -243,6 +253,7 @@ static void test_stale_write_after_purge_always_reported(void** state) {
    use (a hole: mi_purge_all sweeps the caller's pages), before the write. */
 static void test_stale_write_into_hole_always_reported(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_zero_on_free);
   c_return = RETURN_HOLES;
   expect_every_run_after(64 * 1024, AT_MIDDLE, true, 0, REPORT);
   expect_every_run_after(128 * 1024, AT_MIDDLE, true, 0, REPORT);
@@ -262,6 +273,7 @@ static void case_stale_write_large(bool misuse) {
 }
 static void test_stale_write_first_large_sizes_faults(void** state) {
   (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_large_quarantine);
   static const size_t sizes[] = {128 * 1024 + 9, 128 * 1024 + 4096, 300000};
   for (size_t i = 0; i < 3; i++) {
     for (int w = AT_START; w <= AT_END; w++) {
