@@ -61,6 +61,7 @@ static mi_forceinline int mi_walk_frames(uintptr_t fp, uintptr_t lo, uintptr_t t
                                          uintptr_t* slot0, uint64_t* hash, bool* main) {
   const uintptr_t code_lo = _mi_walk_code_lo;
   const uintptr_t code_hi = _mi_walk_code_hi;
+  *main = false;
   while (fp >= lo && fp <= top) {
     const uintptr_t* frame = (const uintptr_t*)fp;
     if (frame[1] < code_lo || frame[1] >= code_hi) break;
@@ -68,7 +69,6 @@ static mi_forceinline int mi_walk_frames(uintptr_t fp, uintptr_t lo, uintptr_t t
     fp = frame[0];
   }
   uint64_t h = MI_WALK_HASH_SEED;
-  *main = false;
   int n = 0;
   while (n < max) {
     if (fp < lo || fp > top || (fp & (sizeof(uintptr_t) - 1)) != 0) break;
