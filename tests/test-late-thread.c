@@ -21,10 +21,6 @@
 #include "child.h"
 #include "mimalloc-stats.h"
 
-#ifndef MI_TEST_LATE_ORPHAN_ONLY
-#define MI_TEST_LATE_ORPHAN_ONLY 0
-#endif
-
 #define THREADS 64
 #define AT_ONCE 8
 #define EARLY 24
@@ -258,19 +254,16 @@ static void expect_clean(mi_case_fn fn) {
 
 static void test_late_thread_rounds_exhausted_no_report_nothing_left(void** state) {
   (void)state;
-  if (MI_TEST_LATE_ORPHAN_ONLY) skip(); /* tests/CMakeLists.txt: a known defect when linked shared */
   expect_clean(case_rounds_exhausted);
 }
 
 static void test_late_thread_hook_again_no_report_finished_by_itself(void** state) {
   (void)state;
-  if (MI_TEST_LATE_ORPHAN_ONLY) skip(); /* tests/CMakeLists.txt: a known defect when linked shared */
   expect_clean(case_hook_again);
 }
 
 static void test_late_thread_blocks_freed_on_same_stack_no_report(void** state) {
   (void)state;
-  if (MI_TEST_LATE_ORPHAN_ONLY) skip(); /* tests/CMakeLists.txt: a known defect when linked shared */
   expect_clean(case_same_stack);
 }
 

@@ -130,6 +130,15 @@ static void mi_background_main(void) {
 }
 
 static void mi_background_start(void) {
+  /* Not from a thread's exit hook: the start allocates (the new thread's
+     TLS, through the C library's calloc, which a preloaded or linked
+     library serves) from the exiting thread's heap, whose segments may be
+     abandoned already: the allocation took one back, with the thread's id,
+     into data about to be freed, and the thread's late data later found it
+     there as its own (docs/teardown-protocol.md, "Late thread data").
+     The next thread that makes something due starts it. */
+  const mi_heap_t* heap = mi_get_default_heap();
+  if (mi_heap_is_initialized(heap) && heap->tld->exiting) return;
   int expected = 0;
   if (!atomic_compare_exchange_strong_explicit(&mi_background_state, &expected, 1, memory_order_acq_rel,
                                                memory_order_relaxed)) {
