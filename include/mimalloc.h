@@ -456,6 +456,7 @@ typedef enum mi_option_e {
   mi_option_dealloc_kind_check,       /* secure builds: report new/delete/free of another allocation's kind */
   mi_option_secure_stacks,            /* secure builds: record every block's allocation and free stacks for reports */
   mi_option_secure_level,             /* secure builds: 2/full (default), 1/light (docs/secure-mode.md, "Levels") */
+  mi_option_secure_quarantine,        /* secure builds: freed small blocks wait in their thread's quarantine */
   _mi_option_last,
   /* legacy names (their MIMALLOC_<NAME> is read too, docs/options.md) */
   mi_option_large_os_pages = mi_option_allow_large_os_pages,

@@ -106,8 +106,8 @@ __attribute__((unused)) static void expect_clean_exit(mi_case_fn fn) {
 
 /* The secure build's light level (MIMALLOC_SECURE_LEVEL=light,
    docs/secure-mode.md "Levels") leaves zero on free (with its check when a
-   block is handed out) and the fenced quarantine of freed large blocks
-   out: a test of one of those skips where it is off, so that the secure
+   block is handed out), the fenced quarantine of freed large blocks and the
+   small blocks' quarantine out: a test of one of those skips where it is off, so that the secure
    tests run at both levels and each protection a level keeps is seen to
    work there. */
 #define MI_SKIP_UNLESS_ON(option) \

@@ -101,8 +101,9 @@ static int child_main(const char* mode) {
   if (strcmp(mode, "set_light") == 0) mi_option_set(mi_option_secure_level, 1);
   printf("purge_delay=%ld verbose=%d\n", mi_option_get(mi_option_purge_delay),
          (int)mi_option_is_enabled(mi_option_verbose));
-  printf("secure_level=%ld zero_on_free=%ld large_quarantine=%ld\n", mi_option_get(mi_option_secure_level),
-         mi_option_get(mi_option_zero_on_free), mi_option_get(mi_option_large_quarantine));
+  printf("secure_level=%ld zero_on_free=%ld large_quarantine=%ld secure_quarantine=%ld\n",
+         mi_option_get(mi_option_secure_level), mi_option_get(mi_option_zero_on_free),
+         mi_option_get(mi_option_large_quarantine), mi_option_get(mi_option_secure_quarantine));
   fflush(stdout);
   mi_free(p);
   return 0;
@@ -206,40 +207,56 @@ static void test_option_environment_honoured_between_default_and_set(void** stat
 }
 
 /* The secure build's levels (docs/secure-mode.md, "Levels"): light turns
-   the defaults of zero on free and the large-block quarantine off, from
-   the environment (a word or a number) or mi_option_set; an option the
-   environment sets keeps its value at either level; full is the default.
-   Other builds read it and leave the two options as they are. */
+   the defaults of zero on free, the large-block quarantine and the small
+   blocks' quarantine off, from the environment (a word or a number) or
+   mi_option_set; an option the environment sets keeps its value at either
+   level; full is the default. Other builds read it and leave the three
+   options as they are. */
+typedef struct level_case_s {
+  const char* mode;   /* child_main's */
+  const char* env[3]; /* NULL-terminated */
+  const char* expect; /* child_main's second line */
+} level_case_t;
+
+static void assert_level_cases(const level_case_t* cases, size_t n) {
+  char out[4096];
+  for (size_t i = 0; i < n; i++) {
+    run_child(cases[i].mode, cases[i].env, out, sizeof(out));
+    if (strstr(out, cases[i].expect) == NULL) fail_msg("case %zu: expected \"%s\", got:\n%s", i, cases[i].expect, out);
+  }
+}
+
 static void test_option_secure_level_light_defaults_off_explicit_kept(void** state) {
   (void)state;
-  char out[4096];
-  const char* full[] = {NULL};
-  const char* light[] = {"MIMALLOC_SECURE_LEVEL=light", NULL};
-  const char* light_number[] = {"MIMALLOC_SECURE_LEVEL=1", NULL};
-  const char* light_kept[] = {"MIMALLOC_SECURE_LEVEL=LIGHT", "MIMALLOC_ZERO_ON_FREE=1", NULL};
-  const char* full_word[] = {"MIMALLOC_SECURE_LEVEL=full", "MIMALLOC_LARGE_QUARANTINE=3", NULL};
 #if MI_TEST_SECURE
-  run_child("plain", full, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=2 zero_on_free=1 large_quarantine=64"));
-  run_child("plain", light, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
-  run_child("plain", light_number, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
-  run_child("plain", light_kept, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=1 zero_on_free=1 large_quarantine=0"));
-  run_child("plain", full_word, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=2 zero_on_free=1 large_quarantine=3"));
-  run_child("set_light", full, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
+  static const level_case_t cases[] = {
+      {"plain", {NULL}, "secure_level=2 zero_on_free=1 large_quarantine=64 secure_quarantine=1"},
+      {"plain",
+       {"MIMALLOC_SECURE_LEVEL=light", NULL},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+      {"plain",
+       {"MIMALLOC_SECURE_LEVEL=1", NULL},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+      {"plain",
+       {"MIMALLOC_SECURE_LEVEL=LIGHT", "MIMALLOC_ZERO_ON_FREE=1", NULL},
+       "secure_level=1 zero_on_free=1 large_quarantine=0 secure_quarantine=0"},
+      {"plain",
+       {"MIMALLOC_SECURE_LEVEL=light", "MIMALLOC_SECURE_QUARANTINE=1", NULL},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=1"},
+      {"plain",
+       {"MIMALLOC_SECURE_LEVEL=full", "MIMALLOC_LARGE_QUARANTINE=3", NULL},
+       "secure_level=2 zero_on_free=1 large_quarantine=3 secure_quarantine=1"},
+      {"set_light", {NULL}, "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+  };
 #else
-  run_child("plain", full, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=0 zero_on_free=0 large_quarantine=0"));
-  run_child("plain", light, out, sizeof(out));
-  assert_non_null(strstr(out, "secure_level=1 zero_on_free=0 large_quarantine=0"));
-  (void)light_number;
-  (void)light_kept;
-  (void)full_word;
+  static const level_case_t cases[] = {
+      {"plain", {NULL}, "secure_level=0 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+      {"plain",
+       {"MIMALLOC_SECURE_LEVEL=light", NULL},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+  };
 #endif
+  assert_level_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* ---------------------------------------------------------------------------- */

@@ -7,6 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* the full level's defaults of the options the light level turns off
+   (mi_secure_light_off below) */
+#define MI_ZERO_ON_FREE_DEFAULT MI_SECURE
+#define MI_LARGE_QUARANTINE_DEFAULT (MI_SECURE ? 64 : 0)
+#define MI_SECURE_QUARANTINE_DEFAULT MI_SECURE
+
 #define MI_OPTION(opt, def) \
   [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = false}
 #define MI_OPTION_SIZE(opt, def) \
@@ -54,12 +60,12 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(generic_collect, 10000),
     MI_OPTION(allow_thp, MI_DEFAULT_ALLOW_THP), /* where the program's large blocks are used densely (os-thp.c) */
     MI_OPTION(purge_thread, 1),
-    MI_OPTION(zero_on_free, MI_SECURE),
+    MI_OPTION(zero_on_free, MI_ZERO_ON_FREE_DEFAULT),
     MI_OPTION(segment_cache, MI_SEGMENT_CACHE_MAX),
     MI_OPTION(dhat, 0),
     MI_OPTION(dhat_backtrace, 0),
     MI_OPTION(lockorder, 1),
-    MI_OPTION(large_quarantine, MI_SECURE ? 64 : 0),
+    MI_OPTION(large_quarantine, MI_LARGE_QUARANTINE_DEFAULT),
     MI_OPTION(prof, 0),
     MI_OPTION(prof_sample_rate, 524288),
     MI_OPTION(prof_bt_max, 32),
@@ -75,6 +81,7 @@ mi_option_desc_t _mi_options[_mi_option_last] = {
     MI_OPTION(dealloc_kind_check, 1), /* read only when a mismatch is found (validate.c) */
     MI_OPTION(secure_stacks, 0),      /* read at start-up, or set on (secure/stacks.c) */
     MI_OPTION(secure_level, MI_SECURE ? MI_SECURE_LEVEL_DEFAULT : 0), /* the defaults of the options it names (below) */
+    MI_OPTION(secure_quarantine, MI_SECURE_QUARANTINE_DEFAULT),
 };
 
 /* Options that take words as well as numbers (upper case here). */
@@ -94,15 +101,22 @@ static const mi_option_word_t mi_option_words[] = {
 /* The secure build's levels (docs/secure-mode.md, "Levels"): the light one
    is the full one with these options' defaults off. An option set in the
    environment or by mi_option_set keeps its value at either level. */
-static const mi_option_t mi_secure_light_off[] = {mi_option_zero_on_free, mi_option_large_quarantine};
-static const long mi_secure_full_default[] = {MI_SECURE, MI_SECURE ? 64 : 0}; /* the table's defaults above */
+typedef struct mi_secure_level_option_s {
+  mi_option_t option;
+  long full; /* its default at the full level (the table's); 0 at light */
+} mi_secure_level_option_t;
+static const mi_secure_level_option_t mi_secure_light_off[] = {
+    {mi_option_zero_on_free, MI_ZERO_ON_FREE_DEFAULT},
+    {mi_option_large_quarantine, MI_LARGE_QUARANTINE_DEFAULT},
+    {mi_option_secure_quarantine, MI_SECURE_QUARANTINE_DEFAULT},
+};
 
 static void mi_option_init(mi_option_t option);
 
 /* the default of `mi_secure_light_off[i]` at the level in force */
 static long mi_secure_level_default(size_t i) {
   if (_mi_options[mi_option_secure_level].init == MI_OPTION_UNINIT) mi_option_init(mi_option_secure_level);
-  return (_mi_options[mi_option_secure_level].value == 1 ? 0 : mi_secure_full_default[i]);
+  return (_mi_options[mi_option_secure_level].value == 1 ? 0 : mi_secure_light_off[i].full);
 }
 
 /* The names mimalloc read before its options were renamed: still read, after
@@ -189,19 +203,19 @@ static void mi_secure_level_apply(mi_option_t option) {
   if (!MI_SECURE) return;
   if (option == mi_option_secure_level) {
     for (size_t i = 0; i < sizeof(mi_secure_light_off) / sizeof(mi_secure_light_off[0]); i++) {
-      mi_option_desc_t* d = &_mi_options[mi_secure_light_off[i]];
+      mi_option_desc_t* d = &_mi_options[mi_secure_light_off[i].option];
       if (d->init == MI_OPTION_UNINIT) continue; /* the default is given when it is read (below) */
       if (d->init == MI_OPTION_INITIALIZED) continue;
       long v = mi_secure_level_default(i);
       if (d->value != v) {
         d->value = v;
-        _mi_raise_option_changed(mi_secure_light_off[i], v);
+        _mi_raise_option_changed(mi_secure_light_off[i].option, v);
       }
     }
     return;
   }
   for (size_t i = 0; i < sizeof(mi_secure_light_off) / sizeof(mi_secure_light_off[0]); i++) {
-    if (mi_secure_light_off[i] == option && _mi_options[option].init == MI_OPTION_DEFAULTED) {
+    if (mi_secure_light_off[i].option == option && _mi_options[option].init == MI_OPTION_DEFAULTED) {
       _mi_options[option].value = mi_secure_level_default(i);
     }
   }

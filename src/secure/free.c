@@ -20,7 +20,8 @@
             -> the owner's: clear the bit, mi_secure_free_local
                  -> over 512 bytes: mi_secure_free_local_big (out of line)
                  -> zero (memory.h), then mi_secure_free_zeroed
-                      -> above the small sizes: _mi_free_local_release (page.h)
+                      -> above the small sizes or the quarantine off:
+                         _mi_free_local_release (page.h)
                       -> else mi_quarantine_put: a random slot; the block evicted
                          from it goes through mi_quarantine_release to its page */
 #include "memory.h"
@@ -117,10 +118,15 @@ static mi_forceinline void mi_quarantine_put(mi_tld_t* tld, mi_page_t* page, mi_
 }
 
 /* A block its owner freed, zeroed: back to its page (blocks above the small
-   sizes, or no heap to hold a quarantine) or into the quarantine. */
+   sizes, the quarantine off, or no heap to hold one) or into the quarantine.
+   Blocks quarantined when the option goes off leave as they would have. */
 static mi_forceinline void mi_secure_free_zeroed(mi_page_t* page, mi_block_t* block, size_t block_size) {
+  if (block_size > MI_SMALL_BLOCK_MAX || _mi_option_get_after_init(mi_option_secure_quarantine) == 0) {
+    _mi_free_local_release(page, block);
+    return;
+  }
   mi_heap_t* heap = mi_get_default_heap();
-  if (block_size > MI_SMALL_BLOCK_MAX || mi_unlikely(!mi_heap_is_initialized(heap))) {
+  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     _mi_free_local_release(page, block);
     return;
   }

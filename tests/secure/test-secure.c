@@ -1017,6 +1017,47 @@ static void test_handed_out_block_reads_zero(void** state) {
   }
 }
 
+/* Delayed reuse (MIMALLOC_SECURE_QUARANTINE, on at the full level): a small
+   block its owner freed waits in the thread's quarantine, so the next
+   allocation of its size is another block, however often it is tried (a
+   block leaves the quarantine only when a later free takes its slot). With
+   the option off (the light level) the block goes straight back to its
+   page's free list, and the next allocation of its size is that block.
+   (A heap of its own with no guarded samples: a sampled block is another.) */
+static int freed_then_allocated_same(size_t size, int rounds) {
+  mi_heap_t* heap = mi_heap_new();
+  assert_non_null(heap);
+  mi_heap_guarded_set_sample_rate(heap, 0, 0);
+  int same = 0;
+  for (int i = 0; i < rounds; i++) {
+    void* p = mi_heap_malloc(heap, size);
+    assert_non_null(p);
+    mi_free(p);
+    void* q = mi_heap_malloc(heap, size);
+    assert_non_null(q);
+    same += (q == p);
+    mi_free(q);
+  }
+  mi_heap_delete(heap);
+  return same;
+}
+
+static void test_quarantine_on_freed_block_not_handed_out_next(void** state) {
+  (void)state;
+  MI_SKIP_UNLESS_ON(mi_option_secure_quarantine);
+  assert_int_equal(freed_then_allocated_same(40, 200), 0);
+}
+
+static void test_quarantine_off_freed_block_handed_out_next(void** state) {
+  (void)state;
+  long before = mi_option_get(mi_option_secure_quarantine);
+  mi_collect(true); /* the quarantine empty: what comes back is the page's own list */
+  mi_option_set(mi_option_secure_quarantine, 0);
+  int same = freed_then_allocated_same(40, 200);
+  mi_option_set(mi_option_secure_quarantine, before);
+  assert_int_equal(same, 200);
+}
+
 /* A zeroing allocation of a reused block: with zero on free, the reuse check
    found it zero and it is handed out as it is; with zero on free off the
    block holds what its last user wrote, and must be zeroed. Both read zero,
@@ -1202,6 +1243,8 @@ int main(void) {
       cmocka_unit_test(test_realloc_moved_old_block_reads_zero),
       cmocka_unit_test(test_page_after_zero_on_free_off_starts_zeroed),
       cmocka_unit_test(test_handed_out_block_reads_zero),
+      cmocka_unit_test(test_quarantine_on_freed_block_not_handed_out_next),
+      cmocka_unit_test(test_quarantine_off_freed_block_handed_out_next),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,7 @@ impl MiOption {
     pub const DEALLOC_KIND_CHECK: MiOption = MiOption(ffi::mi_option_dealloc_kind_check);
     pub const SECURE_STACKS: MiOption = MiOption(ffi::mi_option_secure_stacks);
     pub const SECURE_LEVEL: MiOption = MiOption(ffi::mi_option_secure_level);
+    pub const SECURE_QUARANTINE: MiOption = MiOption(ffi::mi_option_secure_quarantine);
     pub const LARGE_OS_PAGES: MiOption = MiOption(ffi::mi_option_large_os_pages);
     pub const EAGER_REGION_COMMIT: MiOption = MiOption(ffi::mi_option_eager_region_commit);
     pub const RESET_DECOMMITS: MiOption = MiOption(ffi::mi_option_reset_decommits);
