@@ -271,6 +271,9 @@ void mi_prim_fault_handler_install(void (*report)(void* addr, const mi_fault_whe
 }
 
 void mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  /* child handlers run in the order they were registered: the numbers kept
+     (sys.c) are forgotten before the allocator's handler may use them */
+  pthread_atfork(NULL, NULL, &_mi_prim_ids_forget);
   pthread_atfork(prepare, parent, child);
 }
 

@@ -41,6 +41,8 @@
 
 /* set by mi_prim_init (prim.c) */
 extern mi_prim_config_t _mi_unix_config mi_decl_hidden;
+/* sys.c: the process's and thread's numbers kept, forgotten in a fork's child (thread.c) */
+void _mi_prim_ids_forget(void) mi_decl_hidden;
 extern int64_t _mi_unix_start_ms mi_decl_hidden;
 
 static inline int mi_prim_errno(void) {
