@@ -101,9 +101,10 @@ static int child_main(const char* mode) {
   if (strcmp(mode, "set_light") == 0) mi_option_set(mi_option_secure_level, 1);
   printf("purge_delay=%ld verbose=%d\n", mi_option_get(mi_option_purge_delay),
          (int)mi_option_is_enabled(mi_option_verbose));
-  printf("secure_level=%ld zero_on_free=%ld large_quarantine=%ld secure_quarantine=%ld\n",
+  printf("secure_level=%ld zero_on_free=%ld large_quarantine=%ld secure_quarantine=%ld guarded_sample_rate=%ld\n",
          mi_option_get(mi_option_secure_level), mi_option_get(mi_option_zero_on_free),
-         mi_option_get(mi_option_large_quarantine), mi_option_get(mi_option_secure_quarantine));
+         mi_option_get(mi_option_large_quarantine), mi_option_get(mi_option_secure_quarantine),
+         mi_option_get(mi_option_guarded_sample_rate));
   fflush(stdout);
   mi_free(p);
   return 0;
@@ -208,7 +209,7 @@ static void test_option_environment_honoured_between_default_and_set(void** stat
 
 /* The secure build's levels (docs/secure-mode.md, "Levels"): light turns
    the defaults of zero on free, the large-block quarantine and the small
-   blocks' quarantine off, from the environment (a word or a number) or
+   blocks' quarantine off and samples a tenth as many guarded blocks, from the environment (a word or a number) or
    mi_option_set; an option the environment sets keeps its value at either
    level; full is the default. Other builds read it and leave the three
    options as they are. */
@@ -230,30 +231,34 @@ static void test_option_secure_level_light_defaults_off_explicit_kept(void** sta
   (void)state;
 #if MI_TEST_SECURE
   static const level_case_t cases[] = {
-      {"plain", {NULL}, "secure_level=2 zero_on_free=1 large_quarantine=64 secure_quarantine=1"},
+      {"plain",
+       {NULL},
+       "secure_level=2 zero_on_free=1 large_quarantine=64 secure_quarantine=1 guarded_sample_rate=4000"},
       {"plain",
        {"MIMALLOC_SECURE_LEVEL=light", NULL},
-       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0 guarded_sample_rate=40000"},
       {"plain",
        {"MIMALLOC_SECURE_LEVEL=1", NULL},
-       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0 guarded_sample_rate=40000"},
       {"plain",
        {"MIMALLOC_SECURE_LEVEL=LIGHT", "MIMALLOC_ZERO_ON_FREE=1", NULL},
-       "secure_level=1 zero_on_free=1 large_quarantine=0 secure_quarantine=0"},
+       "secure_level=1 zero_on_free=1 large_quarantine=0 secure_quarantine=0 guarded_sample_rate=40000"},
       {"plain",
        {"MIMALLOC_SECURE_LEVEL=light", "MIMALLOC_SECURE_QUARANTINE=1", NULL},
-       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=1"},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=1 guarded_sample_rate=40000"},
       {"plain",
        {"MIMALLOC_SECURE_LEVEL=full", "MIMALLOC_LARGE_QUARANTINE=3", NULL},
-       "secure_level=2 zero_on_free=1 large_quarantine=3 secure_quarantine=1"},
-      {"set_light", {NULL}, "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+       "secure_level=2 zero_on_free=1 large_quarantine=3 secure_quarantine=1 guarded_sample_rate=4000"},
+      {"set_light",
+       {NULL},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0 guarded_sample_rate=40000"},
   };
 #else
   static const level_case_t cases[] = {
-      {"plain", {NULL}, "secure_level=0 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+      {"plain", {NULL}, "secure_level=0 zero_on_free=0 large_quarantine=0 secure_quarantine=0 guarded_sample_rate=0"},
       {"plain",
        {"MIMALLOC_SECURE_LEVEL=light", NULL},
-       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0"},
+       "secure_level=1 zero_on_free=0 large_quarantine=0 secure_quarantine=0 guarded_sample_rate=0"},
   };
 #endif
   assert_level_cases(cases, sizeof(cases) / sizeof(cases[0]));
