@@ -232,6 +232,52 @@ static void test_guard_sample_rate_env_var_honoured(void** state) {
   assert_int_not_equal(system(cmd), 0);
 }
 
+/* A report in a fork's child names the child's thread, and the stacks it
+   walked there: the process and thread numbers the allocator keeps (for
+   the stack walk's reads of the process's memory) are the parent's until
+   the child forgets them. The parent (this test process, which allocated)
+   walked stacks and named threads first; the child makes the misuse and
+   says its thread number first. */
+static void case_uaf_in_fork_child_names_child(bool misuse) {
+  guard_every_allocation();
+  char* before = (char*)mi_malloc(64); /* numbers taken in this process (a child of the test's) */
+  mi_free(before);
+  pid_t pid = fork();
+  if (pid != 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) raise(WTERMSIG(status)); /* the grandchild's death is the case's */
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+  }
+  fprintf(stderr, "case thread %d\n", (int)getpid()); /* a fork's child: its one thread's number is its pid */
+  char* p = (char*)mi_malloc(64);
+  p[0] = 'a';
+  mi_free(p);
+  if (misuse) sink = (char*)(uintptr_t)((volatile char*)p)[0];
+}
+
+static void test_guarded_uaf_in_fork_child_report_names_child_thread(void** state) {
+  (void)state;
+  expect(&case_uaf_in_fork_child_names_child, SIGSEGV, "use-after-free detected in guarded block at");
+  char err[8192];
+  (void)run_child(&case_uaf_in_fork_child_names_child, true, err, sizeof(err));
+  int tid = 0;
+  const char* at = strstr(err, "case thread ");
+  assert_non_null(at);
+  assert_int_equal(sscanf(at, "case thread %d", &tid), 1);
+  char line[96];
+  const char* heads[] = {"detected by thread", "allocated by thread", "freed by thread"};
+  for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+    snprintf(line, sizeof(line), "mimalloc:   %s %d", heads[i], tid);
+    if (strstr(err, line) == NULL) print_error("expected '%s' in: %s\n", line, err);
+    assert_non_null(strstr(err, line));
+  }
+  /* the allocation's stack was walked in the child: the case's own frame on it */
+  const char* alloc = strstr(err, "allocated by thread");
+  assert_non_null(alloc);
+  assert_non_null(strstr(alloc, "#0 0x"));
+}
+
 int main(int argc, char** argv) {
   mi_child_save_signals();
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) {
@@ -253,6 +299,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_guarded_uaf_after_heap_destroy_faults),
       cmocka_unit_test(test_guarded_precise_keeps_requested_alignment),
       cmocka_unit_test(test_freed_memory_given_back),
+      cmocka_unit_test(test_guarded_uaf_in_fork_child_report_names_child_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
