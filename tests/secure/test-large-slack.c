@@ -128,6 +128,35 @@ static void test_overflow_last_byte_before_guard_reported(void** state) {
   expect(&case_last_before_guard, SIGABRT, OVERFLOW_AT_FREE);
 }
 
+/* A cached segment up to half again the size a block needs serves it
+   (segment-cache.c): the block is laid out as in a segment of its own size,
+   its guard page moved up to follow it, so a write past it is caught as in
+   any large block. The control asserts the reuse (exit 3 if the second block
+   came from another segment: the exact size alone). */
+#define MIB ((size_t)1 << 20)
+static void case_reused_larger(bool misuse) {
+  mi_option_set(mi_option_large_quarantine, 0);   /* freed large blocks cached at once (the light level's) */
+  uint8_t* first = (uint8_t*)mi_malloc(20 * MIB); /* a 24 MiB segment */
+  memset(first, 0x44, 20 * MIB);
+  mi_free(first);
+  uint8_t* p = (uint8_t*)mi_malloc(c_size); /* needs 20 MiB */
+  /* a large block starts in its segment's first 4 MiB, the segment aligned to them */
+  if (((uintptr_t)p & ~(uintptr_t)(4 * MIB - 1)) != ((uintptr_t)first & ~(uintptr_t)(4 * MIB - 1))) exit(3);
+  memset(p, 0x55, c_size);
+  sink = p;
+  if (misuse && c_past == 0) *guard_of(p, c_size) = 0x41;
+  if (misuse && c_past != 0) p[c_size + c_past - 1] ^= 0x5A;
+  mi_free(p);
+}
+static void test_overflow_in_reused_larger_segment_reported(void** state) {
+  (void)state;
+  c_size = 17 * MIB + 5;
+  c_past = 3; /* the canary */
+  expect(&case_reused_larger, SIGABRT, OVERFLOW_AT_FREE);
+  c_past = 0; /* the guard page's first byte, past the trailer */
+  expect(&case_reused_larger, SIGSEGV, OVERFLOW_GUARD);
+}
+
 /* An aligned allocation's large block, and a block that realloc grew into
    the large sizes (half its size again as room): the bytes past the canary
    lie in slack before the trailer, checked when the block is freed, up to
@@ -257,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_overflow_every_byte_to_the_guard_reported),
       cmocka_unit_test(test_overflow_one_past_trailer_faults),
       cmocka_unit_test(test_overflow_last_byte_before_guard_reported),
+      cmocka_unit_test(test_overflow_in_reused_larger_segment_reported),
       cmocka_unit_test(test_overflow_past_aligned_large_reported),
       cmocka_unit_test(test_overflow_into_realloc_room_reported),
       cmocka_unit_test(test_clean_large_no_report),
