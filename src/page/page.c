@@ -1,5 +1,8 @@
 /* Pages and page queues: the allocation slow path. */
 #include "page.h"
+#if MI_SECURE
+#include "secure-block.h"
+#endif
 
 size_t _mi_bin_size(size_t bin) {
   mi_assert(bin <= MI_BIN_MEDIUM_MAX);
@@ -121,6 +124,24 @@ void _mi_page_unfull(mi_page_t* page) {
 
 /* ---- Collecting frees ---------------------------------------------------------- */
 
+#if MI_SECURE
+/* A block another thread freed, taken by its owner: a block of the page's,
+   handed out (its bit still set), and its bit goes. Inline, once a block of
+   every list collected (as a call, 3.6% of `xmalloc-2t`'s samples at the
+   light level, beside the walk's 26%); the reports out of line. */
+static inline void mi_page_collected(mi_page_t* page, mi_block_t* block) {
+  size_t offset = (size_t)((uint8_t*)block - page->start);
+  size_t idx = mi_block_index(page, block);
+  if (mi_unlikely(offset >= MI_SEGMENT_SIZE || idx >= page->capacity ||
+                  page->start + idx * page->block_size != (uint8_t*)block || !mi_bit_get(page, idx))) {
+    _mi_secure_report_collected(page, block);
+  }
+  mi_bit_set(page, idx, false);
+}
+#else
+#define mi_page_collected(page, block) ((void)(page), (void)(block))
+#endif
+
 /* Move the blocks other threads freed into the owner's free list. */
 void _mi_page_collect(mi_page_t* page) {
   if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) == NULL) return;
@@ -129,9 +150,9 @@ void _mi_page_collect(mi_page_t* page) {
   if (list == NULL) return;
   uint32_t count = 1;
   mi_block_t* tail = list;
-  mi_hook_block_collected(page, tail);
+  mi_page_collected(page, tail);
   for (mi_block_t* next; (next = mi_block_next_checked(page, tail)) != NULL; tail = next) {
-    mi_hook_block_collected(page, next);
+    mi_page_collected(page, next);
     count++;
   }
   mi_assert_internal(count <= page->used); /* frees of blocks handed out, each once */

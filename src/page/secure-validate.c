@@ -372,14 +372,14 @@ mi_block_t* _mi_secure_validate(const void* p, mi_secure_op_t op, mi_page_t** pa
   return _mi_secure_validate_kind(p, op, MI_KIND_ANY, page_out, size_out);
 }
 
-/* The owner collects a block another thread freed: its bit must still be set. */
-void _mi_secure_collected(mi_page_t* page, mi_block_t* block) {
+/* The owner collected a block another thread freed that is no block of the
+   page's carved ones, or whose bit was clear (page/page.c). */
+void _mi_secure_report_collected(const mi_page_t* page, const mi_block_t* block) {
   size_t idx;
-  if (!mi_carved_block_index(page, block, &idx)) {
-    _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
+  if (mi_carved_block_index(page, block, &idx) && !mi_bit_get(page, idx)) {
+    _mi_secure_report_freed(MI_OP_FREE, block, page->block_size);
   }
-  if (!mi_bit_get(page, idx)) _mi_secure_report_freed(MI_OP_FREE, block, page->block_size);
-  mi_bit_set(page, idx, false);
+  _mi_secure_fatal("corrupted free list detected at", block, page->block_size);
 }
 
 /* mi_heap_visit_blocks over a page: blocks in the quarantine are freed but

@@ -1,5 +1,4 @@
-/* The secure policy the floors apply at a page's set-up and release and at
-   a collected free (hooks the core calls unconditionally; compiled to
+/* The secure policy the floors apply at a page's set-up and release (hooks the core calls unconditionally; compiled to
    nothing in the default build). Issue 38's step 2 moves the policy onto
    those floors; until then they call the secure wing from here. */
 #ifndef MI_SECURE_HOOKS_H
@@ -41,14 +40,6 @@ static inline void mi_hook_segment_emptied(const mi_segment_t* segment) {
   _mi_secure_segment_empty_check(segment);
 #endif
   (void)segment;
-}
-
-/* A block freed by another thread is taken into its page's free list. */
-static inline void mi_hook_block_collected(mi_page_t* page, mi_block_t* block) {
-#if MI_SECURE
-  _mi_secure_collected(page, block);
-#endif
-  (void)page, (void)block;
 }
 
 #endif

@@ -113,7 +113,7 @@ size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats
    (api/observe.h, mi_hook_secure_sampled_free). */
 void _mi_secure_free_sampling(void* p) mi_decl_hidden;
 void _mi_secure_free_copied(void* p, bool sampling) mi_decl_hidden;
-void _mi_secure_collected(mi_page_t* page, mi_block_t* block) mi_decl_hidden;
+mi_decl_noreturn void _mi_secure_report_collected(const mi_page_t* page, const mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
 void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) mi_decl_hidden;
 void* _mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero) mi_decl_hidden;
