@@ -121,7 +121,7 @@ static mi_forceinline void mi_quarantine_put(mi_tld_t* tld, mi_page_t* page, mi_
    sizes, the quarantine off, or no heap to hold one) or into the quarantine.
    Blocks quarantined when the option goes off leave as they would have. */
 static mi_forceinline void mi_secure_free_zeroed(mi_page_t* page, mi_block_t* block, size_t block_size) {
-  if (block_size > MI_SMALL_BLOCK_MAX || _mi_option_get_after_init(mi_option_secure_quarantine) == 0) {
+  if (_mi_option_get_after_init(mi_option_secure_quarantine) == 0 || block_size > MI_SMALL_BLOCK_MAX) {
     _mi_free_local_release(page, block);
     return;
   }
@@ -145,11 +145,13 @@ static mi_noinline void mi_secure_free_local_big(mi_page_t* page, mi_block_t* bl
 /* A free by the owner (its bit is cleared already). */
 static mi_forceinline void mi_secure_free_local(mi_page_t* page, mi_block_t* block) {
   size_t block_size = page->block_size;
-  if (block_size > 512) {
-    mi_secure_free_local_big(page, block);
-    return;
+  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) {
+    if (block_size > 512) {
+      mi_secure_free_local_big(page, block);
+      return;
+    }
+    mi_block_zero(block, block_size);
   }
-  if (_mi_option_get_after_init(mi_option_zero_on_free) != 0) mi_block_zero(block, block_size);
   mi_secure_free_zeroed(page, block, block_size);
 }
 
