@@ -12,7 +12,7 @@
 #define MI_ZERO_ON_FREE_DEFAULT MI_SECURE
 #define MI_LARGE_QUARANTINE_DEFAULT (MI_SECURE ? 64 : 0)
 #define MI_SECURE_QUARANTINE_DEFAULT MI_SECURE
-#define MI_GUARDED_SAMPLE_RATE_DEFAULT (MI_SECURE ? 4000 : 0)
+#define MI_GUARDED_SAMPLE_RATE_DEFAULT (MI_SECURE ? 4000L : 0L)
 
 #define MI_OPTION(opt, def) \
   [mi_option_##opt] = {.value = (def), .name = #opt, .init = MI_OPTION_UNINIT, .is_size = false}
@@ -114,7 +114,7 @@ static const mi_secure_level_option_t mi_secure_light[] = {
     /* a tenth as many samples: at one in 4,000 their system calls and page
        faults took 15 to 20% of `glibc-simple`'s time, at one in 40,000 none
        that could be told from none at all */
-    {mi_option_guarded_sample_rate, MI_GUARDED_SAMPLE_RATE_DEFAULT, MI_GUARDED_SAMPLE_RATE_DEFAULT * 10},
+    {mi_option_guarded_sample_rate, MI_GUARDED_SAMPLE_RATE_DEFAULT, 10L * MI_GUARDED_SAMPLE_RATE_DEFAULT},
 };
 
 static void mi_option_init(mi_option_t option);
