@@ -98,6 +98,34 @@ static void test_freed_memory_given_back(void** state) {
   expect_clean_exit(&case_freed_memory_given_back);
 }
 
+/* A small freed guarded block is zeroed instead of given back (its segment
+   keeps its memory for the next sample): while it waits, fenced off, its
+   contents are gone, as the memory behind the fence reads (through
+   /proc/self/mem, which reads past a page's protection). */
+static void case_freed_small_contents_gone(bool misuse) {
+  (void)misuse;
+  guard_every_allocation();
+  enum { SIZE = 4000 };
+  char* p = (char*)mi_malloc(SIZE);
+  if (p == NULL || !looks_guarded(p, SIZE)) exit(5);
+  memset(p, 0x5a, SIZE);
+  mi_free(p);
+  static char seen[SIZE];
+  FILE* mem = fopen("/proc/self/mem", "rb");
+  if (mem == NULL || fseeko(mem, (off_t)(uintptr_t)p, SEEK_SET) != 0 || fread(seen, 1, SIZE, mem) != SIZE) exit(6);
+  fclose(mem);
+  for (size_t i = 0; i < SIZE; i++) {
+    if (seen[i] != 0) {
+      fprintf(stderr, "byte %zu of the freed guarded block reads 0x%02x\n", i, (unsigned char)seen[i]);
+      exit(7);
+    }
+  }
+}
+static void test_freed_small_guarded_contents_gone(void** state) {
+  (void)state;
+  expect_clean_exit(&case_freed_small_contents_gone);
+}
+
 /* sampling off: the same overflow is left to the canary, caught at free */
 static void case_rate_zero(bool misuse) {
   mi_option_set(mi_option_guarded_sample_rate, 0);
@@ -299,6 +327,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_guarded_uaf_after_heap_destroy_faults),
       cmocka_unit_test(test_guarded_precise_keeps_requested_alignment),
       cmocka_unit_test(test_freed_memory_given_back),
+      cmocka_unit_test(test_freed_small_guarded_contents_gone),
       cmocka_unit_test(test_guarded_uaf_in_fork_child_report_names_child_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
