@@ -150,6 +150,15 @@ static inline size_t mi_block_index(const mi_page_t* page, const void* p) {
   return (size_t)((offset * page->block_size_inv) >> 40);
 }
 
+/* The start of one of a small or medium page's carved blocks, whose index
+   it sets (a link read from a block may point anywhere). */
+static inline bool mi_carved_block_index(const mi_page_t* page, const void* p, size_t* idx) {
+  const uint8_t* b = (const uint8_t*)p;
+  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) return false;
+  *idx = mi_block_index(page, p);
+  return b == page->start + *idx * page->block_size;
+}
+
 #include "secure-canary.h" /* the canary bytes between a request's end and its trailer */
 
 static inline bool mi_bit_get(const mi_page_t* page, size_t idx) {

@@ -29,15 +29,6 @@ static bool mi_was_unmapped(const void* p) {
   return false;
 }
 
-/* The start of one of a small or medium page's carved blocks, whose index
-   it sets (a link read from a block may point anywhere). */
-static bool mi_carved_block_index(const mi_page_t* page, const void* p, size_t* idx) {
-  const uint8_t* b = (const uint8_t*)p;
-  if (b < page->start || b >= page->start + (size_t)page->capacity * page->block_size) return false;
-  *idx = mi_block_index(page, p);
-  return b == page->start + *idx * page->block_size;
-}
-
 /* A block freed by another thread and not collected yet: zeroed whole,
    trailer included (a live block's trailer is never zero: it encodes the
    block's address), but for its first word, the link to the next block of

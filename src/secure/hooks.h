@@ -1,6 +1,7 @@
-/* The secure policy the floors apply at a page's set-up and release (hooks the core calls unconditionally; compiled to
-   nothing in the default build). Issue 38's step 2 moves the policy onto
-   those floors; until then they call the secure wing from here. */
+/* The secure policy the floors apply at a page's set-up and release (hooks
+   the core calls unconditionally; compiled to nothing in the default
+   build). Issue 38's step 2 moves the policy onto those floors; until then
+   they call the secure wing from here. */
 #ifndef MI_SECURE_HOOKS_H
 #define MI_SECURE_HOOKS_H
 
