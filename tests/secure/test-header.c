@@ -243,6 +243,29 @@ static void case_used_pages_lowered(bool misuse) {
   mi_free(p);
 }
 
+/* A block on a page's list of other threads' frees that its owner had freed
+   already (its bit clear): the owner's collect reports it, whatever let it
+   onto the list (a remote free of it is stopped before: the mark in its
+   trailer). Put there by hand; the clean twin puts a live block there, as a
+   free from another thread does. */
+static void case_collected_block_freed_before(bool misuse) {
+  void* p = mi_malloc(64);
+  void* q = mi_malloc(64);
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  assert_ptr_equal(page, _mi_segment_page_of(_mi_ptr_segment(q), q));
+  if (misuse) mi_free(p);
+  _mi_free_remote(page, (mi_block_t*)(misuse ? p : q));
+  _mi_page_collect(page);
+  sink = (misuse ? q : p);
+  mi_free(misuse ? q : p);
+}
+
+static void test_collected_block_freed_before_reported(void** state) {
+  (void)state;
+  expect(&case_collected_block_freed_before, SIGABRT, "double free detected of block");
+}
+
 static void test_scribbled_segment_walks_are_reported(void** state) {
   (void)state;
   expect(&case_page_count_then_new_page, SIGABRT, CORRUPTED);
@@ -324,6 +347,7 @@ int main(void) {
       cmocka_unit_test(test_scribbled_segment_counts_are_reported),
       cmocka_unit_test(test_scribbled_segment_walks_are_reported),
       cmocka_unit_test(test_scribbled_segment_links_are_reported),
+      cmocka_unit_test(test_collected_block_freed_before_reported),
       cmocka_unit_test(test_every_sealed_byte_flipped_is_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
