@@ -38,7 +38,7 @@ matrix() { # matrix NAME CC BUILD_TYPE [cmake args...]: build and run the core t
 # Left out: the tests whose outcome no run-time option can change (what is
 # linked and exported, file formats, the lock-order checker's tables, the
 # profile encoder) and fork-storm (fork handlers: no block checks; 19 s a run)
-LIGHT_LEVEL_SAME='^(fork-storm|api-names-complete|test-link-names-.*|test-libc-exports-.*|test-static-c-program-.*|test-listeners-.*|dhat-format|test-demangle-rust|test-proto-unit|test-lockorder|test-lock-assert|stats-table-upstream-layout)$'
+LIGHT_LEVEL_SAME='^(fork-storm|api-names-complete|test-link-names-.*|test-libc-exports-.*|test-static-c-program-.*|test-listeners-.*|dhat-format|test-demangle-rust|test-proto-unit|test-lockorder|test-lock-assert|stats-table-upstream-layout|test-stack-walk)$'
 secure_light() {
   local ok=0
   MIMALLOC_SECURE_LEVEL=light run_ctest "$out/gcc-secure-release" -L core -E "$LIGHT_LEVEL_SAME" -j2 || ok=1

@@ -178,6 +178,10 @@ long mi_prim_thread_os_id(void);
    (the heap snapshot reads other threads' segments so); ENOSYS or EPERM
    where the platform or a sandbox allows no such read. */
 int mi_prim_read_self(const void* addr, void* buf, size_t size);
+/* As mi_prim_read_self, for as much of [addr, addr + size) as is readable
+   from its start, in one call: the count copied (0: none). A stack walk
+   reads its frames so, a window at a time. */
+size_t mi_prim_read_self_prefix(const void* addr, void* buf, size_t size);
 /* The calling thread's stack [lo, hi); false if unknown. May allocate (it
    asks the C library): call it with the caller's recursion guard up. */
 bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi);

@@ -252,6 +252,18 @@ int mi_prim_read_self(const void* addr, void* buf, size_t size) {
   return 0;
 }
 
+size_t mi_prim_read_self_prefix(const void* addr, void* buf, size_t size) {
+  SIZE_T got = 0;
+  if (ReadProcessMemory(GetCurrentProcess(), addr, buf, size, &got)) return (size_t)got;
+  /* a range running into an unreadable page fails whole: its first page alone */
+  uintptr_t page_end = ((uintptr_t)addr | 4095) + 1;
+  size_t first = (size_t)(page_end - (uintptr_t)addr);
+  if (first >= size) return 0;
+  got = 0;
+  if (!ReadProcessMemory(GetCurrentProcess(), addr, buf, first, &got)) return 0;
+  return (size_t)got;
+}
+
 typedef VOID(WINAPI* mi_get_stack_limits_fn)(PULONG_PTR lo, PULONG_PTR hi);
 
 bool mi_prim_thread_stack_bounds(uintptr_t* lo, uintptr_t* hi) {
