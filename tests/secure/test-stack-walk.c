@@ -78,9 +78,9 @@ static void test_stack_walk_frames_beyond_first_window_all_found(void** state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_prefix_read_into_fenced_page_returns_readable_part),
-    cmocka_unit_test(test_prefix_read_all_readable_returns_whole),
-    cmocka_unit_test(test_stack_walk_frames_beyond_first_window_all_found),
+      cmocka_unit_test(test_prefix_read_into_fenced_page_returns_readable_part),
+      cmocka_unit_test(test_prefix_read_all_readable_returns_whole),
+      cmocka_unit_test(test_stack_walk_frames_beyond_first_window_all_found),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
