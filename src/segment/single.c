@@ -143,23 +143,20 @@ mi_page_t* _mi_segment_single_alloc(mi_heap_t* heap, size_t size, size_t alignme
        memory (`mstress` at 2.8 times the default build's peak RSS) */
     size_t huge = _mi_os_large_page_size();
     size_t unit = (huge != 0 ? huge : psize);
-    size_t keep;
-    uint8_t* excess;
-    if (MI_SECURE) {
-      /* the block and what it touched are the area's suffix, up to the
-         guard; where the guard moves (a larger segment), that suffix ended
-         at the old one: left as it was. A segment never hinted for huge
-         pages (one of MI_SEGMENT_SIZE: single.c's THP note) is cut to the
-         page: a sample's 4 KiB would keep up to 2 MiB otherwise */
-      if (!segment->thp_hinted) unit = psize;
-      size_t end = block_end;
-      keep = (page->guard_offset == end ? end - ((end - area) & ~(unit - 1)) : page->committed);
-      if (page->committed > end - info) keep = page->committed; /* (never the header) */
-      excess = (uint8_t*)segment + end - page->committed;
-    } else {
-      keep = _mi_align_up(info + area, unit) - info;
-      excess = (uint8_t*)segment + info + keep;
-    }
+#if MI_SECURE
+    /* the block and what it touched are the area's suffix, up to the
+       guard; where the guard moves (a larger segment), that suffix ended at
+       the old one: left as it was. A segment never hinted for huge pages
+       (one of MI_SEGMENT_SIZE: the THP note above) is cut to the page: a
+       sample's 4 KiB would keep up to 2 MiB otherwise */
+    if (!segment->thp_hinted) unit = psize;
+    size_t keep = (page->guard_offset == block_end ? block_end - ((block_end - area) & ~(unit - 1)) : page->committed);
+    if (page->committed > block_end - info) keep = page->committed; /* (never the header) */
+    uint8_t* excess = (uint8_t*)segment + block_end - page->committed;
+#else
+    size_t keep = _mi_align_up(info + area, unit) - info;
+    uint8_t* excess = (uint8_t*)segment + info + keep;
+#endif
     if (page->committed > keep && !segment->is_pinned && _mi_os_purge(excess, page->committed - keep)) {
       _mi_stat_decrease(&_mi_stats.committed, (int64_t)(page->committed - keep));
       page->committed = keep;
