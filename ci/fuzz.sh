@@ -133,8 +133,9 @@ status=0
 gate() { # gate BINARY SEEDS REPLAY-ARGS...: the replay's exit status
   local binary=$1 seeds=$2
   shift 2
-  MIMALLOC_ALLOW_THP=0 ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=0" "$bin/$binary" -a -m 22 -l 1024 "$@" "$seeds" \
-    >"$out/runs/$binary.log" 2>&1
+  # a check that fails mid-pass leaves the input it ran in $binary.input
+  FZ_REPLAY_SAVE="$out/runs/$binary.input" MIMALLOC_ALLOW_THP=0 ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=0" \
+    "$bin/$binary" -a -m 22 -l 1024 "$@" "$seeds" >"$out/runs/$binary.log" 2>&1
 }
 t0=$(date +%s)
 for h in alloc secure; do
@@ -143,6 +144,7 @@ for h in alloc secure; do
   echo "fuzz: memory gate $h: $(grep '^replay: \(ok\|FAILED\)' "$out/runs/replay-$h.log" | cut -c9-)"
   if [ "$rc" -ne 0 ]; then
     echo "fuzz: memory gate $h: FAILED (exit $rc); passes in $out/runs/replay-$h.log:"
+    [ -f "$out/runs/replay-$h.input" ] && echo "fuzz: memory gate $h: the input that ran: $out/runs/replay-$h.input"
     grep -E '^(replay|fuzz):' "$out/runs/replay-$h.log" | tail -8
     status=1
   fi

@@ -17,13 +17,16 @@
      -l LIMIT  fail at once when the RSS passes LIMIT_MB (default 4096): a
                growth of gigabytes a pass must not take the machine down */
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <mimalloc.h>
 
@@ -170,6 +173,28 @@ static int fz_reset_peak(void) {
   return (fclose(f) == 0 && ok ? 0 : -1);
 }
 
+/* The input running when a check fails (fz_fail and the sanitizers abort):
+   written to the file FZ_REPLAY_SAVE names, so that a mismatch seen once
+   in a gate can be run again (fuzz/run-reproducer.sh). It may need the
+   inputs that ran before it, in the same process, to fail again. */
+static const fz_unit_t* volatile fz_running_unit;
+static char fz_save_path[PATH_MAX];
+
+static void fz_save_on_abort(int sig) {
+  const fz_unit_t* u = fz_running_unit;
+  if (u != NULL) {
+    int fd = open(fz_save_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (size_t off = 0; fd >= 0 && off < u->size;) {
+      ssize_t n = write(fd, u->data + off, u->size - off);
+      if (n <= 0) break;
+      off += (size_t)n;
+    }
+    if (fd >= 0) close(fd);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 int main(int argc, char** argv) {
   int passes = 6;
   long margin_mb = 16;
@@ -194,6 +219,11 @@ int main(int argc, char** argv) {
     else status |= fz_read_file(argv[i]);
   }
   if (generate > 0) fz_generate(generate);
+  const char* save = getenv("FZ_REPLAY_SAVE");
+  if (save != NULL && save[0] != 0 && strlen(save) < sizeof(fz_save_path)) {
+    strcpy(fz_save_path, save);
+    signal(SIGABRT, &fz_save_on_abort);
+  }
   if (status != 0 || fz_unit_count == 0 || passes < 6) {
     fprintf(stderr, "replay: %s\n", status != 0 ? "unreadable input" : "need inputs and at least 6 passes");
     return 2;
@@ -221,7 +251,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (size_t k = 0; k < fz_unit_count; k++) {
+      fz_running_unit = &fz_units[k];
       LLVMFuzzerTestOneInput(fz_units[k].data, fz_units[k].size);
+      fz_running_unit = NULL;
       long now = (k % 8 == 7 ? fz_status_kb("VmRSS:") : 0);
       if (now > limit_mb * 1024) {
         printf("replay: FAILED: pass %d, input %zu: rss %ld kB, above the limit of %ld MB\n", pass, k, now, limit_mb);
