@@ -37,7 +37,7 @@ cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Iinclude -Ifuzz -fn
 # ASan to match the harness it goes into.
 clang "${cflags[@]}" -O2 -fsanitize=address -c fuzz/pattern.c -o "$out/bin/pattern-asan.o"
 clang "${cflags[@]}" -O2 -c fuzz/pattern.c -o "$out/bin/pattern.o"
-common=(fuzz/model.c fuzz/worker.c fuzz/program.c)
+common=(fuzz/model.c fuzz/worker.c fuzz/program.c fuzz/profile.c)
 harness() { # harness OUT CC [flags and sources...]
   local bin=$1 cc=$2
   shift 2

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pattern.h"
+#include "profile.h"
 #include "worker.h"
 
 #ifndef MI_FUZZ_PLANT_UAF
@@ -510,7 +511,18 @@ void fz_run(const uint8_t* data, size_t size, fz_corrupt_fn corrupt) {
   memset(m, 0, sizeof(*m));
   m->trace = (getenv("FZ_TRACE") != NULL);
   fz_input_t in = {data, size};
-  while (in.n > 0) fz_step(m, &in, corrupt, size - in.n);
+  bool profile = fz_profile_on();
+  while (in.n > 0) {
+    if (!profile) {
+      fz_step(m, &in, corrupt, size - in.n);
+      continue;
+    }
+    int op = (int)(in.p[0] & (FZ_OP_COUNT - 1));
+    uint64_t start = fz_profile_now();
+    fz_step(m, &in, corrupt, size - in.n);
+    fz_profile_add(op, fz_profile_now() - start);
+  }
+  uint64_t end_start = (profile ? fz_profile_now() : 0);
   /* the end of the program: every block freed (checked), every heap deleted,
      the second thread idle */
   for (int i = 0; i < FZ_SLOTS; i++) fz_release(m, i);
@@ -518,6 +530,7 @@ void fz_run(const uint8_t* data, size_t size, fz_corrupt_fn corrupt) {
     if (m->heaps[h] != NULL) fz_heap_delete(m, h);
   }
   fz_worker_sync();
+  if (profile) fz_profile_add(FZ_PROFILE_END, fz_profile_now() - end_start);
   if (m->live_bytes != 0) fz_fail("%zu bytes still counted live at the end (harness bug)", m->live_bytes);
   fz_plant_leak();
 }
