@@ -5,8 +5,11 @@
 
    Which offsets carry the pattern does not depend on the block's size either
    (a resize must not change which bytes are checked): every byte below
-   FZ_DENSE, and above it the first FZ_STRIPE bytes of every 64 KiB, which
-   keeps a multi-megabyte block cheap to fill. */
+   FZ_DENSE, above it the first FZ_STRIPE bytes of every 64 KiB, and past
+   FZ_SPARSE of every MiB, which keeps a multi-megabyte block cheap to fill:
+   every patterned page is a page fault on fresh memory, and the stripes
+   every 64 KiB of a huge block (32 MiB, 528 pages) were half of the alloc
+   harness's time (docs/fuzzing.md). */
 #ifndef FZ_PATTERN_H
 #define FZ_PATTERN_H
 
@@ -17,6 +20,8 @@
 #define FZ_DENSE ((size_t)64 * 1024)
 #define FZ_STRIPE ((size_t)64)
 #define FZ_STRIDE ((size_t)64 * 1024)
+#define FZ_SPARSE ((size_t)4 << 20)
+#define FZ_SPARSE_STRIDE ((size_t)1 << 20)
 
 /* Fill [from, to) of block `p` with the pattern of `id` (only the patterned offsets). */
 void fz_pattern_fill(uint8_t* p, uint32_t id, size_t from, size_t to);

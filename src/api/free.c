@@ -17,7 +17,10 @@ mi_noinline void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* 
   mi_hook_sampled_page_free(segment, page, p); /* before the block goes anywhere */
   mi_track_unregister(p);                      /* the program's pointer, before the block goes anywhere */
   if (segment->kind == MI_SEGMENT_SINGLE) {
-    mi_track_free(page->start, page->block_size);
+    /* a segment on its way back to the OS is made accessible whole there
+       (segment.c): poisoning a huge block first wrote an eighth of its size
+       to ASan's shadow for nothing (the alloc fuzz harness's huge blocks) */
+    if (!_mi_segment_skips_cache(segment)) mi_track_free(page->start, page->block_size);
     _mi_segment_single_free(segment);
     return;
   }

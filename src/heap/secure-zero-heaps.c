@@ -78,6 +78,13 @@ bool _mi_zero_visit(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun
     ok = visitor(heap, &area, NULL, 0, arg);
     size_t high = atomic_load_explicit(&z->high, memory_order_relaxed);
     for (size_t pos = z->first; ok && visit_blocks && pos < high; pos++) {
+      /* a word of the map at a time where it is empty: the high-water mark
+         stays where a burst of zero-size blocks left it (the secure fuzz
+         harness's visits spent 9% of its time testing free slots bit by bit) */
+      if (pos % 64 == 0 && atomic_load_explicit(&z->used[pos / 64], memory_order_relaxed) == 0) {
+        pos += 63;
+        continue;
+      }
       if (mi_zero_bit(z, pos)) ok = visitor(heap, &area, (uint8_t*)z + pos * MI_ZERO_SLOT, 0, arg);
     }
     _mi_lock_acquire(&_mi_zero_lock);

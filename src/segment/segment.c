@@ -251,8 +251,7 @@ void _mi_segment_release(mi_segment_t* segment) {
     return;
   }
 #endif
-  if (!segment->is_pinned && !segment->is_sparse && segment->segment_size <= MI_LARGE_SEGMENT_MAX &&
-      _mi_segment_cache_push(segment)) {
+  if (!_mi_segment_skips_cache(segment) && _mi_segment_cache_push(segment)) {
     return;
   }
   _mi_segment_unmap(segment);

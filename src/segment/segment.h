@@ -65,6 +65,12 @@ mi_segment_t* _mi_segment_alloc_sparse(size_t segment_size, size_t aligned_at, s
                                        size_t commit_at) mi_decl_hidden;
 void _mi_segment_release(mi_segment_t* segment) mi_decl_hidden;
 size_t _mi_segment_unmap(mi_segment_t* segment) mi_decl_hidden; /* the bytes the OS took back */
+/* Whether a segment, once free, goes back to the OS or its arena at once
+   rather than to the cache (_mi_segment_release): a huge or sparse one, or
+   one in pinned memory. */
+static inline bool _mi_segment_skips_cache(const mi_segment_t* segment) {
+  return segment->is_pinned || segment->is_sparse || segment->segment_size > MI_LARGE_SEGMENT_MAX;
+}
 size_t _mi_segment_unmap_clean(mi_segment_t* segment, size_t size) mi_decl_hidden;
 void _mi_tld_segment_add(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;
 void _mi_tld_segment_remove(mi_tld_t* tld, mi_segment_t* segment) mi_decl_hidden;
