@@ -252,6 +252,9 @@ job windows-mingw-wine "" bash ci/windows.sh "$out/windows"
 # layer check, cppcheck and clang-tidy with zero findings and a planted
 # finding each
 job fuzz-smoke "" bash ci/fuzz.sh "$out/fuzz" 60
+# triage (docs/fuzzing.md): two planted bugs found four times each, grouped by
+# their dedup keys, reported with their stacks, minimized; with its controls
+job fuzz-triage "fuzz-smoke" bash ci/fuzz-triage.sh "$out/fuzz-triage" "$out/fuzz/build"
 job lint "" bash ci/lint.sh "$out/lint"
 # the install (docs/build.md): the default and the secure build installed side
 # by side into one prefix, a downstream project built against each with
@@ -290,6 +293,7 @@ about tsan 63 "sanitizers" "the threaded and teardown tests under TSan"
 about valgrind 36 "sanitizers" "a subset under memcheck with the allocator's client requests"
 about windows-mingw-wine 260 "windows" "the MinGW-w64 build's tests under Wine"
 about fuzz-smoke 204 "fuzz" "both fuzz harnesses a minute per engine, and their planted bugs"
+about fuzz-triage 40 "fuzz" "two planted bugs found four times each: grouped by dedup key, reported with stacks, minimized"
 about lint 202 "lint" "clang-format, the include and call layer checks, cppcheck, clang-tidy"
 about install-and-downstream 28 "" "both builds installed into one prefix, downstream projects built against them"
 about bench-smoke 21 "bench" "the bench workloads once, against the peers"

@@ -11,6 +11,9 @@
 #   replay-alloc, replay-secure              a fixed input set run again and
 #                                            again in one process
 #   replay-alloc-leak, replay-secure-leak    the same with a planted leak
+# and the triage job's secure plant, {libfuzzer,afl}-secure-dfree (a double
+# free), and the control harness, libfuzzer-control and replay-control (the
+# alloc harness on ASan's allocator, fuzz/control.c)
 # Each library is built once per engine and flavour in OUT_DIR/lib-*; the
 # build logs are next to them.
 set -euo pipefail
@@ -69,6 +72,17 @@ for plant in "" "-plant"; do
   harness "afl-secure$plant" afl-clang-fast "${sflag[@]}" fuzz/afl-main.c fuzz/fuzz-secure.c fuzz/corrupt.c \
     "${common[@]}" "$out/bin/pattern.o" "$out/lib-afl-secure/libmimalloc-secure.a"
 done
+# the triage job's plant in the secure harness: a double free, which secure
+# mode reports with its stacks (ci/fuzz.sh)
+harness libfuzzer-secure-dfree clang -fsanitize=fuzzer $ubsan -DFZ_SECURE=1 -DMI_FUZZ_PLANT_DOUBLE_FREE=1 \
+  fuzz/fuzz-secure.c fuzz/corrupt.c "${common[@]}" "$out/bin/pattern.o" "$out/lib-libfuzzer-secure/libmimalloc-secure.a"
+harness afl-secure-dfree afl-clang-fast -DFZ_SECURE=1 -DMI_FUZZ_PLANT_DOUBLE_FREE=1 fuzz/afl-main.c \
+  fuzz/fuzz-secure.c fuzz/corrupt.c "${common[@]}" "$out/bin/pattern.o" "$out/lib-afl-secure/libmimalloc-secure.a"
+# the control harness: the alloc harness on the C library's allocator (ASan's)
+harness libfuzzer-control clang -fsanitize=fuzzer,address $ubsan -DFZ_CONTROL=1 fuzz/fuzz-alloc.c "${common[@]}" \
+  "$out/bin/pattern-asan.o" fuzz/control.c
+harness replay-control clang -fsanitize=address $ubsan -DFZ_CONTROL=1 fuzz/replay.c fuzz/fuzz-alloc.c \
+  "${common[@]}" "$out/bin/pattern-asan.o" fuzz/control.c
 for leak in "" "-leak"; do
   lflag=()
   [ -n "$leak" ] && lflag=(-DMI_FUZZ_PLANT_LEAK=1)

@@ -1,9 +1,11 @@
 /* The shadow model (model.h). */
 #include "model.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pattern.h"
 
@@ -14,12 +16,45 @@
 /* bytes at the end of a block written and zero-checked densely, whatever its size */
 #define FZ_TAIL ((size_t)64)
 
+static uint64_t fz_fnv(uint64_t h, char c) {
+  return (h ^ (uint8_t)c) * 1099511628211ULL;
+}
+
+/* A mismatch's dedup key, as the sanitizers and the secure report print
+   theirs (fuzz/triage.sh groups crashes by it; libFuzzer's -minimize_crash
+   keeps it): the message without its addresses and numbers, which differ
+   between inputs that find the same mismatch, but for a corruption case's
+   number, which names the misuse. */
+static uint64_t fz_dedup_key(const char* msg) {
+  uint64_t h = 14695981039346656037ULL;
+  const char* c = msg;
+  while (*c != 0) {
+    if (c[0] == '0' && c[1] == 'x') { /* an address, a byte's value */
+      c += 2;
+      while (isxdigit((unsigned char)*c)) c++;
+      continue;
+    }
+    if (isdigit((unsigned char)*c)) { /* a size, an offset, an id */
+      bool is_case = (c - msg >= 5 && strncmp(c - 5, "case ", 5) == 0);
+      const char* from = c;
+      while (isdigit((unsigned char)*c)) c++;
+      for (const char* d = from; is_case && d < c; d++) h = fz_fnv(h, *d);
+      continue;
+    }
+    h = fz_fnv(h, *c++);
+  }
+  return h;
+}
+
 void fz_fail(const char* fmt, ...) {
   char msg[8192];
   va_list args;
   va_start(args, fmt);
   (void)vsnprintf(msg, sizeof(msg), fmt, args);
   va_end(args);
+  /* the key first: a corruption case's message quotes its child's report,
+     which has a DEDUP_TOKEN line of its own, and the first one counts */
+  fprintf(stderr, "fuzz: DEDUP_TOKEN: model-%016llx\n", (unsigned long long)fz_dedup_key(msg));
   fprintf(stderr, "fuzz: model mismatch: %s\n", msg);
   /* AFL++ drops its target's stderr: FZ_FAIL_LOG keeps the message of a
      crash that does not reproduce alone (it needed the state of earlier

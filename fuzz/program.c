@@ -13,6 +13,9 @@
 #ifndef MI_FUZZ_PLANT_UAF
 #define MI_FUZZ_PLANT_UAF 0
 #endif
+#ifndef MI_FUZZ_PLANT_DOUBLE_FREE
+#define MI_FUZZ_PLANT_DOUBLE_FREE 0
+#endif
 #ifndef MI_FUZZ_PLANT_LEAK
 #define MI_FUZZ_PLANT_LEAK 0
 #endif
@@ -425,6 +428,10 @@ static void fz_op_collect(fz_model_t* m, fz_input_t* in) {
 static void fz_op_reserved(uint8_t* just_freed) {
 #if MI_FUZZ_PLANT_UAF
   if (just_freed != NULL) (void)((volatile uint8_t*)just_freed)[0];
+#elif MI_FUZZ_PLANT_DOUBLE_FREE
+  /* the triage job's plant in the secure harness: a bug secure mode
+     reports, with its stacks and dedup key (ci/fuzz.sh) */
+  if (just_freed != NULL) mi_free(just_freed);
 #else
   (void)just_freed;
 #endif

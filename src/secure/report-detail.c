@@ -296,6 +296,15 @@ static void mi_json_stack_or_null(mi_json_t* j, const char* key, const mi_report
   else mi_json_fmt(j, ",\"%s_thread\":null", key);
 }
 
+/* The key over the kind and the detecting stack, as a sanitizer's crash
+   state: not the allocating stack, which is recorded in some runs only (a
+   guarded sample, MIMALLOC_SECURE_STACKS), so that the same bug keys the
+   same in a campaign and in its reproduction with the stacks on. */
+static uint64_t mi_report_dedup(const mi_secure_report_t* r, const mi_report_stack_t* detected) {
+  return mi_report_dedup_frames(mi_fnv(14695981039346656037ULL, r->kind), "|", detected->frames, detected->first,
+                                detected->count);
+}
+
 static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t* detected,
                            const mi_report_stack_t* allocated, const mi_report_stack_t* freed) {
   char path[512];
@@ -322,10 +331,7 @@ static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t*
   mi_json_stack(&j, "detected", detected->frames, detected->first, detected->count);
   mi_json_stack_or_null(&j, "allocated", allocated);
   mi_json_stack_or_null(&j, "freed", freed);
-  uint64_t h = mi_report_dedup_frames(mi_fnv(14695981039346656037ULL, r->kind), "|", detected->frames, detected->first,
-                                      detected->count);
-  if (allocated != NULL) h = mi_report_dedup_frames(h, "#", allocated->frames, allocated->first, allocated->count);
-  mi_json_fmt(&j, ",\"dedup\":\"%016llx\"}\n", (unsigned long long)h);
+  mi_json_fmt(&j, ",\"dedup\":\"%016llx\"}\n", (unsigned long long)mi_report_dedup(r, detected));
   int fd = -1;
   if (mi_prim_file_create(path, &fd) != 0) {
     char line[600];
@@ -429,6 +435,13 @@ static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_whe
               "kept, or no memory or room for its record)\n");
   }
 #endif
+  /* the key in the text too, as the sanitizers print theirs: a fuzzing
+     campaign's crash log has it, and libFuzzer's crash minimizer
+     (-minimize_crash) keeps only reductions whose DEDUP_TOKEN line stays the same */
+  char key[64];
+  (void)snprintf(key, sizeof(key), "mimalloc:   DEDUP_TOKEN: %016llx\n",
+                 (unsigned long long)mi_report_dedup(report, &detected));
+  _mi_fputs(NULL, NULL, NULL, key);
   mi_report_json(report, &detected, has_alloc ? &allocated : NULL, has_free ? &freed : NULL);
 }
 

@@ -23,7 +23,8 @@ knows them); the thread (the main thread's number is the process id); the
 there; the "detected at:" section, starting at the allocator's entry point,
 naming the misusing function before main and no other case's function; each
 frame of the program with file:line as addr2line reads the same address;
-the JSON copy's keys and values, the same as the text's; the dedup key
+the JSON copy's keys and values, the same as the text's (its dedup key the
+text's DEDUP_TOKEN line); the dedup key
 stable across runs. Exit 1 on any failure."""
 import json, os, re, signal, subprocess, sys, tempfile
 
@@ -274,6 +275,9 @@ def check(kind, pid, status, err, doc, binary, checked_lines, stacks=False):
                                                                        case["requested"], case["offset"]))
     if not re.match(r"^[0-9a-f]{16}$", j["dedup"]):
         bad.append("JSON dedup %r is not 16 hex digits" % j["dedup"])
+    tokens = [l for l in lines if l.startswith("mimalloc:   DEDUP_TOKEN: ")]
+    if tokens != ["mimalloc:   DEDUP_TOKEN: " + j["dedup"]]:
+        bad.append("text DEDUP_TOKEN lines %s, not the JSON's dedup %s" % (tokens, j["dedup"]))
     jnames = [f.get("function") for f in j["detected"]]
     if jnames != names:
         bad.append("JSON detected stack %s, not the text's %s" % (jnames, names))
@@ -323,6 +327,7 @@ def mutations(err, doc):
     yield "stack section gone", "\n".join(l for l in lines if not l.startswith("mimalloc:     #")
                                           and l != "mimalloc:   detected at:"), doc
     yield "JSON kind changed", err, doc.replace('"kind":"heap-buffer-overflow"', '"kind":"double-free"')
+    yield "DEDUP_TOKEN changed", re.sub(r"DEDUP_TOKEN: [0-9a-f]{16}", "DEDUP_TOKEN: " + "0" * 16, err), doc
 
 
 def mutations_guarded(err, doc):
