@@ -13,7 +13,8 @@
 #   replay-alloc-leak, replay-secure-leak    the same with a planted leak
 # and the triage job's secure plant, {libfuzzer,afl}-secure-dfree (a double
 # free), and the control harness, libfuzzer-control and replay-control (the
-# alloc harness on ASan's allocator, fuzz/control.c)
+# alloc harness on ASan's allocator, fuzz/control.c), with its floor,
+# libfuzzer-floor and replay-floor (a bump pointer, no allocator)
 # Each library is built once per engine and flavour in OUT_DIR/lib-*; the
 # build logs are next to them.
 set -euo pipefail
@@ -82,6 +83,11 @@ harness afl-secure-dfree afl-clang-fast -DFZ_SECURE=1 -DMI_FUZZ_PLANT_DOUBLE_FRE
 harness libfuzzer-control clang -fsanitize=fuzzer,address $ubsan -DFZ_CONTROL=1 fuzz/fuzz-alloc.c "${common[@]}" \
   "$out/bin/pattern-asan.o" fuzz/control.c
 harness replay-control clang -fsanitize=address $ubsan -DFZ_CONTROL=1 fuzz/replay.c fuzz/fuzz-alloc.c \
+  "${common[@]}" "$out/bin/pattern-asan.o" fuzz/control.c
+# and its floor: a bump pointer over resident memory, no allocator's work
+harness libfuzzer-floor clang -fsanitize=fuzzer,address $ubsan -DFZ_CONTROL=1 -DFZ_CONTROL_BUMP=1 fuzz/fuzz-alloc.c \
+  "${common[@]}" "$out/bin/pattern-asan.o" fuzz/control.c
+harness replay-floor clang -fsanitize=address $ubsan -DFZ_CONTROL=1 -DFZ_CONTROL_BUMP=1 fuzz/replay.c fuzz/fuzz-alloc.c \
   "${common[@]}" "$out/bin/pattern-asan.o" fuzz/control.c
 for leak in "" "-leak"; do
   lflag=()
