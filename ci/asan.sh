@@ -75,13 +75,4 @@ plant heap-overflow plant_heap_overflow
 plant never-allocated plant_never_allocated
 "$dir/tests/plant" control >"$dir/plant-control.log" 2>&1
 ci_expect_clean asan "in-bounds accesses, mi_usable_size, realloc" $? "$dir/plant-control.log"
-# a range given back to the OS gives back its shadow (src/segment/segment.c):
-# a freed huge block's shadow pages are not resident, a cached block's are
-if "$dir/tests/plant" shadow-released >"$dir/plant-shadow-released.log" 2>&1; then
-  echo "asan: $(cat "$dir/plant-shadow-released.log")"
-else
-  echo "asan: shadow-released FAILED:"
-  cat "$dir/plant-shadow-released.log"
-  status=1
-fi
 exit $status

@@ -113,37 +113,12 @@ static void mi_segment_init_header(mi_segment_t* segment, mi_segment_kind_t kind
 
 /* What the segment's address range is given back to: its arena, or the OS.
    The bytes the OS took back (0: arena memory, or refused). */
-/* Whoever maps a range next must not inherit our poisoned blocks (the
-   header is not read after this: memcheck would see it as undefined).
-   ASan: the range's shadow is given back rather than written with zeros,
-   which ASan's unpoisoning does, leaving an eighth of every range ever
-   freed resident: the alloc fuzz harness's shadow was 143 MB of its 300
-   after half an hour, the control harness's on ASan's own allocator 12 MB
-   (docs/fuzzing.md). Pages given back read as zero, which is unpoisoned. */
-static void mi_segment_range_unpoison(void* p, size_t size) {
-#if MI_TRACK_ASAN
-  size_t scale = 0, offset = 0;
-  __asan_get_shadow_mapping(&scale, &offset);
-  size_t psize = _mi_os_page_size();
-  uintptr_t lo = (uintptr_t)p, hi = lo + size;
-  uintptr_t shadow_lo = _mi_align_up((lo >> scale) + offset, psize);
-  uintptr_t shadow_hi = (((hi >> scale) + offset) & ~(uintptr_t)(psize - 1));
-  bool is_zero = false;
-  if (shadow_hi > shadow_lo && mi_prim_purge((void*)shadow_lo, shadow_hi - shadow_lo, false, &is_zero) == 0) {
-    uintptr_t mid_lo = (shadow_lo - offset) << scale, mid_hi = (shadow_hi - offset) << scale;
-    ASAN_UNPOISON_MEMORY_REGION(p, mid_lo - lo); /* the ends whose shadow shares a page with others' */
-    ASAN_UNPOISON_MEMORY_REGION((void*)mid_hi, hi - mid_hi);
-    return;
-  }
-#endif
-  mi_track_mem_undefined(p, size); /* (ASan: the shadow written, as before the purge failed) */
-  (void)p, (void)size;             /* (no checker) */
-}
-
 static size_t mi_segment_range_free(mi_segment_t* segment, size_t size) {
   _mi_stat_decrease(&_mi_stats.segments, 1);
   _mi_segment_map_set(segment, size, false);
-  mi_segment_range_unpoison(segment, size);
+  /* whoever maps this range next must not inherit our poisoned blocks (the
+     header is not read after this: memcheck would see it as undefined) */
+  mi_track_mem_undefined(segment, size);
   _mi_raise_segment_unmapped(segment, size);
   if (_mi_arena_free(segment, size)) return 0;
   return (_mi_os_free(segment, size) ? size : 0);

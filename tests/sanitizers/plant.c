@@ -4,7 +4,6 @@
    allocator's annotations (src/base/track.h). The control mode does the same
    accesses within bounds and must run clean. The planted access goes
    through a volatile pointer so the compiler cannot drop or fold it. */
-#define _DEFAULT_SOURCE /* mincore */
 #include <mimalloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,76 +70,6 @@ static int control(void) {
   return r - 1;
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PLANT_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define PLANT_ASAN 1
-#endif
-
-#if PLANT_ASAN && defined(__linux__)
-#include <sanitizer/asan_interface.h>
-#include <stdint.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-/* The resident pages of the shadow of [p, p + size), page-aligned inside. */
-static size_t shadow_resident(const void* p, size_t size) {
-  size_t scale = 0, offset = 0;
-  __asan_get_shadow_mapping(&scale, &offset);
-  size_t psize = (size_t)sysconf(_SC_PAGESIZE);
-  uintptr_t lo = (((uintptr_t)p >> scale) + offset + psize - 1) & ~(uintptr_t)(psize - 1);
-  uintptr_t hi = ((((uintptr_t)p + size) >> scale) + offset) & ~(uintptr_t)(psize - 1);
-  size_t resident = 0;
-  unsigned char vec[256];
-  for (uintptr_t at = lo; at < hi; at += sizeof(vec) * psize) {
-    size_t len = (hi - at < sizeof(vec) * psize ? hi - at : sizeof(vec) * psize);
-    if (mincore((void*)at, len, vec) != 0) return (size_t)-1;
-    for (size_t i = 0; i < len / psize; i++) resident += (vec[i] & 1);
-  }
-  return resident;
-}
-
-/* A huge block's range goes back to the OS with its shadow (the segment
-   floor's unpoisoning gives the shadow's pages back): none of them stays
-   resident, and the range reads as unpoisoned. Its twin, a block whose
-   segment the cache keeps, stays poisoned: its shadow is resident, which
-   shows the count can see it. Exit 0 if both hold. */
-static int check_shadow_released(void) {
-  size_t huge = (size_t)40 << 20, cached = (size_t)2 << 20;
-  char* volatile h = (char*)mi_malloc(huge);
-  char* volatile c = (char*)mi_malloc(cached);
-  memset(h, 1, huge);
-  memset(c, 1, cached);
-  mi_free(h);
-  mi_free(c);
-  size_t h_resident = shadow_resident(h, huge), c_resident = shadow_resident(c, cached);
-  int bad = 0;
-  if (h_resident != 0) {
-    fprintf(stderr, "plant: %zu pages of a freed huge block's shadow still resident\n", h_resident);
-    bad = 1;
-  }
-  if (__asan_region_is_poisoned(h, huge) != NULL) {
-    fprintf(stderr, "plant: a freed huge block's range (back with the OS) reads as poisoned\n");
-    bad = 1;
-  }
-  if (c_resident == 0 || __asan_region_is_poisoned(c, cached) == NULL) {
-    fprintf(stderr, "plant: the cached block's shadow: %zu pages resident, %s (the count cannot see it)\n", c_resident,
-            __asan_region_is_poisoned(c, cached) != NULL ? "poisoned" : "not poisoned");
-    bad = 1;
-  }
-  if (!bad) fprintf(stderr, "plant: shadow released: huge block 0 pages, cached block %zu pages\n", c_resident);
-  return bad;
-}
-#else
-static int check_shadow_released(void) {
-  fprintf(stderr, "plant: shadow-released: ASan on Linux only\n");
-  return 2;
-}
-#endif
-
 int main(int argc, char** argv) {
   const char* mode = (argc > 1 ? argv[1] : "");
   if (strcmp(mode, "use-after-free") == 0) return plant_use_after_free();
@@ -148,7 +77,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "never-allocated") == 0) return plant_never_allocated();
   if (strcmp(mode, "leak") == 0) return plant_leak();
   if (strcmp(mode, "control") == 0) return control();
-  if (strcmp(mode, "shadow-released") == 0) return check_shadow_released();
-  fprintf(stderr, "usage: plant use-after-free|heap-overflow|never-allocated|leak|control|shadow-released\n");
+  fprintf(stderr, "usage: plant use-after-free|heap-overflow|never-allocated|leak|control\n");
   return 2;
 }
