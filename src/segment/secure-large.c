@@ -2,10 +2,9 @@
 
    A large block (above the medium sizes, in a single-block segment that the
    segment cache can keep) is emptied on free: up to MI_LARGE_ZERO_MAX it is
-   zeroed as medium blocks are (with zero on free), past it, when it spans
-   more than 2 MiB and fewer than half of its pages are resident, or when
-   the zeroed blocks held would pass MI_LARGE_ZEROED_HELD, its pages are
-   given back to the OS (they read as zero when next touched). Zeroing is the
+   zeroed as medium blocks are (with zero on free), past it, when fewer
+   than half of its pages are resident, or when the zeroed blocks held would
+   pass MI_LARGE_ZEROED_HELD, its pages are given back to the OS (they read as zero when next touched). Zeroing is the
    cheaper where the memory is used again: giving back a 1 MiB block's
    pages cost its next user a page fault a page, 256 of them (randsizes,
    which frees many 1 MiB blocks: 2.9 s against 0.8 s with them zeroed). Then its pages are made inaccessible, and the segment waits in
@@ -29,7 +28,6 @@
 #define MI_LARGE_QUARANTINE 64
 #define MI_LARGE_ZERO_MAX ((size_t)4 << 20)
 #define MI_LARGE_ZEROED_HELD ((size_t)64 << 20)
-#define MI_LARGE_QUERY_MIN ((size_t)2 << 20) /* larger: zeroed only if mostly resident */
 static _Atomic(size_t) mi_large_zeroed_held; /* bytes of the held blocks that were zeroed, not given back */
 static _Atomic(mi_segment_t*) mi_large_quarantine[MI_LARGE_QUARANTINE];
 static _Atomic(size_t) mi_large_quarantine_next;
@@ -48,10 +46,6 @@ static uint8_t* mi_large_block_pages(const mi_segment_t* segment, const mi_page_
    of its time there), and giving its pages back is the cheaper. Unknown
    (the query failed): as if resident. */
 static bool mi_large_mostly_resident(const uint8_t* first, size_t len) {
-  /* up to 2 MiB the query is not worth its system call (`randsizes`,
-     whose blocks go up to 1 MiB, frees 9,000 large blocks a run: none is
-     asked about) */
-  if (len <= MI_LARGE_QUERY_MIN) return true;
   size_t resident = 0;
   if (mi_prim_resident(first, len, &resident) != 0) return true; /* fault path: zeroed as before */
   return resident * 2 >= len / _mi_os_page_size();
