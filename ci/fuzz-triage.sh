@@ -10,7 +10,9 @@
 #     report with fz_op_reserved in its stack;
 #   - put each bug's four inputs in one group and nothing else in it: two
 #     groups;
-#   - minimize each group's smallest input to one that reproduces the same key.
+#   - minimize each group's smallest input of each engine with that engine's
+#     tool (libFuzzer's -minimize_crash, afl-tmin) to one that reproduces
+#     the same key.
 # The secure plant's campaign log must carry the key that triage groups by.
 # Controls: grouping the same reports by their first line (which holds an
 # address) must not give two groups, and a minimized input checked against
@@ -96,6 +98,14 @@ for p in alloc-plant secure-dfree; do
 done
 akey=${found_key[alloc]:-} skey=${found_key[secure]:-}
 
+# each group minimized by both engines' tools, to its own key
+for k in "$akey" "$skey"; do
+  for e in libfuzzer afl; do
+    grep -q "^triage: group $k: minimized by $e's tool .*, the same key\$" "$out/triage.log" ||
+      { echo "fuzz-triage: group $k: no input minimized by $e's tool to the same key"; status=1; }
+  done
+done
+
 # each report with its stacks
 for f in ${found[secure-dfree]}; do
   [ -x "$f" ] && continue
@@ -144,7 +154,8 @@ else
   echo "fuzz-triage: control: grouping by the reports' first lines gives $firsts groups (refused)"
 fi
 if [ -n "$akey" ] && [ -n "$skey" ]; then
-  if bash fuzz/triage.sh -k "$akey" "$out/control" "$bin/libfuzzer-secure-dfree" "$out/triage/min/$skey" >"$out/control.log"; then
+  if bash fuzz/triage.sh -k "$akey" "$out/control" "$bin/libfuzzer-secure-dfree" "$out/triage/min/$skey.libfuzzer" \
+    >"$out/control.log"; then
     echo "fuzz-triage: control: a minimized input passed for the other group's key"
     status=1
   else

@@ -11,11 +11,11 @@
 # OUT_DIR/groups.tsv (key, count, inputs) and on stdout.
 #   fuzz/triage.sh -k KEY OUT_DIR BINARY CRASH
 # checks one input against a key: exit 1 unless it reproduces KEY.
-#   -m   also minimize each group's smallest input with its engine's tool
-#        (libFuzzer's -minimize_crash, which keeps only reductions with the
-#        same DEDUP_TOKEN; AFL++'s afl-tmin, checked after), to
-#        OUT_DIR/min/KEY; a minimized input that reproduces another key
-#        fails the triage.
+#   -m   also minimize each group's smallest input of each engine with that
+#        engine's tool (libFuzzer's -minimize_crash, which keeps only
+#        reductions with the same DEDUP_TOKEN; AFL++'s afl-tmin, checked
+#        after), to OUT_DIR/min/KEY.ENGINE; a minimized input that
+#        reproduces another key fails the triage.
 # Exit status: 0; 1 if an input did not reproduce a crash, or a minimized
 # input changed its key; 2 on bad usage.
 set -uo pipefail
@@ -84,28 +84,34 @@ while IFS=$'\t' read -r key count inputs; do
 done <"$out/groups.tsv"
 
 [ $minimize -eq 1 ] || exit $status
+# each group's smallest input of each engine, with that engine's tool
 while IFS=$'\t' read -r key count inputs; do
   case $key in no-crash | unkeyed) continue ;; esac
-  first=${inputs%% *}
-  bin=$(awk -F'\t' -v f="$first" '$4 == f { print $3; exit }' "$out/keys.tsv")
-  min=$out/min/$key
-  case $(basename "$bin") in
-    afl-*) AFL_SKIP_CPUFREQ=1 timeout 600 afl-tmin -i "$first" -o "$min" -t 10000 -m none -- "$bin" \
-      >"$min.log" 2>&1 ;;
-    *) ASAN_OPTIONS=detect_leaks=0:allow_user_poisoning=1:symbolize=1:dedup_token_length=3 \
-      timeout 600 "$bin" -minimize_crash=1 -runs=2000 -exact_artifact_path="$min" "$first" >"$min.log" 2>&1 ;;
-  esac
-  if [ ! -s "$min" ]; then
-    echo "triage: group $key: not minimized (the tool's output: $min.log)"
-    status=1
-    continue
-  fi
-  got=$(key_of "$bin" "$min" "$min.txt")
-  if [ "$got" != "$key" ]; then
-    echo "triage: group $key: the minimized input reproduces $got, not the group's key (its report: $min.txt)"
-    status=1
-  else
-    echo "triage: group $key: minimized $(stat -c %s "$first") -> $(stat -c %s "$min") bytes, the same key"
-  fi
+  for engine in libfuzzer afl; do
+    row=$(awk -F'\t' -v k="$key" -v e="$engine" '$1 == k { n = split($3, p, "/"); if (index(p[n], e "-") == 1) print }' \
+      "$out/keys.tsv" | sort -t$'\t' -k2,2n | head -1)
+    [ -n "$row" ] || continue
+    bin=$(echo "$row" | cut -f3)
+    first=$(echo "$row" | cut -f4)
+    min=$out/min/$key.$engine
+    if [ $engine = afl ]; then
+      AFL_SKIP_CPUFREQ=1 timeout 600 afl-tmin -i "$first" -o "$min" -t 10000 -m none -- "$bin" >"$min.log" 2>&1
+    else
+      ASAN_OPTIONS=detect_leaks=0:allow_user_poisoning=1:symbolize=1:dedup_token_length=3 \
+        timeout 600 "$bin" -minimize_crash=1 -runs=2000 -exact_artifact_path="$min" "$first" >"$min.log" 2>&1
+    fi
+    if [ ! -s "$min" ]; then
+      echo "triage: group $key: not minimized by $engine's tool (its output: $min.log)"
+      status=1
+      continue
+    fi
+    got=$(key_of "$bin" "$min" "$min.txt")
+    if [ "$got" != "$key" ]; then
+      echo "triage: group $key: the input $engine's tool minimized reproduces $got, not the group's key ($min.txt)"
+      status=1
+    else
+      echo "triage: group $key: minimized by $engine's tool $(stat -c %s "$first") -> $(stat -c %s "$min") bytes, the same key"
+    fi
+  done
 done <"$out/groups.tsv"
 exit $status
