@@ -20,15 +20,18 @@ static void fz_store_le(uint8_t* q, uint64_t w) {
 }
 
 /* The next patterned run at or after *lo and below `to`: [*lo, *hi). */
+/* The distance between stripes at offset `at` (past FZ_DENSE). */
+static size_t fz_stride_at(size_t at) {
+  return (at < FZ_SPARSE ? FZ_STRIDE : FZ_SPARSE_STRIDE);
+}
+
 static bool fz_next_run(size_t* lo, size_t to, size_t* hi) {
   if (*lo >= FZ_DENSE) {
-    size_t stride = (*lo < FZ_SPARSE ? FZ_STRIDE : FZ_SPARSE_STRIDE);
-    size_t in_stride = *lo % stride;
-    if (in_stride >= FZ_STRIPE) *lo += stride - in_stride;
+    size_t in_stride = *lo % fz_stride_at(*lo);
+    if (in_stride >= FZ_STRIPE) *lo += fz_stride_at(*lo) - in_stride;
   }
   if (*lo >= to) return false;
-  size_t stride = (*lo < FZ_SPARSE ? FZ_STRIDE : FZ_SPARSE_STRIDE);
-  size_t end = (*lo < FZ_DENSE ? FZ_DENSE : *lo - *lo % stride + FZ_STRIPE);
+  size_t end = (*lo < FZ_DENSE ? FZ_DENSE : *lo - *lo % fz_stride_at(*lo) + FZ_STRIPE);
   *hi = (end < to ? end : to);
   return true;
 }

@@ -305,7 +305,7 @@ static uint64_t mi_report_dedup(const mi_secure_report_t* r, const mi_report_sta
                                 detected->count);
 }
 
-static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t* detected,
+static void mi_report_json(const mi_secure_report_t* r, uint64_t dedup, const mi_report_stack_t* detected,
                            const mi_report_stack_t* allocated, const mi_report_stack_t* freed) {
   char path[512];
   if (!mi_report_path(path, sizeof(path))) return;
@@ -331,7 +331,7 @@ static void mi_report_json(const mi_secure_report_t* r, const mi_report_stack_t*
   mi_json_stack(&j, "detected", detected->frames, detected->first, detected->count);
   mi_json_stack_or_null(&j, "allocated", allocated);
   mi_json_stack_or_null(&j, "freed", freed);
-  mi_json_fmt(&j, ",\"dedup\":\"%016llx\"}\n", (unsigned long long)mi_report_dedup(r, detected));
+  mi_json_fmt(&j, ",\"dedup\":\"%016llx\"}\n", (unsigned long long)dedup);
   int fd = -1;
   if (mi_prim_file_create(path, &fd) != 0) {
     char line[600];
@@ -438,11 +438,11 @@ static void mi_report_stack(const mi_secure_report_t* report, const mi_fault_whe
   /* the key in the text too, as the sanitizers print theirs: a fuzzing
      campaign's crash log has it, and libFuzzer's crash minimizer
      (-minimize_crash) keeps only reductions whose DEDUP_TOKEN line stays the same */
+  uint64_t dedup = mi_report_dedup(report, &detected);
   char key[64];
-  (void)snprintf(key, sizeof(key), "mimalloc:   DEDUP_TOKEN: %016llx\n",
-                 (unsigned long long)mi_report_dedup(report, &detected));
+  (void)snprintf(key, sizeof(key), "mimalloc:   DEDUP_TOKEN: %016llx\n", (unsigned long long)dedup);
   _mi_fputs(NULL, NULL, NULL, key);
-  mi_report_json(report, &detected, has_alloc ? &allocated : NULL, has_free ? &freed : NULL);
+  mi_report_json(report, dedup, &detected, has_alloc ? &allocated : NULL, has_free ? &freed : NULL);
 }
 
 void _mi_secure_report_detail(const mi_secure_report_t* report) {

@@ -4,10 +4,12 @@
    segment cache can keep) is emptied on free: up to MI_LARGE_ZERO_MAX it is
    zeroed as medium blocks are (with zero on free), past it, when fewer
    than half of its pages are resident, or when the zeroed blocks held would
-   pass MI_LARGE_ZEROED_HELD, its pages are given back to the OS (they read as zero when next touched). Zeroing is the
-   cheaper where the memory is used again: giving back a 1 MiB block's
-   pages cost its next user a page fault a page, 256 of them (randsizes,
-   which frees many 1 MiB blocks: 2.9 s against 0.8 s with them zeroed). Then its pages are made inaccessible, and the segment waits in
+   pass MI_LARGE_ZEROED_HELD, its pages are given back to the OS (they read
+   as zero when next touched). Zeroing is the cheaper where the memory is
+   used again: giving back a 1 MiB block's pages cost its next user a page
+   fault a page, 256 of them (randsizes, which frees many 1 MiB blocks:
+   2.9 s against 0.8 s with them zeroed). Then its pages are made
+   inaccessible, and the segment waits in
    a FIFO quarantine of the last `large_quarantine` (64) freed large blocks
    before it goes to the segment cache for reuse. While it waits:
    - a read or write through a stale pointer faults, and the fault handler
