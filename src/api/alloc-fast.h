@@ -13,17 +13,31 @@ typedef void* mi_malloc_slow_fun(mi_heap_t* heap, size_t size);
 /* the public entry points' slow path: the allocation, then the observers' hook */
 void* _mi_malloc_generic_observed(mi_heap_t* heap, size_t size) mi_decl_hidden;
 
-/* Secure builds, an observer armed: while the sampler alone runs, an
-   allocation short of its sample point (decided before it, from the size)
-   is the plain one, a tail call; the rest take _mi_malloc_generic_observed. */
-static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size) {
+/* Secure builds: the sampler alone, an allocation the inline count could
+   not decide (observe.c). */
+void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) mi_decl_hidden;
+
+/* Secure builds, an observer armed (`armed`, the word as the entry point
+   read it). While the sampler alone runs, the heap counts down the bytes to
+   its next sample point as the default build's fast path does
+   (observe.h: mi_observe_fast): an allocation short of it is the plain one,
+   a tail call. (Size 0 wraps past the bound; the empty heap's count is 0,
+   so it is never written here.) The rest take _mi_malloc_generic_observed. */
+static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size, uint8_t armed) {
 #if MI_PPROF
-  if (mi_observers_armed() == MI_OBSERVER_PROF && !mi_prof_countdown(size)) return _mi_secure_malloc(heap, size, false);
+  if (armed == MI_OBSERVER_PROF) {
+    if (mi_likely(size - 1 < MI_MEDIUM_BLOCK_MAX && heap->observe_until >= (int64_t)size)) {
+      heap->observe_until -= (int64_t)size;
+      return _mi_secure_malloc(heap, size, false);
+    }
+    return _mi_secure_malloc_counted(heap, size);
+  }
 #endif
 #if MI_SECURE_STACKS
   /* the blocks' stacks alone: recorded by the secure front itself */
-  if (mi_observers_armed() == MI_OBSERVER_STACKS) return _mi_secure_new_stacked(heap, size, MI_KIND_MALLOC);
+  if (armed == MI_OBSERVER_STACKS) return _mi_secure_new_stacked(heap, size, MI_KIND_MALLOC);
 #endif
+  (void)armed;
   return _mi_malloc_generic_observed(heap, size);
 }
 

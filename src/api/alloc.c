@@ -24,7 +24,8 @@ static void* mi_malloc_generic_plain(mi_heap_t* heap, size_t size) {
 static inline void* mi_heap_malloc_inline(mi_heap_t* heap, size_t size, bool observed) {
   if (MI_SECURE) {
     /* the observers' test first, so the common exit is a tail call (no frame) */
-    if (observed && mi_unlikely(mi_observing())) return _mi_secure_malloc_observed(heap, size);
+    const uint8_t armed = (observed ? mi_observers_armed() : 0);
+    if (mi_unlikely(armed != 0)) return _mi_secure_malloc_observed(heap, size, armed);
     return _mi_secure_malloc(heap, size, false);
   }
   return _mi_heap_malloc_fast(heap, size, observed, observed ? &_mi_malloc_generic_observed : &mi_malloc_generic_plain);

@@ -40,17 +40,19 @@ static inline void mi_free_inline(void* p) {
 }
 
 /* A free the program called: the observers' test first, so that both exits
-   are tail calls and the fast path needs no frame. */
+   are tail calls and the fast path needs no frame. The observers' word is
+   read once (each read of an atomic is a load of its own). */
 static inline void mi_free_fast(void* p) {
-  if (mi_unlikely(mi_observing_frees())) {
+  const uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(mi_observing_frees_of(armed))) {
 #if MI_PPROF
-    if (MI_SECURE && mi_observers_armed() == MI_OBSERVER_PROF) {
+    if (MI_SECURE && armed == MI_OBSERVER_PROF) {
       _mi_secure_free_sampling(p); /* the sampler alone: told by the page's flag */
       return;
     }
 #endif
 #if MI_SECURE_STACKS
-    if (mi_observers_armed() == MI_OBSERVER_STACKS) { /* the blocks' stacks alone */
+    if (armed == MI_OBSERVER_STACKS) { /* the blocks' stacks alone */
       _mi_secure_free_stacked(p, MI_KIND_MALLOC);
       return;
     }
@@ -68,15 +70,16 @@ static inline void mi_delete_fast(void* p, mi_alloc_kind_t kind) {
     mi_free_fast(p);
     return;
   }
-  if (mi_unlikely(mi_observing_frees())) {
+  const uint8_t armed = mi_observers_armed();
+  if (mi_unlikely(mi_observing_frees_of(armed))) {
 #if MI_PPROF
-    if (mi_observers_armed() == MI_OBSERVER_PROF) {
+    if (armed == MI_OBSERVER_PROF) {
       _mi_secure_delete_sampling(p, kind);
       return;
     }
 #endif
 #if MI_SECURE_STACKS
-    if (mi_observers_armed() == MI_OBSERVER_STACKS) {
+    if (armed == MI_OBSERVER_STACKS) {
       _mi_secure_free_stacked(p, kind);
       return;
     }

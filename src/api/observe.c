@@ -58,6 +58,26 @@ void* _mi_observe_countdown_end(mi_heap_t* heap, void* p, size_t size) {
   return _mi_observe_alloc(p, size);
 }
 
+#if MI_SECURE && MI_PPROF
+/* Secure builds, the sampler alone (alloc-fast.h: _mi_secure_malloc_observed):
+   an allocation at or past its heap's sample point, of a size beyond the
+   medium blocks or 0, or on a thread whose heap is not set up yet (its
+   first allocation sets it up; a thread without one counts on its own
+   countdown). */
+void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) {
+  void* p = _mi_secure_malloc(heap, size, false);
+  if (p == NULL) return NULL;
+  if (!mi_heap_is_initialized(heap)) heap = mi_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) {
+    if (mi_prof_is_on() && mi_prof_countdown(size)) _mi_prof_record_alloc(p, size);
+    return p;
+  }
+  heap->observe_until -= (int64_t)(size < (size_t)MI_OBSERVE_IDLE_UNTIL ? size : (size_t)MI_OBSERVE_IDLE_UNTIL);
+  if (heap->observe_until < 0) return _mi_observe_countdown_end(heap, p, size);
+  return p;
+}
+#endif
+
 void* _mi_observe_alloc(void* p, size_t size) {
   if (p == NULL) return p;
 #if MI_DHAT

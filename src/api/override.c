@@ -14,7 +14,8 @@
 MI_FORWARD void* malloc(size_t size) {
   if (MI_SECURE) { /* as mi_malloc (alloc.c), without its PLT entry */
     mi_heap_t* heap = mi_get_default_heap();
-    if (mi_unlikely(mi_observing())) return _mi_secure_malloc_observed(heap, size);
+    const uint8_t armed = mi_observers_armed();
+    if (mi_unlikely(armed != 0)) return _mi_secure_malloc_observed(heap, size, armed);
     return _mi_secure_malloc(heap, size, false);
   }
   return _mi_heap_malloc_fast(mi_get_default_heap(), size, true, &_mi_malloc_generic_observed);

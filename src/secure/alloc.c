@@ -124,6 +124,9 @@ static mi_forceinline void mi_stacks_put(mi_page_t* page, mi_block_t* block, uin
    guarded sample, a fresh page or a single-block segment. */
 static mi_noinline void* mi_secure_malloc_slow(mi_heap_t* heap, size_t size, bool zero, mi_alloc_kind_t kind,
                                                uint32_t stack) {
+  /* a heap set for an earlier epoch of the observers ends its count (the
+     sampler's heap countdown: alloc-fast.h) */
+  mi_observe_refill(heap);
   if (size == 0) return _mi_zero_malloc(heap, MI_MAX_ALIGN_SIZE, 0); /* a slot no access reaches */
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE - MI_SECURE_TRAILER)) {
     _mi_error_message(ENOMEM, "allocation request is too large (%zu bytes)\n", size);

@@ -217,15 +217,21 @@ static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t
   mi_secure_free_located(segment, page, block, p, mi_block_index(page, block), kind, stack);
 }
 
-/* A free of a pointer in a segment that passed the segment checks. */
-static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, mi_alloc_kind_t kind, uint32_t stack) {
+/* A free of a pointer in a segment that passed the segment checks.
+   `sampling`: the pprof sampler runs; its sampled blocks' frees are told
+   where the block's page is at hand (a small block's located, so that the
+   sampler's test costs a flag's load). */
+static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, bool sampling, mi_alloc_kind_t kind,
+                                             uint32_t stack) {
   if (mi_unlikely(segment->kind >= MI_SEGMENT_SINGLE)) { /* or a zero segment */
+    if (sampling) mi_hook_secure_sampled_free(segment, p);
     mi_secure_free_single(segment, p, kind, stack);
     return;
   }
   mi_page_t* page;
   size_t idx;
   mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx);
+  if (sampling) mi_hook_sampled_page_free(segment, page, p);
   if (mi_unlikely((void*)block != p)) {
     mi_secure_free_interior(segment, page, block, p, kind, stack);
     return;
@@ -236,8 +242,7 @@ static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, mi_
 /* Past a segment's first chunk (a large block's interior) or not ours. */
 static mi_noinline void mi_secure_free_far(void* p, bool sampling, mi_alloc_kind_t kind, uint32_t stack) {
   mi_segment_t* segment = _mi_secure_validate_far_segment(p, MI_OP_FREE);
-  if (sampling) mi_hook_secure_sampled_free(segment, p);
-  mi_secure_free_in(segment, p, kind, stack);
+  mi_secure_free_in(segment, p, sampling, kind, stack);
 }
 
 /* Every call on the way is a tail call or does not return: the common path
@@ -255,8 +260,7 @@ static mi_forceinline void mi_secure_free(void* p, bool sampling, mi_alloc_kind_
   }
   mi_segment_t* segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
   mi_validate_cookie(segment, p, MI_OP_FREE);
-  if (sampling) mi_hook_secure_sampled_free(segment, p);
-  mi_secure_free_in(segment, p, kind, stack);
+  mi_secure_free_in(segment, p, sampling, kind, stack);
 }
 
 void _mi_secure_free(void* p) {

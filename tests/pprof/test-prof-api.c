@@ -146,6 +146,46 @@ static void test_prof_exact_interval_counts_equal_truth(void** state) {
   mi_prof_stop();
 }
 
+/* A thread whose heap counted down under an earlier start, to a sample
+   point far away: a new start must reach it (its heap's count set anew at
+   its next page refill, within a page's worth of blocks), in the secure
+   build too, where malloc counts the heap's countdown while the sampler
+   alone runs. */
+static pthread_barrier_t restart_barrier;
+static size_t restart_samples_seen;
+
+static void* allocate_across_restart(void* arg) {
+  (void)arg;
+  void* first = mi_malloc(64); /* counted under the first start: its point 2^40 bytes away */
+  pthread_barrier_wait(&restart_barrier); /* main restarts at interval 1 */
+  pthread_barrier_wait(&restart_barrier);
+  enum { N = 10000 };
+  static void* blocks[N];
+  for (int i = 0; i < N; i++) blocks[i] = mi_malloc(64);
+  restart_samples_seen = stats_now().live_samples;
+  for (int i = 0; i < N; i++) mi_free(blocks[i]);
+  mi_free(first);
+  return NULL;
+}
+
+static void test_prof_restart_thread_counted_before_samples_after_refill(void** state) {
+  (void)state;
+  mi_prof_stop();
+  assert_true(mi_prof_start_seeded((size_t)1 << 40, 7));
+  assert_int_equal(pthread_barrier_init(&restart_barrier, NULL, 2), 0);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, &allocate_across_restart, NULL), 0);
+  pthread_barrier_wait(&restart_barrier);
+  start_exact();
+  pthread_barrier_wait(&restart_barrier);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  pthread_barrier_destroy(&restart_barrier);
+  /* all but those served from the page it held at the restart (a page of
+     64 KiB holds at most 1024 blocks of 64 bytes) */
+  assert_true(restart_samples_seen >= 10000 - 1024);
+  mi_prof_stop();
+}
+
 static void* free_them(void* arg) {
   void** blocks = (void**)arg;
   for (int i = 0; i < 300; i++) mi_free(blocks[i]);
@@ -619,6 +659,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_prof_stats_three_versions_accepted_others_rejected),
       cmocka_unit_test(test_prof_exact_interval_counts_equal_truth),
       cmocka_unit_test(test_prof_cross_thread_free_live_back_to_zero),
+      cmocka_unit_test(test_prof_restart_thread_counted_before_samples_after_refill),
       cmocka_unit_test(test_prof_realloc_in_place_size_follows_moved_old_freed),
       cmocka_unit_test(test_prof_aligned_blocks_tracked_and_freed),
       cmocka_unit_test(test_prof_heap_destroy_samples_retired),
