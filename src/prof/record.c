@@ -159,10 +159,19 @@ static uint32_t mi_prof_stack_of(const uintptr_t* frames, int n) {
 
 /* ---- Records ---------------------------------------------------------------------- */
 
+/* A key's home slot in a table of `cap` (a power of two) slots: the top
+   bits of the product, which every bit of the address moves. (Its low
+   bits, taken before, depend only on the address's low bits: blocks of a
+   page's size and alignment homed on one slot in 128, and each lookup
+   walked the cluster.) */
+static inline size_t mi_prof_rec_home(uintptr_t key, size_t cap) {
+  return mi_prof_key_hash(key, (unsigned)mi_bsf64(cap));
+}
+
 static mi_prof_rec_t* mi_prof_rec_find(uintptr_t key) {
   if (mi_prof.rec_cap == 0) return NULL;
   size_t mask = mi_prof.rec_cap - 1;
-  for (size_t j = mi_prof_key_hash(key, 63) & mask; mi_prof.recs[j].key != 0; j = (j + 1) & mask) {
+  for (size_t j = mi_prof_rec_home(key, mi_prof.rec_cap); mi_prof.recs[j].key != 0; j = (j + 1) & mask) {
     if (mi_prof.recs[j].key == key) return &mi_prof.recs[j];
   }
   return NULL;
@@ -200,7 +209,7 @@ static bool mi_prof_rec_insert(uintptr_t key, uint32_t stack, uint64_t size) {
     if (recs == NULL) return false;
     for (size_t i = 0; i < oldcap; i++) {
       if (old[i].key == 0) continue;
-      size_t j = mi_prof_key_hash(old[i].key, 63) & (cap - 1);
+      size_t j = mi_prof_rec_home(old[i].key, cap);
       while (recs[j].key != 0) j = (j + 1) & (cap - 1);
       recs[j] = old[i];
     }
@@ -213,7 +222,7 @@ static bool mi_prof_rec_insert(uintptr_t key, uint32_t stack, uint64_t size) {
     mi_prof.os_bytes += bytes;
   }
   size_t mask = mi_prof.rec_cap - 1;
-  size_t j = mi_prof_key_hash(key, 63) & mask;
+  size_t j = mi_prof_rec_home(key, mi_prof.rec_cap);
   while (mi_prof.recs[j].key != 0) j = (j + 1) & mask;
   mi_prof.recs[j].key = key;
   mi_prof.recs[j].stack = stack;
@@ -236,7 +245,7 @@ static void mi_prof_rec_remove(mi_prof_rec_t* r) {
   for (;;) {
     j = (j + 1) & mask;
     if (mi_prof.recs[j].key == 0) break;
-    size_t home = mi_prof_key_hash(mi_prof.recs[j].key, 63) & mask;
+    size_t home = mi_prof_rec_home(mi_prof.recs[j].key, mi_prof.rec_cap);
     /* can the entry at j move to the hole at i? only if its home is not in (i, j] */
     bool stays = (i <= j ? (home > i && home <= j) : (home > i || home <= j));
     if (stays) continue;
