@@ -11,6 +11,11 @@ mi_noinline void* _mi_malloc_generic_observed(mi_heap_t* heap, size_t size) {
   mi_observe_refill(heap);
   void* p = (MI_SECURE ? _mi_secure_malloc(heap, size, false) : _mi_malloc_generic(heap, size, false));
   uint8_t armed = mi_observers_armed();
+#if MI_PPROF
+  /* the sampler alone: the heap's countdown, as on the fast path (so a
+     sample is placed on a sample page there too) */
+  if (armed == MI_OBSERVER_PROF) return _mi_observe_counted(heap, p, size);
+#endif
   if (mi_unlikely(armed != 0)) return mi_observe_alloc(armed, p, size);
   return p;
 }

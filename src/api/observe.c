@@ -15,6 +15,22 @@ static void mi_observe_heap_gap(mi_heap_t* heap) {
   heap->observe_until = gap - 1;
   heap->observe_gap = (uint64_t)gap;
 }
+
+/* A sample's block on a page of the heap's samples (page.c), so that the
+   page's flag alone tells a free or a resize of it that it is a sample, and
+   the other pages' frees and resizes keep their fast paths; the block the
+   fast path took goes back to its page. Left where it is: a block beyond
+   the medium sizes (a single-block segment is a page of its own), the
+   secure build's (its blocks are laid out by the secure front), a block the
+   sampler will not record (its own allocations, a muted thread's), and a
+   block no sample page had room for. */
+static void* mi_observe_sample_place(mi_heap_t* heap, void* p, size_t size) {
+  if (MI_SECURE || size > MI_MEDIUM_BLOCK_MAX || !_mi_prof_records_here()) return p;
+  void* q = _mi_page_malloc_sample(heap, size);
+  if (q == NULL) return p;
+  _mi_free_unobserved(p);
+  return q;
+}
 #endif
 
 /* A heap's countdown for the observers armed now (observe.h). */
@@ -50,6 +66,7 @@ void* _mi_observe_countdown_end(mi_heap_t* heap, void* p, size_t size) {
     /* the sample point: a fresh gap starts after this allocation */
     uint64_t gap = heap->observe_gap;
     mi_observe_heap_gap(heap);
+    p = mi_observe_sample_place(heap, p, size);
     _mi_prof_record_heap_sample(p, size, gap);
     return p;
   }
@@ -58,14 +75,11 @@ void* _mi_observe_countdown_end(mi_heap_t* heap, void* p, size_t size) {
   return _mi_observe_alloc(p, size);
 }
 
-#if MI_SECURE && MI_PPROF
-/* Secure builds, the sampler alone (alloc-fast.h: _mi_secure_malloc_observed):
-   an allocation at or past its heap's sample point, of a size beyond the
-   medium blocks or 0, or on a thread whose heap is not set up yet (its
-   first allocation sets it up; a thread without one counts on its own
-   countdown). */
-void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) {
-  void* p = _mi_secure_malloc(heap, size, false);
+#if MI_PPROF
+/* The sampler alone, a block `p` the fast path did not count: the heap's
+   countdown takes it (a heap not set up before this allocation is the
+   thread's; a thread without one counts on its own countdown). */
+void* _mi_observe_counted(mi_heap_t* heap, void* p, size_t size) {
   if (p == NULL) return NULL;
   if (!mi_heap_is_initialized(heap)) heap = mi_get_default_heap();
   if (!mi_heap_is_initialized(heap)) {
@@ -75,6 +89,15 @@ void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) {
   heap->observe_until -= (int64_t)(size < (size_t)MI_OBSERVE_IDLE_UNTIL ? size : (size_t)MI_OBSERVE_IDLE_UNTIL);
   if (heap->observe_until < 0) return _mi_observe_countdown_end(heap, p, size);
   return p;
+}
+#endif
+
+#if MI_SECURE && MI_PPROF
+/* Secure builds, the sampler alone (alloc-fast.h: _mi_secure_malloc_observed):
+   an allocation at or past its heap's sample point, of a size beyond the
+   medium blocks or 0, or on a thread whose heap is not set up yet. */
+void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) {
+  return _mi_observe_counted(heap, _mi_secure_malloc(heap, size, false), size);
 }
 #endif
 

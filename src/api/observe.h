@@ -65,6 +65,9 @@ void* _mi_observe_alloc(void* p, size_t size) mi_decl_hidden; /* returns p */
 void _mi_observe_free(void* p) mi_decl_hidden;
 
 void* _mi_observe_countdown_end(mi_heap_t* heap, void* p, size_t size) mi_decl_hidden; /* returns p */
+#if MI_PPROF
+void* _mi_observe_counted(mi_heap_t* heap, void* p, size_t size) mi_decl_hidden;
+#endif
 
 static inline void* mi_observe_fast(mi_heap_t* heap, void* p, size_t size) {
 #if MI_OBSERVERS
@@ -224,17 +227,19 @@ static inline void mi_observe_realloc_done(mi_observe_held_t* held, void* newp, 
 
 /* A block kept in place by a reallocation while the sampler alone runs
    (src/api/alloc.c), its page and the flags it read: a sampled block takes
-   its new size. The page's bits are read whatever the flag (they share its
-   cache line; stale ones are masked off), so that the call is one branch,
-   which a program growing many buffers, some sampled, cannot predict.
-   (No record is held around such a reallocation: a moved sampled block's
-   free is told by its page's flag, mi_hook_sampled_page_free, and the new
-   block is an allocation of its own.) */
+   its new size. The flag first: the sampler places the samples of its
+   heaps' countdowns on pages of their own (page.c: _mi_page_malloc_sample),
+   so the flag is off on nearly every other page and the branch predictable;
+   on a flagged page the bits tell. (No record is held around such a
+   reallocation: a moved sampled block's free is told by its page's flag,
+   mi_hook_sampled_page_free, and the new block is an allocation of its
+   own.) */
 static inline void mi_observe_resized_sampler(const mi_page_t* page, uint8_t flags, void* p, size_t newsize) {
 #if MI_PPROF
-  const uint32_t flagged = (uint32_t)0 - (uint32_t)((flags & MI_PAGE_FLAG_SAMPLED) != 0);
-  const uint32_t bits = atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & flagged;
-  if (mi_unlikely((bits & mi_prof_page_bit(p)) != 0)) _mi_prof_realloc_in_place(p, newsize);
+  if (mi_unlikely(flags & MI_PAGE_FLAG_SAMPLED) &&
+      (atomic_load_explicit(&page->prof_bits, memory_order_relaxed) & mi_prof_page_bit(p)) != 0) {
+    _mi_prof_realloc_in_place(p, newsize);
+  }
 #else
   (void)page, (void)flags, (void)p, (void)newsize;
 #endif

@@ -40,6 +40,10 @@ typedef enum mi_page_state_e {
 #define MI_PAGE_FLAG_KEPT 0x04        /* kept empty when its heap took it over (_mi_segments_take_over) */
 /* holds a block the pprof sampler took: its frees go the generic way, which tells the sampler */
 #define MI_PAGE_FLAG_SAMPLED 0x08
+/* a page of the pprof sampler's blocks only, in its heap's queue of them
+   (mi_heap_t.prof_pages): what a free or a resize of its blocks must tell
+   the sampler, its flag says without a guess */
+#define MI_PAGE_FLAG_SAMPLE_PAGE 0x10
 
 typedef struct mi_heap_s mi_heap_t;
 typedef struct mi_tld_s mi_tld_t;
@@ -206,6 +210,10 @@ struct mi_heap_s {
      and its queue were two (page.c keeps it in step with the queues) */
   mi_page_t* pages_direct[MI_BIN_WSIZE_MAX + 1];
   mi_page_queue_t pages[MI_BIN_COUNT];
+  /* pages of sampled blocks (MI_PAGE_FLAG_SAMPLE_PAGE) by size: the pprof
+     sampler places its samples of small and medium blocks there (page.c:
+     _mi_page_malloc_sample) */
+  mi_page_queue_t prof_pages[MI_BIN_MEDIUM_MAX + 1];
   mi_heap_t* next;         /* in the tld's list of heaps */
   mi_page_t* single_first; /* this heap's large and huge blocks (under the single lock) */
   size_t page_count;

@@ -27,8 +27,10 @@ static void mi_check_page(const mi_heap_t* heap, const mi_page_t* page, size_t b
   mi_assert(segment->cookie == ((uintptr_t)segment ^ _mi_process_key));
   mi_assert(page->capacity <= page->reserved);
   mi_assert(page->block_size == _mi_bin_size(page->bin));
-  if (bin == MI_BIN_FULL) mi_assert(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL);
+  if (bin == MI_BIN_COUNT) mi_assert(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLE_PAGE); /* the sample pages */
+  else if (bin == MI_BIN_FULL) mi_assert(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL);
   else mi_assert(page->bin == bin && !(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL));
+  if (bin != MI_BIN_COUNT) mi_assert(!(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLE_PAGE));
   size_t free_count = mi_check_free_list(page);
   /* blocks freed by other threads are still counted in `used` */
   mi_assert(page->used + free_count + _mi_page_holes(page)->purged == page->capacity); /* (holes: page/holes.c) */
@@ -37,8 +39,9 @@ static void mi_check_page(const mi_heap_t* heap, const mi_page_t* page, size_t b
 void _mi_heap_check(const mi_heap_t* heap) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   size_t pages = 0;
-  for (size_t bin = 1; bin < MI_BIN_COUNT; bin++) {
-    const mi_page_queue_t* pq = &heap->pages[bin];
+  for (size_t q = 1; q < MI_BIN_COUNT + MI_BIN_MEDIUM_MAX + 1; q++) { /* the sizes', then the sample pages' */
+    const mi_page_queue_t* pq = (q < MI_BIN_COUNT ? &heap->pages[q] : &heap->prof_pages[q - MI_BIN_COUNT]);
+    const size_t bin = (q < MI_BIN_COUNT ? q : MI_BIN_COUNT); /* MI_BIN_COUNT: a sample page's queue */
     const mi_page_t* prev = NULL;
     for (const mi_page_t* page = (pq->last != NULL ? pq->first : NULL); page != NULL; page = page->next) {
       mi_assert(page->prev == prev);

@@ -161,6 +161,9 @@ static bool mi_segment_adopt(mi_heap_t* heap, mi_segment_t* segment, bool keep_e
     if (atomic_load_explicit(&page->state, memory_order_relaxed) != MI_PAGE_IN_USE) continue;
     left--;
     _mi_page_collect(page);
+    /* an exited thread's sample page becomes a page of its size: its live
+       samples keep the sampler's flag (MI_PAGE_FLAG_SAMPLED) and its bits */
+    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLE_PAGE);
     mi_page_queue_t* pq = &heap->pages[page->bin];
     if (page->used == 0) {
       if (!keep_empty || pq->last != NULL || page->bin > MI_BIN_SMALL_MAX) {

@@ -30,7 +30,9 @@ const uint8_t _mi_bin_of_wsize[MI_BIN_WSIZE_MAX + 1] = {
 /* ---- Queues --------------------------------------------------------------------- */
 
 mi_page_queue_t* _mi_page_queue_of(mi_heap_t* heap, const mi_page_t* page) {
-  size_t bin = (mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
+  const uint8_t flags = mi_page_flags(page);
+  if (flags & MI_PAGE_FLAG_SAMPLE_PAGE) return &heap->prof_pages[page->bin];
+  size_t bin = (flags & MI_PAGE_FLAG_IN_FULL) ? MI_BIN_FULL : page->bin;
   return &heap->pages[bin];
 }
 
@@ -62,13 +64,15 @@ bool _mi_heap_direct_consistent(const mi_heap_t* heap) {
 static inline void mi_queue_set_first(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
   /* an empty queue points at the static empty page, so the fast path never tests for NULL */
   pq->first = (page != NULL ? page : (mi_page_t*)&_mi_page_empty);
-  mi_direct_update(heap, pq);
+  /* (a sample page's queue is no size's: the fast path never reads it) */
+  if ((uintptr_t)pq - (uintptr_t)heap->pages < sizeof(heap->pages)) mi_direct_update(heap, pq);
 }
 
 #if MI_DEBUG > 1
 /* A page is in the queue of its bin, or in the full queue exactly when it
    is flagged full, and belongs to the queue's heap. */
 static inline bool mi_page_queue_is_its(const mi_heap_t* heap, const mi_page_queue_t* pq, const mi_page_t* page) {
+  if (mi_page_flags(page) & MI_PAGE_FLAG_SAMPLE_PAGE) return (page->heap == heap && pq == &heap->prof_pages[page->bin]);
   bool full = ((mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) != 0);
   return (page->heap == heap && pq == &heap->pages[full ? MI_BIN_FULL : page->bin]);
 }
@@ -290,6 +294,13 @@ void _mi_page_retire(mi_page_t* page) {
   mi_assert(page->used == 0);
   mi_heap_t* heap = page->heap;
   mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
+  if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLE_PAGE) && pq->first == page && pq->last == page) {
+    /* the only sample page of its size is kept, medium ones too: a page set
+       up and given back at every sample of a size freed before the next was
+       most of a sample's cost (the heap's collection and the thread's exit
+       give it back: mi_heap_free_empty_samples) */
+    return;
+  }
   if (!(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
       pq->last == page) {
     return;
@@ -430,6 +441,37 @@ void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
   return block;
 }
 
+#if MI_PPROF
+/* A block of `size` bytes (at most MI_MEDIUM_BLOCK_MAX) for a sample of the
+   pprof sampler, from a page of the heap's sampled blocks (prof_pages), so
+   that the other pages' frees and resizes keep their fast paths and the
+   flag of a sample page alone tells the sampler's. A size's queue holds a
+   page or a few. NULL without memory (the sample stays where it is). */
+void* _mi_page_malloc_sample(mi_heap_t* heap, size_t size) {
+  mi_assert(mi_heap_is_initialized(heap) && size <= MI_MEDIUM_BLOCK_MAX);
+  size_t bin = _mi_bin(size);
+  mi_page_queue_t* pq = &heap->prof_pages[bin];
+  mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
+  for (; page != NULL; page = page->next) {
+    if (page->free == NULL) _mi_page_collect(page);
+    if (page->free == NULL && page->capacity < page->reserved) mi_page_extend(page);
+    if (page->free != NULL) break;
+  }
+  if (page == NULL) {
+    page = mi_page_fresh(heap, bin);
+    if (page == NULL) return NULL;
+    heap->page_count++;
+    mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLE_PAGE);
+    _mi_page_queue_push(heap, pq, page);
+  }
+  mi_block_t* block = page->free;
+  page->free = mi_block_next_checked(page, block);
+  page->used++;
+  mi_track_malloc(block, size, page->block_size, false);
+  return block;
+}
+#endif
+
 /* ---- Collection ----------------------------------------------------------------- */
 
 /* Bins of a heap that hold an empty page, one bit each. */
@@ -453,7 +495,26 @@ static mi_bin_set_t mi_heap_collect_all(mi_heap_t* heap) {
       page = next;
     }
   }
+  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
+    const mi_page_queue_t* pq = &heap->prof_pages[bin];
+    for (mi_page_t* page = (pq->last != NULL ? pq->first : NULL); page != NULL; page = page->next) {
+      _mi_page_collect(page);
+    }
+  }
   return empty;
+}
+
+/* The sample pages left empty go back (never kept: the next sample of their
+   size takes a fresh page or another's room). */
+static void mi_heap_free_empty_samples(mi_heap_t* heap) {
+  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
+    mi_page_t* page = (heap->prof_pages[bin].last != NULL ? heap->prof_pages[bin].first : NULL);
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      if (page->used == 0) mi_heap_page_free(heap, page);
+      page = next;
+    }
+  }
 }
 
 /* Free the empty pages of the bins in `empty`; with `keep_one`, not the
@@ -483,6 +544,7 @@ static bool mi_heap_free_empty(mi_heap_t* heap, mi_bin_set_t empty, bool keep_on
 
 void _mi_heap_collect_pages(mi_heap_t* heap) {
   mi_heap_free_empty(heap, mi_heap_collect_all(heap), false);
+  mi_heap_free_empty_samples(heap);
 }
 
 /* Hole purge of the heap's pages (holes.c), the blocks other threads freed
@@ -519,7 +581,9 @@ size_t _mi_heap_holes_sweep(mi_heap_t* heap, bool owner, bool full, bool eager_z
    abandoned list, so the cleanup of abandoned segments (purge.c) frees the
    page if no thread takes it. */
 bool _mi_heap_collect_pages_at_exit(mi_heap_t* heap) {
-  return mi_heap_free_empty(heap, mi_heap_collect_all(heap), true);
+  bool kept = mi_heap_free_empty(heap, mi_heap_collect_all(heap), true);
+  mi_heap_free_empty_samples(heap);
+  return kept;
 }
 
 /* A heap that took over kept empty pages keeps them until its periodic

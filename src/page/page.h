@@ -30,6 +30,11 @@ static inline bool _mi_free_claims(mi_segment_t* segment, uintptr_t owner) {
 /* page.c */
 /* the allocation slow path of an initialised heap (heap.c: _mi_malloc_generic sets it up) */
 void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) mi_decl_hidden;
+#if MI_PPROF
+/* A block for a sample of the pprof sampler, on a page of the heap's sampled
+   blocks; NULL without memory. */
+void* _mi_page_malloc_sample(mi_heap_t* heap, size_t size) mi_decl_hidden;
+#endif
 void _mi_page_retire(mi_page_t* page) mi_decl_hidden;
 void _mi_page_collect(mi_page_t* page) mi_decl_hidden;
 void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) mi_decl_hidden;

@@ -86,6 +86,9 @@ void _mi_prof_record_alloc(void* p, size_t size) mi_decl_hidden;
    sample at its end. */
 int64_t _mi_prof_heap_gap(void) mi_decl_hidden;
 void _mi_prof_record_heap_sample(void* p, size_t size, uint64_t gap) mi_decl_hidden;
+/* Whether a sample of the calling thread's would be recorded now (the
+   sampler runs; not its own allocation, nor a muted thread's). */
+bool _mi_prof_records_here(void) mi_decl_hidden;
 void _mi_prof_record_free(void* p) mi_decl_hidden;
 void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) mi_decl_hidden;
 void _mi_prof_realloc_in_place(void* p, size_t newsize) mi_decl_hidden;

@@ -367,6 +367,10 @@ static bool mi_prof_secure_free(void* p) {
   return true;
 }
 
+bool _mi_prof_records_here(void) {
+  return (mi_prof_is_on() && mi_prof_busy == 0 && _mi_observers_muted == 0);
+}
+
 /* A heap's countdown reached its sample point (src/base/observers.c). */
 void _mi_prof_record_heap_sample(void* p, size_t size, uint64_t gap) {
   _mi_prof_heap_sample_point(size, gap);
