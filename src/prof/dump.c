@@ -390,8 +390,8 @@ static void mi_prof_inuse_write(mi_prof_snapshot_t* snap) {
   if (!ok) {
     _mi_warning_message("the heap profile at a new in-use high could not be built (out of memory)\n");
   } else {
-    char path[1100];
     if (mi_prof_inuse_interval != 0) {
+      char path[1100];
       mi_prof_numbered_path(path, sizeof(path), proto);
       if (!mi_prof_write_file(path, proto ? &gz : &plain)) {
         _mi_warning_message("the heap profile could not be written to %s (error %d)\n", path, errno);
