@@ -32,8 +32,8 @@
    |                  | or its thread's at exit       | blocks back to their pages          |
    | thread_collect   | heap/heap.c, mi_collect(true),| secure: quarantines, held pages,    |
    |                  | thread exit                   | fenced large blocks                 |
-   | background_poll, | segment/background.c          | pprof: dumps asked by a signal or   |
-   | background_tick  |                               | by the bytes allocated              |
+   | background_poll, | segment/background.c          | pprof: dumps asked by a signal, by  |
+   | background_tick  |                               | the bytes allocated, at in-use highs|
    | secure_report    | base/secure-report.c, before  | secure: the stack where the misuse  |
    |                  | the abort                     | was seen, the report's JSON copy    |
 */

@@ -9,7 +9,8 @@
 
    Runs on the dumping thread with its recursion guard up and no profiler
    lock held; what it reads is kept in OS memory until
-   _mi_dhat_symbolize_done. */
+   _mi_dhat_symbolize_done, the calling thread's own (two threads dumping at
+   once never share it). */
 #include "dhat.h"
 
 #if (MI_DHAT || MI_PPROF) && defined(_WIN32)
@@ -24,21 +25,27 @@ typedef struct mi_pe_object_s {
 } mi_pe_object_t;
 
 #define MI_PE_OBJECTS 128
-static mi_pe_object_t* mi_pe_objects; /* OS memory, MI_PE_OBJECTS entries */
-static size_t mi_pe_object_count;
+/* A thread's symbolisation: the modules it read, in OS memory from its
+   first lookup to _mi_dhat_symbolize_done. */
+typedef struct mi_pe_session_s {
+  mi_pe_object_t objects[MI_PE_OBJECTS];
+  size_t object_count;
+} mi_pe_session_t;
+static mi_decl_thread mi_pe_session_t* mi_pe_session;
 
 static mi_pe_object_t* mi_pe_object_of(uintptr_t pc) {
   uintptr_t base = _mi_pe_module_of(pc);
   if (base == 0) return NULL;
-  if (mi_pe_objects == NULL) {
-    mi_pe_objects = (mi_pe_object_t*)_mi_dhat_os_alloc(MI_PE_OBJECTS * sizeof(mi_pe_object_t));
-    if (mi_pe_objects == NULL) return NULL;
+  if (mi_pe_session == NULL) {
+    mi_pe_session = (mi_pe_session_t*)_mi_dhat_os_alloc(sizeof(mi_pe_session_t));
+    if (mi_pe_session == NULL) return NULL;
   }
-  for (size_t i = 0; i < mi_pe_object_count; i++) {
-    if (mi_pe_objects[i].base == base) return &mi_pe_objects[i];
+  mi_pe_session_t* session = mi_pe_session;
+  for (size_t i = 0; i < session->object_count; i++) {
+    if (session->objects[i].base == base) return &session->objects[i];
   }
-  if (mi_pe_object_count == MI_PE_OBJECTS) return NULL;
-  mi_pe_object_t* obj = &mi_pe_objects[mi_pe_object_count++];
+  if (session->object_count == MI_PE_OBJECTS) return NULL;
+  mi_pe_object_t* obj = &session->objects[session->object_count++];
   memset(obj, 0, sizeof(*obj));
   obj->base = base;
   if (!_mi_pe_module_path(base, obj->path, sizeof(obj->path), false)) obj->path[0] = 0;
@@ -117,8 +124,11 @@ bool _mi_dhat_find_main(uintptr_t* lo, uintptr_t* hi) {
 }
 
 void _mi_dhat_symbolize_done(void) {
-  for (size_t i = 0; i < mi_pe_object_count; i++) _mi_pe_syms_free(&mi_pe_objects[i].syms);
-  mi_pe_object_count = 0;
+  mi_pe_session_t* session = mi_pe_session;
+  if (session == NULL) return;
+  mi_pe_session = NULL;
+  for (size_t i = 0; i < session->object_count; i++) _mi_pe_syms_free(&session->objects[i].syms);
+  _mi_dhat_os_free(session, sizeof(mi_pe_session_t));
 }
 
 #endif

@@ -10,7 +10,10 @@
    "0x4011A3: parse_line (prog.c:42)", as Valgrind writes it.
 
    Runs on the dumping thread with its recursion guard up and no profiler lock
-   held; the loader's lookups do not allocate. */
+   held; the loader's lookups do not allocate. What a symbolisation reads
+   (the objects' mapped files, libdw's session) is the calling thread's own,
+   from its first lookup to _mi_dhat_symbolize_done: two threads dumping at
+   once (the program's dump and the background thread's) never share it. */
 #include "dhat.h"
 
 #if MI_DHAT || MI_PPROF
@@ -33,8 +36,47 @@ typedef struct mi_dhat_object_s {
 } mi_dhat_object_t;
 
 #define MI_DHAT_OBJECTS 128
-static mi_dhat_object_t* mi_dhat_objects; /* OS memory, MI_DHAT_OBJECTS entries */
-static size_t mi_dhat_object_count;
+
+/* ---- Source lines through libdw (optional, loaded at run time) -------------
+   The few libdwfl calls used, declared here so that building needs no
+   elfutils headers; their ABI has been stable since elfutils 0.1xx. */
+typedef struct mi_dwfl_callbacks_s {
+  void* find_elf;
+  void* find_debuginfo;
+  void* section_address;
+  char** debuginfo_path;
+} mi_dwfl_callbacks_t;
+
+typedef struct mi_dwfl_s {
+  bool tried;
+  void* dwfl;
+  void* (*begin)(const mi_dwfl_callbacks_t*);
+  int (*proc_report)(void*, int);
+  int (*report_end)(void*, void*, void*);
+  void* (*addrmodule)(void*, uint64_t);
+  void* (*getsrc)(void*, uint64_t);
+  const char* (*lineinfo)(void*, uint64_t*, int*, int*, uint64_t*, uint64_t*);
+  void (*end)(void*);
+} mi_dwfl_t;
+
+/* A thread's symbolisation, in OS memory from its first lookup to
+   _mi_dhat_symbolize_done. */
+typedef struct mi_dhat_session_s {
+  mi_dhat_object_t objects[MI_DHAT_OBJECTS];
+  size_t object_count;
+  mi_dwfl_t dwfl;
+  mi_dwfl_callbacks_t callbacks; /* (libdw's session points to them) */
+} mi_dhat_session_t;
+
+static mi_decl_thread mi_dhat_session_t* mi_dhat_session;
+
+/* The calling thread's session, begun if none; NULL without memory. */
+static mi_dhat_session_t* mi_dhat_session_get(void) {
+  if (mi_dhat_session == NULL) {
+    mi_dhat_session = (mi_dhat_session_t*)_mi_dhat_os_alloc(sizeof(mi_dhat_session_t));
+  }
+  return mi_dhat_session;
+}
 
 /* The symbol table of a mapped ELF file: .symtab if present, else .dynsym. */
 static void mi_dhat_object_load(mi_dhat_object_t* obj) {
@@ -67,15 +109,13 @@ static void mi_dhat_object_load(mi_dhat_object_t* obj) {
 }
 
 static mi_dhat_object_t* mi_dhat_object_of(const struct link_map* lm) {
-  if (mi_dhat_objects == NULL) {
-    mi_dhat_objects = (mi_dhat_object_t*)_mi_dhat_os_alloc(MI_DHAT_OBJECTS * sizeof(mi_dhat_object_t));
-    if (mi_dhat_objects == NULL) return NULL;
+  mi_dhat_session_t* session = mi_dhat_session_get();
+  if (session == NULL) return NULL;
+  for (size_t i = 0; i < session->object_count; i++) {
+    if (session->objects[i].bias == (uintptr_t)lm->l_addr) return &session->objects[i];
   }
-  for (size_t i = 0; i < mi_dhat_object_count; i++) {
-    if (mi_dhat_objects[i].bias == (uintptr_t)lm->l_addr) return &mi_dhat_objects[i];
-  }
-  if (mi_dhat_object_count == MI_DHAT_OBJECTS) return NULL;
-  mi_dhat_object_t* obj = &mi_dhat_objects[mi_dhat_object_count++];
+  if (session->object_count == MI_DHAT_OBJECTS) return NULL;
+  mi_dhat_object_t* obj = &session->objects[session->object_count++];
   memset(obj, 0, sizeof(*obj));
   obj->bias = (uintptr_t)lm->l_addr;
   if (lm->l_name == NULL || lm->l_name[0] == 0) {
@@ -106,57 +146,36 @@ static const char* mi_dhat_object_lookup(const mi_dhat_object_t* obj, uintptr_t 
   return obj->strs + best->st_name;
 }
 
-/* ---- Source lines through libdw (optional, loaded at run time) -------------
-   The few libdwfl calls used, declared here so that building needs no
-   elfutils headers; their ABI has been stable since elfutils 0.1xx. */
-typedef struct mi_dwfl_callbacks_s {
-  void* find_elf;
-  void* find_debuginfo;
-  void* section_address;
-  char** debuginfo_path;
-} mi_dwfl_callbacks_t;
-
-typedef struct mi_dwfl_s {
-  bool tried;
-  void* dwfl;
-  void* (*begin)(const mi_dwfl_callbacks_t*);
-  int (*proc_report)(void*, int);
-  int (*report_end)(void*, void*, void*);
-  void* (*addrmodule)(void*, uint64_t);
-  void* (*getsrc)(void*, uint64_t);
-  const char* (*lineinfo)(void*, uint64_t*, int*, int*, uint64_t*, uint64_t*);
-  void (*end)(void*);
-} mi_dwfl_t;
-
-static mi_dwfl_t mi_dwfl;
-static mi_dwfl_callbacks_t mi_dwfl_callbacks;
-
-static void mi_dhat_dwfl_open(void) {
-  mi_dwfl.tried = true;
+/* libdw, for the session (its calls looked up in each: the library, once
+   loaded, stays). */
+static void mi_dhat_dwfl_open(mi_dhat_session_t* session) {
+  mi_dwfl_t* dw = &session->dwfl;
+  mi_dwfl_callbacks_t* cb = &session->callbacks;
+  dw->tried = true;
   void* h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) return;
   /* function pointers from dlsym: POSIX guarantees the conversion */
-  *(void**)&mi_dwfl.begin = dlsym(h, "dwfl_begin");
-  *(void**)&mi_dwfl.proc_report = dlsym(h, "dwfl_linux_proc_report");
-  *(void**)&mi_dwfl.report_end = dlsym(h, "dwfl_report_end");
-  *(void**)&mi_dwfl.addrmodule = dlsym(h, "dwfl_addrmodule");
-  *(void**)&mi_dwfl.getsrc = dlsym(h, "dwfl_module_getsrc");
-  *(void**)&mi_dwfl.lineinfo = dlsym(h, "dwfl_lineinfo");
-  *(void**)&mi_dwfl.end = dlsym(h, "dwfl_end");
-  mi_dwfl_callbacks.find_elf = dlsym(h, "dwfl_linux_proc_find_elf");
-  mi_dwfl_callbacks.find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo");
-  if (mi_dwfl.begin == NULL || mi_dwfl.proc_report == NULL || mi_dwfl.report_end == NULL ||
-      mi_dwfl.addrmodule == NULL || mi_dwfl.getsrc == NULL || mi_dwfl.lineinfo == NULL || mi_dwfl.end == NULL ||
-      mi_dwfl_callbacks.find_elf == NULL || mi_dwfl_callbacks.find_debuginfo == NULL) {
+  *(void**)&dw->begin = dlsym(h, "dwfl_begin");
+  *(void**)&dw->proc_report = dlsym(h, "dwfl_linux_proc_report");
+  *(void**)&dw->report_end = dlsym(h, "dwfl_report_end");
+  *(void**)&dw->addrmodule = dlsym(h, "dwfl_addrmodule");
+  *(void**)&dw->getsrc = dlsym(h, "dwfl_module_getsrc");
+  *(void**)&dw->lineinfo = dlsym(h, "dwfl_lineinfo");
+  *(void**)&dw->end = dlsym(h, "dwfl_end");
+  cb->find_elf = dlsym(h, "dwfl_linux_proc_find_elf");
+  cb->find_debuginfo = dlsym(h, "dwfl_standard_find_debuginfo");
+  if (dw->begin == NULL || dw->proc_report == NULL || dw->report_end == NULL || dw->addrmodule == NULL ||
+      dw->getsrc == NULL || dw->lineinfo == NULL || dw->end == NULL || cb->find_elf == NULL ||
+      cb->find_debuginfo == NULL) {
     return; /* the handle stays open: unloading is not worth the risk */
   }
-  void* dwfl = mi_dwfl.begin(&mi_dwfl_callbacks);
+  void* dwfl = dw->begin(cb);
   if (dwfl == NULL) return;
-  if (mi_dwfl.proc_report(dwfl, (int)mi_prim_getpid()) != 0 || mi_dwfl.report_end(dwfl, NULL, NULL) != 0) {
-    mi_dwfl.end(dwfl);
+  if (dw->proc_report(dwfl, (int)mi_prim_getpid()) != 0 || dw->report_end(dwfl, NULL, NULL) != 0) {
+    dw->end(dwfl);
     return;
   }
-  mi_dwfl.dwfl = dwfl;
+  dw->dwfl = dwfl;
 }
 
 /* "file.c:42" for `pc`, or false where there is no line information: from
@@ -172,15 +191,17 @@ static bool mi_dhat_source_line(mi_dhat_object_t* obj, uintptr_t pc, const char*
     }
     if (obj->lines_state == 1) return _mi_dhat_lines_find(obj->lines, pc - obj->bias, file, line);
   }
-  if (!use_libdw) return false;
-  if (!mi_dwfl.tried) mi_dhat_dwfl_open();
-  if (mi_dwfl.dwfl == NULL) return false;
-  void* mod = mi_dwfl.addrmodule(mi_dwfl.dwfl, (uint64_t)pc);
+  mi_dhat_session_t* session = (use_libdw ? mi_dhat_session_get() : NULL);
+  if (session == NULL) return false;
+  mi_dwfl_t* dw = &session->dwfl;
+  if (!dw->tried) mi_dhat_dwfl_open(session);
+  if (dw->dwfl == NULL) return false;
+  void* mod = dw->addrmodule(dw->dwfl, (uint64_t)pc);
   if (mod == NULL) return false;
-  void* src = mi_dwfl.getsrc(mod, (uint64_t)pc);
+  void* src = dw->getsrc(mod, (uint64_t)pc);
   if (src == NULL) return false;
   uint64_t addr = 0;
-  const char* f = mi_dwfl.lineinfo(src, &addr, line, NULL, NULL, NULL);
+  const char* f = dw->lineinfo(src, &addr, line, NULL, NULL, NULL);
   if (f == NULL || *line <= 0) return false;
   const char* slash = strrchr(f, '/');
   *file = (slash != NULL ? slash + 1 : f);
@@ -349,14 +370,16 @@ bool _mi_dhat_find_main(uintptr_t* lo, uintptr_t* hi) {
 }
 
 void _mi_dhat_symbolize_done(void) {
-  if (mi_dwfl.dwfl != NULL) mi_dwfl.end(mi_dwfl.dwfl);
-  mi_dwfl.dwfl = NULL;
-  mi_dwfl.tried = false;
-  for (size_t i = 0; i < mi_dhat_object_count; i++) {
-    _mi_dhat_lines_close(mi_dhat_objects[i].lines);
-    if (mi_dhat_objects[i].map != NULL) mi_prim_file_unmap((void*)mi_dhat_objects[i].map, mi_dhat_objects[i].map_size);
+  mi_dhat_session_t* session = mi_dhat_session;
+  if (session == NULL) return;
+  mi_dhat_session = NULL;
+  if (session->dwfl.dwfl != NULL) session->dwfl.end(session->dwfl.dwfl);
+  for (size_t i = 0; i < session->object_count; i++) {
+    mi_dhat_object_t* obj = &session->objects[i];
+    _mi_dhat_lines_close(obj->lines);
+    if (obj->map != NULL) mi_prim_file_unmap((void*)obj->map, obj->map_size);
   }
-  mi_dhat_object_count = 0;
+  _mi_dhat_os_free(session, sizeof(mi_dhat_session_t));
 }
 
 #endif

@@ -157,6 +157,9 @@ int mi_prim_file_create(const char* path, int* fd);
 /* Write all of `size` bytes (retrying short writes). */
 int mi_prim_file_write(int fd, const void* buf, size_t size);
 int mi_prim_file_close(int fd);
+/* Rename `from` to `to`, replacing a file there in one step (a reader opens
+   the old file or the new one). */
+int mi_prim_file_rename(const char* from, const char* to);
 /* Open an existing file for reading (a /proc file too, whose size reads 0). */
 int mi_prim_file_open_read(const char* path, int* fd);
 /* Read up to `size` bytes; `*got` receives the count (0: end of file). */

@@ -1,7 +1,9 @@
 /* The pprof sampler's calls and environment: starting with settings
    resolved from the call and MIMALLOC_PROF_*, the dumps to a file or a
-   writer, and the dump at exit (MIMALLOC_PROF_DUMP_AT_EXIT, "%p" the process
-   id so a forked child never overwrites its parent's file).
+   writer, the dump at exit (MIMALLOC_PROF_DUMP_AT_EXIT, "%p" the process
+   id so a forked child never overwrites its parent's file), and the dumps
+   of a running process (on a signal, every N bytes allocated, at the in-use
+   bytes' new highs), written by the background thread.
 
    A dump is built whole in OS memory first and written after the
    profiler's lock is released: a writer may allocate, and what it allocates
@@ -99,6 +101,22 @@ static uint64_t mi_prof_dump_interval;
 static _Atomic(uint64_t) mi_prof_allocated;
 static _Atomic(uint64_t) mi_prof_next_dump_at;
 
+/* The dumps at the in-use bytes' highs (issue 42: a program that frees
+   everything before it exits, an interpreter, leaves an exit profile with
+   nothing in it). MIMALLOC_PROF_DUMP_INUSE_INTERVAL=<bytes>: a numbered
+   dump (as above) each time the in-use estimate passes the last level
+   dumped by that much; MIMALLOC_PROF_DUMP_AT_PEAK=<path>: one file, written
+   again at each such rise (by 1/16 of the last level, at least 1 MiB, when
+   no interval is set), so that it ends with the largest heap. The estimate
+   is the profile's own (record.c), compared at the sample points only; the
+   snapshot of the profile at the level is taken there, by the allocating
+   thread under the profiler's lock (a copy: no I/O), and written here by
+   the background thread, or at exit when it had no time to. A rise while
+   one waits replaces it (the newer is the higher). */
+static uint64_t mi_prof_inuse_interval;
+static char mi_prof_peak_path[1024]; /* "": none */
+static _Atomic(mi_prof_snapshot_t*) mi_prof_inuse_pending;
+
 #if !defined(_WIN32)
 static void mi_prof_on_signal(int sig) {
   (void)sig;
@@ -124,22 +142,45 @@ int64_t _mi_prof_background_poll_ms(void) {
 }
 
 static bool mi_prof_dump_file(const char* path, bool proto);
+static void mi_prof_inuse_write(mi_prof_snapshot_t* snap);
+
+void _mi_prof_inuse_high(mi_prof_snapshot_t* snap) {
+  mi_prof_snapshot_t* older = atomic_exchange_explicit(&mi_prof_inuse_pending, snap, memory_order_acq_rel);
+  _mi_prof_snapshot_release(older); /* not written yet, and lower */
+  _mi_background_wake();
+}
+
+/* The next numbered file's name: <prefix>.<n>.heap, or .pb.gz. */
+static void mi_prof_numbered_path(char* path, size_t size, bool proto) {
+  uint32_t n = atomic_fetch_add_explicit(&mi_prof_dump_seq, 1, memory_order_relaxed) + 1;
+  (void)snprintf(path, size, "%s.%u%s", mi_prof_prefix, (unsigned)n, proto ? ".pb.gz" : ".heap");
+}
 
 void _mi_prof_background_tick(void) {
+  mi_prof_snapshot_t* high = atomic_exchange_explicit(&mi_prof_inuse_pending, NULL, memory_order_acq_rel);
+  if (high != NULL) mi_prof_inuse_write(high); /* (even after a stop: the level was reached) */
   bool asked = atomic_exchange_explicit(&mi_prof_signal_pending, false, memory_order_acq_rel);
   asked = atomic_exchange_explicit(&mi_prof_interval_pending, false, memory_order_acq_rel) || asked;
   if (!asked || !mi_prof_is_on()) return;
   bool proto = (mi_prof_live_format == MI_PROF_FORMAT_PROTO);
-  uint32_t n = atomic_fetch_add_explicit(&mi_prof_dump_seq, 1, memory_order_relaxed) + 1;
   char path[1100];
-  (void)snprintf(path, sizeof(path), "%s.%u%s", mi_prof_prefix, (unsigned)n, proto ? ".pb.gz" : ".heap");
+  mi_prof_numbered_path(path, sizeof(path), proto);
   if (!mi_prof_dump_file(path, proto)) {
     _mi_warning_message("the heap profile could not be written to %s (error %d)\n", path, errno);
   }
 }
 
+/* The in-use watch's settings (record.c keeps the estimate only with one
+   of them), read at each start. */
+static bool mi_prof_inuse_env(uint64_t* interval, char* peak, size_t peak_size) {
+  *interval = 0;
+  (void)mi_prof_env_u64("MIMALLOC_PROF_DUMP_INUSE_INTERVAL", interval);
+  if (!mi_prof_env("MIMALLOC_PROF_DUMP_AT_PEAK", peak, peak_size)) peak[0] = 0;
+  return (*interval != 0 || peak[0] != 0);
+}
+
 /* The live dumps' settings, read at each start. */
-static void mi_prof_live_dumps_setup(int format) {
+static void mi_prof_live_dumps_setup(int format, uint64_t inuse_interval, const char* peak) {
   mi_prof_live_format = format;
   if (!mi_prof_env("MIMALLOC_PROF_DUMP_PREFIX", mi_prof_prefix, sizeof(mi_prof_prefix))) {
     memcpy(mi_prof_prefix, "mimalloc-prof.%p", sizeof("mimalloc-prof.%p"));
@@ -149,6 +190,8 @@ static void mi_prof_live_dumps_setup(int format) {
   atomic_store_explicit(&mi_prof_allocated, 0, memory_order_relaxed);
   atomic_store_explicit(&mi_prof_next_dump_at, interval, memory_order_relaxed);
   mi_prof_dump_interval = interval;
+  mi_prof_inuse_interval = inuse_interval;
+  memcpy(mi_prof_peak_path, peak, strlen(peak) + 1);
   char sig[32];
 #if defined(_WIN32)
   /* Windows has no signal to ask for a dump with: the option is read and
@@ -209,9 +252,20 @@ bool mi_prof_start_ex(const mi_prof_config_t* config) {
   const char* exit_path =
       (config->dump_at_exit != NULL && (mode == MI_PROF_CONFIG_OVERRIDE || !set) ? config->dump_at_exit
                                                                                  : (set ? env_path : NULL));
-  if (!_mi_prof_start_with((size_t)period, seed, accum, (size_t)depth, (size_t)max_bytes)) return false;
+  mi_prof_settings_t settings;
+  memset(&settings, 0, sizeof(settings));
+  settings.period = (size_t)period;
+  settings.seed = seed;
+  settings.accum = accum;
+  settings.depth = (size_t)depth;
+  settings.max_bytes = (size_t)max_bytes;
+  uint64_t inuse_interval = 0;
+  char peak[sizeof(mi_prof_peak_path)];
+  settings.inuse_watch = mi_prof_inuse_env(&inuse_interval, peak, sizeof(peak));
+  settings.inuse_step = inuse_interval;
+  if (!_mi_prof_start_with(&settings)) return false;
   if (exit_path != NULL) mi_prof_exit_set(exit_path, format);
-  mi_prof_live_dumps_setup(format);
+  mi_prof_live_dumps_setup(format, inuse_interval, peak);
   return true;
 }
 
@@ -229,10 +283,10 @@ bool mi_prof_start(size_t sample_rate) {
 
 /* ---- Dumping ------------------------------------------------------------------------------- */
 
-static bool mi_prof_build(bool proto, bool gzip, mi_prof_buf_t* out) {
+/* The file of `snap` (taken by the caller, released here). */
+static bool mi_prof_build_from(mi_prof_snapshot_t* snap, bool proto, bool gzip, mi_prof_buf_t* out) {
   memset(out, 0, sizeof(*out));
   _mi_prof_thread_enter(); /* what the writers call is not sampled */
-  mi_prof_snapshot_t* snap = _mi_prof_snapshot_take();
   _mi_prof_snapshot_trim(snap);
   bool ok = (snap != NULL);
   if (ok) ok = (proto ? _mi_prof_proto_build(snap, gzip, out) : _mi_prof_text_build(snap, out));
@@ -243,6 +297,10 @@ static bool mi_prof_build(bool proto, bool gzip, mi_prof_buf_t* out) {
     return false;
   }
   return true;
+}
+
+static bool mi_prof_build(bool proto, bool gzip, mi_prof_buf_t* out) {
+  return mi_prof_build_from(_mi_prof_snapshot_take(), proto, gzip, out);
 }
 
 static bool mi_prof_dump_to(bool proto, mi_prof_write_fun* write, void* arg) {
@@ -301,6 +359,52 @@ bool mi_prof_dump_proto(const char* path) {
   return mi_prof_dump_file(path, true);
 }
 
+/* A file written whole under another name first, then renamed over `path`:
+   a reader of the peak file, rewritten while the program runs, finds the
+   previous profile or the new one, never part of one. */
+static bool mi_prof_replace_file(const char* path, const mi_prof_buf_t* out) {
+  char name[1024], tmp[1100];
+  if (!_mi_path_with_pid(path, name, sizeof(name))) {
+    errno = EINVAL;
+    return false;
+  }
+  (void)snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+  if (!mi_prof_write_file(tmp, out)) return false;
+  int err = mi_prim_file_rename(tmp, name);
+  if (err != 0) errno = err;
+  return (err == 0);
+}
+
+/* A snapshot taken at a new high of the in-use bytes: the next numbered
+   file (with MIMALLOC_PROF_DUMP_INUSE_INTERVAL) and the peak file (with
+   MIMALLOC_PROF_DUMP_AT_PEAK), in the live dumps' format; the snapshot
+   released. */
+static void mi_prof_inuse_write(mi_prof_snapshot_t* snap) {
+  bool proto = (mi_prof_live_format == MI_PROF_FORMAT_PROTO);
+  size_t len = strlen(mi_prof_peak_path);
+  bool peak_gzip = (proto && len >= 3 && strcmp(mi_prof_peak_path + len - 3, ".gz") == 0);
+  mi_prof_buf_t plain, gz;
+  memset(&gz, 0, sizeof(gz));
+  bool ok = mi_prof_build_from(snap, proto, false, &plain);
+  if (ok && proto && (mi_prof_inuse_interval != 0 || peak_gzip)) ok = _mi_prof_gzip(&plain, &gz) && !gz.failed;
+  if (!ok) {
+    _mi_warning_message("the heap profile at a new in-use high could not be built (out of memory)\n");
+  } else {
+    if (mi_prof_inuse_interval != 0) {
+      char path[1100];
+      mi_prof_numbered_path(path, sizeof(path), proto);
+      if (!mi_prof_write_file(path, proto ? &gz : &plain)) {
+        _mi_warning_message("the heap profile could not be written to %s (error %d)\n", path, errno);
+      }
+    }
+    if (len != 0 && !mi_prof_replace_file(mi_prof_peak_path, peak_gzip ? &gz : &plain)) {
+      _mi_warning_message("the heap profile could not be written to %s (error %d)\n", mi_prof_peak_path, errno);
+    }
+  }
+  _mi_prof_buf_free(&plain);
+  _mi_prof_buf_free(&gz);
+}
+
 /* ---- Process ------------------------------------------------------------------------------ */
 
 void _mi_prof_process_init(void) {
@@ -315,6 +419,9 @@ void _mi_prof_process_init(void) {
 }
 
 void _mi_prof_process_done(void) {
+  /* a high the background thread had no time to write (it is stopped by now) */
+  mi_prof_snapshot_t* high = atomic_exchange_explicit(&mi_prof_inuse_pending, NULL, memory_order_acq_rel);
+  if (high != NULL) mi_prof_inuse_write(high);
   if (!atomic_exchange_explicit(&mi_prof_exit_pending, false, memory_order_acq_rel)) return;
   if (!mi_prof_dump_file(mi_prof_exit_path, mi_prof_exit_format == MI_PROF_FORMAT_PROTO)) {
     _mi_warning_message("the heap profile could not be written to %s (error %d)\n", mi_prof_exit_path, errno);
@@ -322,6 +429,13 @@ void _mi_prof_process_done(void) {
 }
 
 /* ---- Listening to the rare events (base/listeners.h) ---------------------------------- */
+
+/* fork(): a high the parent reached and has not written yet is the
+   parent's to write. */
+static void mi_prof_fork_child(void) {
+  _mi_prof_after_fork_child();
+  _mi_prof_snapshot_release(atomic_exchange_explicit(&mi_prof_inuse_pending, NULL, memory_order_acq_rel));
+}
 
 static void mi_prof_page_gone(const mi_page_t* page) {
   if (mi_unlikely(mi_prof_is_on())) _mi_prof_record_page_gone(page); /* its samples are freed */
@@ -332,9 +446,10 @@ mi_listener_define(mi_prof_listener) = {
     .process_ready = &_mi_prof_process_init, /* MIMALLOC_PROF=1: the sampler starts now */
     .process_done = &_mi_prof_process_done,
     .thread_done = &_mi_prof_thread_done, /* its pending resizes of sampled blocks */
-    .fork_child = &_mi_prof_after_fork_child,
+    .fork_child = &mi_prof_fork_child,
     .page_gone = &mi_prof_page_gone,
-    /* the dumps asked by a signal (polled while one is armed) or by the bytes allocated */
+    /* the dumps asked by a signal (polled while one is armed), by the bytes
+       allocated or by the in-use bytes' highs */
     .background_poll_ms = &_mi_prof_background_poll_ms,
     .background_tick = &_mi_prof_background_tick,
 };

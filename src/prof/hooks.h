@@ -94,8 +94,9 @@ void _mi_prof_realloc_take(void* p, mi_prof_held_t* held) mi_decl_hidden;
 void _mi_prof_realloc_in_place(void* p, size_t newsize) mi_decl_hidden;
 void _mi_prof_realloc_done(mi_prof_held_t* held, void* p, void* newp, size_t newsize) mi_decl_hidden;
 void _mi_prof_record_page_gone(const mi_page_t* page) mi_decl_hidden;
-/* The background thread's part (dump.c): the dumps asked by a signal or by
-   the bytes allocated are written from it, never from a handler. */
+/* The background thread's part (dump.c): the dumps asked by a signal, by
+   the bytes allocated or at the in-use bytes' highs are written from it,
+   never from a handler or an allocating thread. */
 int64_t _mi_prof_background_poll_ms(void) mi_decl_hidden;
 void _mi_prof_background_tick(void) mi_decl_hidden;
 /* A free on the generic path in a page flagged MI_PAGE_FLAG_SAMPLED. */

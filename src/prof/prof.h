@@ -27,8 +27,23 @@ void _mi_prof_sampler_restart(size_t period, uint64_t seed) mi_decl_hidden;
 void _mi_prof_heap_sample_point(size_t size, uint64_t gap) mi_decl_hidden;
 
 /* ---- record.c: the tables, for the writers and the environment --------------------- */
-/* Start with the settings resolved (dump.c resolves them from the calls and the environment). */
-bool _mi_prof_start_with(size_t period, uint64_t seed, bool accum, size_t depth, size_t max_bytes) mi_decl_hidden;
+/* A start's settings, resolved (dump.c resolves them from the calls and the environment). */
+typedef struct mi_prof_settings_s {
+  size_t period; /* R (0: the default) */
+  uint64_t seed; /* 0: random */
+  bool accum;
+  size_t depth;     /* frames kept (0: the default) */
+  size_t max_bytes; /* the profiler's budget (0: none) */
+  /* the in-use high-water watch (dump.c: MIMALLOC_PROF_DUMP_INUSE_INTERVAL,
+     MIMALLOC_PROF_DUMP_AT_PEAK): off, nothing is kept for it; on, a rise of
+     the in-use estimate by `inuse_step` bytes past the last level reached
+     takes a snapshot for dump.c (0: a rise of 1/16 of that level, at least
+     MI_PROF_INUSE_MIN_STEP) */
+  bool inuse_watch;
+  uint64_t inuse_step;
+} mi_prof_settings_t;
+#define MI_PROF_INUSE_MIN_STEP ((uint64_t)1 << 20)
+bool _mi_prof_start_with(const mi_prof_settings_t* settings) mi_decl_hidden;
 /* A copy of the stacks with samples (OS memory); NULL without memory. */
 mi_prof_snapshot_t* _mi_prof_snapshot_take(void) mi_decl_hidden;
 void _mi_prof_snapshot_release(mi_prof_snapshot_t* snap) mi_decl_hidden;
@@ -70,6 +85,10 @@ bool _mi_prof_resize_may_track(void) mi_decl_hidden;
 /* ---- dump.c: the settings the environment gives -------------------------------------- */
 /* The mean interval a start with none would take (environment, then 524288). */
 size_t _mi_prof_configured_period(void) mi_decl_hidden;
+/* The in-use estimate rose to a new high (record.c, at a sample point, the
+   lock released): `snap`, the profile at that level, is dump.c's to write
+   from the background thread (or at exit), and to release. */
+void _mi_prof_inuse_high(mi_prof_snapshot_t* snap) mi_decl_hidden;
 
 /* ---- buf.c: output built in OS memory, written once the lock is released ---- */
 typedef struct mi_prof_buf_s {

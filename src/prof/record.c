@@ -50,6 +50,12 @@ typedef struct mi_prof_state_s {
   size_t max_depth;
   size_t max_bytes;
   uint64_t start_nanos;
+  /* the in-use high-water watch (prof.h, mi_prof_settings_t): kept only
+     while `inuse_watch` */
+  bool inuse_watch;
+  uint64_t inuse_step; /* 0: 1/16 of the level reached */
+  uint64_t inuse;      /* the live samples' unsampled bytes: the profile's in-use estimate */
+  uint64_t inuse_next; /* the level whose crossing takes the next snapshot */
 } mi_prof_state_t;
 
 static mi_lock_t mi_prof_lock;
@@ -155,6 +161,38 @@ static uint32_t mi_prof_stack_of(const uintptr_t* frames, int n) {
   while (mi_prof.stack_index[j] != 0) j = (j + 1) & mask;
   mi_prof.stack_index[j] = id + 1;
   return id;
+}
+
+/* ---- The in-use estimate ------------------------------------------------------------ */
+
+/* The bytes a live sample of `size` stands for: size / (1 - e^(-size/R)),
+   the unsampling pprof applies to the profile (per stack, by its average
+   size), so the estimate is the in-use total the dumps show; at interval 1
+   the exact size. The same size always gives the same weight, so a sample's
+   free takes out exactly what its allocation put in. */
+static uint64_t mi_prof_inuse_weight(uint64_t size) {
+  size_t period = mi_prof.period;
+  if (period <= 1) return size;
+  double x = (double)size / (double)period;
+  double p = (x < 1.0e-4 ? x * (1.0 - 0.5 * x) : 1.0 - _mi_prof_exp(-x)); /* (no cancellation for small x) */
+  double w = (double)size / p;
+  return (w >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)w);
+}
+
+/* A live sample's size changes from `before` to `after` (0: none). */
+static void mi_prof_inuse_change(uint64_t before, uint64_t after) {
+  mi_lock_assert_held(&mi_prof_lock);
+  if (!mi_prof.inuse_watch) return;
+  uint64_t out = (before == 0 ? 0 : mi_prof_inuse_weight(before));
+  uint64_t in = (after == 0 ? 0 : mi_prof_inuse_weight(after));
+  mi_prof.inuse = (mi_prof.inuse >= out ? mi_prof.inuse - out : 0) + in;
+}
+
+/* The level past `level` whose crossing takes the next snapshot. */
+static uint64_t mi_prof_inuse_next_after(uint64_t level) {
+  uint64_t step = mi_prof.inuse_step;
+  if (step == 0) step = (level / 16 > MI_PROF_INUSE_MIN_STEP ? level / 16 : MI_PROF_INUSE_MIN_STEP);
+  return (level > UINT64_MAX - step ? UINT64_MAX : level + step);
 }
 
 /* ---- Records ---------------------------------------------------------------------- */
@@ -264,6 +302,7 @@ static void mi_prof_rec_free(mi_prof_rec_t* r) {
   s->live_recs--;
   mi_prof.live_samples--;
   mi_prof.live_bytes -= r->size;
+  mi_prof_inuse_change(r->size, 0);
   mi_prof_rec_remove(r);
 }
 
@@ -283,6 +322,7 @@ static void mi_prof_sample_locked(uintptr_t key, uint64_t size, const uintptr_t*
   s->live_recs++;
   mi_prof.live_samples++;
   mi_prof.live_bytes += size;
+  mi_prof_inuse_change(0, size);
   if (mi_prof.accum) {
     s->accum_objs++;
     s->accum_bytes += size;
@@ -311,6 +351,19 @@ static void mi_prof_flag_page(void* p) {
   if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) == 0) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
 }
 
+static mi_prof_snapshot_t* mi_prof_snapshot_take_locked(void);
+
+/* The in-use estimate crossed the next level (the watch on, the lock held):
+   the profile as it is now, for dump.c to write after the lock is
+   released, and the next level above the one reached (the pending resizes
+   the snapshot takes in count). NULL without memory: the level still
+   moves on, and the next crossing tries again. */
+static mi_prof_snapshot_t* mi_prof_inuse_high_locked(void) {
+  mi_prof_snapshot_t* snap = mi_prof_snapshot_take_locked();
+  mi_prof.inuse_next = mi_prof_inuse_next_after(mi_prof.inuse);
+  return snap;
+}
+
 static void mi_prof_sample(void* p, size_t size) {
   mi_prof_busy++;
   uintptr_t frames[MI_PROF_MAX_DEPTH];
@@ -320,9 +373,16 @@ static void mi_prof_sample(void* p, size_t size) {
       _mi_dhat_stack_capture(frames, (depth > 0 && depth <= MI_PROF_MAX_DEPTH ? depth : MI_PROF_DEFAULT_DEPTH), &hint);
   (void)hint;
   mi_prof_flag_page(p); /* before the record: a free from now on looks */
+  mi_prof_snapshot_t* high = NULL;
   _mi_lock_acquire(&mi_prof_lock);
-  if (mi_prof_is_on()) mi_prof_sample_locked((uintptr_t)p, (size == 0 ? 1 : (uint64_t)size), frames, n);
+  if (mi_prof_is_on()) {
+    mi_prof_sample_locked((uintptr_t)p, (size == 0 ? 1 : (uint64_t)size), frames, n);
+    /* a rise of the estimate is a sample's (or a pending resize's, taken in
+       by the next snapshot): compared here only */
+    if (mi_prof.inuse_watch && mi_prof.inuse >= mi_prof.inuse_next) high = mi_prof_inuse_high_locked();
+  }
   _mi_lock_release(&mi_prof_lock);
+  if (high != NULL) _mi_prof_inuse_high(high);
   mi_prof_busy--;
 }
 
@@ -402,6 +462,7 @@ void _mi_prof_rec_resize_locked(uintptr_t key, uint64_t size) {
   mi_prof_stack_t* st = &mi_prof.stacks[r->stack];
   st->live_bytes = st->live_bytes - r->size + size;
   mi_prof.live_bytes = mi_prof.live_bytes - r->size + size;
+  mi_prof_inuse_change(r->size, size);
   r->size = size;
 }
 
@@ -452,10 +513,12 @@ void _mi_prof_realloc_done(mi_prof_held_t* held, void* p, void* newp, size_t new
       s->live_recs--;
       mi_prof.live_samples--;
       mi_prof.live_bytes -= held->size;
+      mi_prof_inuse_change(held->size, 0);
       if (!moved) mi_prof.dropped++;
     } else {
       s->live_bytes = s->live_bytes - held->size + size;
       mi_prof.live_bytes = mi_prof.live_bytes - held->size + size;
+      mi_prof_inuse_change(held->size, size);
     }
   }
   _mi_lock_release(&mi_prof_lock);
@@ -500,10 +563,12 @@ static void mi_prof_clear_locked(void) {
   mi_prof.os_bytes = 0;
   mi_prof.live_samples = mi_prof.live_bytes = mi_prof.accum_samples = mi_prof.accum_bytes = 0;
   mi_prof.dropped = mi_prof.overflows = 0;
+  mi_prof.inuse_watch = false;
+  mi_prof.inuse = 0;
   if (!by_slot && filter != NULL) memset((void*)filter, 0, sizeof(uint16_t) << MI_PROF_FILTER_BITS);
 }
 
-bool _mi_prof_start_with(size_t period, uint64_t seed, bool accum, size_t depth, size_t max_bytes) {
+bool _mi_prof_start_with(const mi_prof_settings_t* settings) {
   _mi_process_init_once();
   if (mi_prof_busy != 0) return false; /* from a visitor */
   if (mi_prof_is_on()) return false;
@@ -521,14 +586,19 @@ bool _mi_prof_start_with(size_t period, uint64_t seed, bool accum, size_t depth,
   _mi_lock_acquire(&mi_prof_lock);
   if (!mi_prof_is_on() && atomic_load_explicit(&_mi_prof_filter, memory_order_acquire) != NULL) {
     mi_prof_clear_locked();
+    uint64_t seed = settings->seed;
     if (seed == 0) {
       if (!mi_prim_random_buf(&seed, sizeof(seed)) || seed == 0) seed = (uint64_t)mi_prim_clock_realtime_ns() | 1;
     }
+    size_t period = settings->period, depth = settings->depth;
     mi_prof.period = (period == 0 ? MI_PROF_DEFAULT_INTERVAL : period);
-    mi_prof.accum = accum;
+    mi_prof.accum = settings->accum;
     mi_prof.max_depth = (depth == 0 ? MI_PROF_DEFAULT_DEPTH : (depth > MI_PROF_MAX_DEPTH ? MI_PROF_MAX_DEPTH : depth));
-    mi_prof.max_bytes = max_bytes;
+    mi_prof.max_bytes = settings->max_bytes;
     mi_prof.start_nanos = (uint64_t)mi_prim_clock_realtime_ns();
+    mi_prof.inuse_watch = settings->inuse_watch;
+    mi_prof.inuse_step = settings->inuse_step;
+    mi_prof.inuse_next = mi_prof_inuse_next_after(0);
     _mi_prof_sampler_restart(mi_prof.period, seed);
     atomic_store_explicit(&_mi_prof_on, true, memory_order_release);
     atomic_fetch_or_explicit(&_mi_observers, MI_OBSERVER_PROF, memory_order_release);
@@ -652,11 +722,9 @@ bool mi_prof_visit(mi_prof_visit_fun* visitor, void* arg) {
 
 /* The snapshot the writers and mi_prof_snapshot_new read: the stacks with
    samples, copied under the lock into one OS mapping. */
-mi_prof_snapshot_t* _mi_prof_snapshot_take(void) {
-  _mi_process_init_once();
-  mi_prof_busy++;
+static mi_prof_snapshot_t* mi_prof_snapshot_take_locked(void) {
+  mi_lock_assert_held(&mi_prof_lock);
   mi_prof_snapshot_t* snap = NULL;
-  _mi_lock_acquire(&mi_prof_lock);
   _mi_prof_resize_flush_locked();
   size_t count = 0, frames = 0;
   for (size_t i = 0; i < mi_prof.stack_count; i++) {
@@ -693,6 +761,14 @@ mi_prof_snapshot_t* _mi_prof_snapshot_take(void) {
     snap->start_nanos = mi_prof.start_nanos;
     snap->taken_nanos = (uint64_t)mi_prim_clock_realtime_ns();
   }
+  return snap;
+}
+
+mi_prof_snapshot_t* _mi_prof_snapshot_take(void) {
+  _mi_process_init_once();
+  mi_prof_busy++;
+  _mi_lock_acquire(&mi_prof_lock);
+  mi_prof_snapshot_t* snap = mi_prof_snapshot_take_locked();
   _mi_lock_release(&mi_prof_lock);
   mi_prof_busy--;
   return snap;

@@ -3,8 +3,8 @@
    cleanup of the segments exited threads abandoned (page/abandon.c, which
    registers it here: the page layer's work, started from this layer), whose
    freed pages are purged in turn at the next due time. It also writes the
-   profiler's dumps asked by a signal or by the bytes allocated
-   (mi_hook_background_tick). Started lazily, with
+   profiler's dumps asked by a signal, by the bytes allocated or at the
+   in-use bytes' highs (mi_hook_background_tick). Started lazily, with
    option purge_thread; without it (or when it cannot start) allocating
    threads do the same work on their slow path when it is due. */
 #include "segment.h"

@@ -2,6 +2,7 @@
    process figures, standard error, environment, files and process
    identity, stacks. */
 #include "unix.h"
+#include <stdio.h> /* rename */
 
 int64_t mi_prim_clock_now(void) {
   struct timespec t;
@@ -196,6 +197,10 @@ size_t mi_prim_read_self_prefix(const void* addr, void* buf, size_t size) {
 
 int mi_prim_file_close(int fd) {
   return (close(fd) == 0 ? 0 : mi_prim_errno());
+}
+
+int mi_prim_file_rename(const char* from, const char* to) {
+  return (rename(from, to) == 0 ? 0 : mi_prim_errno());
 }
 
 int mi_prim_file_open_read(const char* path, int* fd) {

@@ -179,6 +179,19 @@ int mi_prim_file_close(int fd) {
   return (CloseHandle(LongToHandle(fd)) ? 0 : _mi_win_errno());
 }
 
+int mi_prim_file_rename(const char* from, const char* to) {
+  WCHAR wfrom[1024], wto[1024];
+  const int cap = (int)(sizeof(wfrom) / sizeof(wfrom[0]));
+  BOOL ok;
+  if (MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, from, -1, wfrom, cap) > 0 &&
+      MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, to, -1, wto, cap) > 0) {
+    ok = MoveFileExW(wfrom, wto, MOVEFILE_REPLACE_EXISTING);
+  } else {
+    ok = MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING);
+  }
+  return (ok ? 0 : _mi_win_errno());
+}
+
 int mi_prim_file_open_read(const char* path, int* fd) {
   HANDLE h = mi_win_create_file(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, OPEN_EXISTING);
   if (h == INVALID_HANDLE_VALUE) return _mi_win_errno();
