@@ -21,13 +21,15 @@ void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) mi_decl_hidden;
    read it). While the sampler alone runs, the heap counts down the bytes to
    its next sample point as the default build's fast path does
    (observe.h: mi_observe_fast): an allocation short of it is the plain one,
-   a tail call. (Size 0 wraps past the bound; the empty heap's count is 0,
-   so it is never written here.) The rest take _mi_malloc_generic_observed. */
+   a tail call. (A size of 0 or past 2^63 is not positive as a count, and
+   goes the counted way; the empty heap's count is 0, so it is never written
+   here.) The rest take _mi_malloc_generic_observed. */
 static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size, uint8_t armed) {
 #if MI_PPROF
   if (armed == MI_OBSERVER_PROF) {
-    if (mi_likely(size - 1 < MI_MEDIUM_BLOCK_MAX && heap->observe_until >= (int64_t)size)) {
-      heap->observe_until -= (int64_t)size;
+    const int64_t left = heap->observe_until - (int64_t)size;
+    if (mi_likely((int64_t)size > 0 && left >= 0)) {
+      heap->observe_until = left;
       return _mi_secure_malloc(heap, size, false);
     }
     return _mi_secure_malloc_counted(heap, size);

@@ -217,10 +217,14 @@ static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t
   mi_secure_free_located(segment, page, block, p, mi_block_index(page, block), kind, stack);
 }
 
+static void mi_secure_free_sampled_page(mi_segment_t* segment, mi_page_t* page, void* p, mi_alloc_kind_t kind,
+                                        uint32_t stack);
+
 /* A free of a pointer in a segment that passed the segment checks.
    `sampling`: the pprof sampler runs; its sampled blocks' frees are told
    where the block's page is at hand (a small block's located, so that the
-   sampler's test costs a flag's load). */
+   sampler's test costs a flag's load; a flagged page's free goes on out of
+   line, so that the common path keeps making no call that returns). */
 static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, bool sampling, mi_alloc_kind_t kind,
                                              uint32_t stack) {
   if (mi_unlikely(segment->kind >= MI_SEGMENT_SINGLE)) { /* or a zero segment */
@@ -231,12 +235,23 @@ static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, boo
   mi_page_t* page;
   size_t idx;
   mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx);
-  if (sampling) mi_hook_sampled_page_free(segment, page, p);
+  if (sampling && mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED)) {
+    mi_secure_free_sampled_page(segment, page, p, kind, stack);
+    return;
+  }
   if (mi_unlikely((void*)block != p)) {
     mi_secure_free_interior(segment, page, block, p, kind, stack);
     return;
   }
   mi_secure_free_located(segment, page, block, p, idx, kind, stack);
+}
+
+/* A free in a page flagged for samples: the sampler told, then the free
+   (the block located again). */
+static mi_noinline void mi_secure_free_sampled_page(mi_segment_t* segment, mi_page_t* page, void* p,
+                                                    mi_alloc_kind_t kind, uint32_t stack) {
+  mi_hook_sampled_page_free(segment, page, p);
+  mi_secure_free_in(segment, p, false, kind, stack);
 }
 
 /* Past a segment's first chunk (a large block's interior) or not ours. */
