@@ -11,11 +11,16 @@
 # system of the program and the children it waited for) as the median over
 # the rounds, and started/idle as the median of the rounds' paired ratios
 # with its range. Each program's output is checked to be the same under
-# every configuration.
+# every configuration (python3 with a fixed hash seed: a random one moves
+# its instruction count by 1%). With INSTRUCTIONS=1, each program runs once
+# a configuration under cachegrind instead (every process counted: gcc's
+# driver, cc1 and as), the figure that settles what time on this small,
+# shared machine cannot.
 #   bash bench/prof-real.sh [OURS_LIB [OURS_SECURE_LIB]]
 # env: ROUNDS (5), OUT (bench/results/prof-real.md), PROGRAMS ("sqlite3 gcc
 #      python3"), CONFIGS (the four), SQLITE_C (the amalgamation; fetched
-#      with npm from better-sqlite3's package when unset and not cached)
+#      with npm from better-sqlite3's package when unset and not cached),
+#      INSTRUCTIONS (0)
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
@@ -58,7 +63,7 @@ EOF
 
 read -r -a PROGRAMS <<<"${PROGRAMS:-sqlite3 gcc python3}"
 declare -A CMD=([sqlite3]="sqlite3 :memory:" [gcc]="gcc -O1 -c $SQLITE_C -o $WORK/sqlite3.o"
-  [python3]="python3 $HERE/real/alloc_heavy.py 8")
+  [python3]="env PYTHONHASHSEED=0 python3 $HERE/real/alloc_heavy.py 8")
 declare -A STDIN=([sqlite3]=$HERE/real/workload.sql [gcc]=- [python3]=-)
 read -r -a CONFIGS <<<"${CONFIGS:-ours ours+prof ours-secure ours-secure+prof}"
 declare -A LIB=([ours]=$OURS [ours+prof]=$OURS [ours-secure]=$SECURE [ours-secure+prof]=$SECURE)
@@ -76,6 +81,23 @@ for p in "${PROGRAMS[@]}"; do
   echo "prof-real: $p sampled ($n stacks with samples)" >&2
 done
 
+if [ "${INSTRUCTIONS:-0}" = 1 ]; then
+  command -v valgrind >/dev/null || { echo "prof-real: valgrind is needed for INSTRUCTIONS=1"; exit 1; }
+  : >"$WORK/insn.csv"
+  for p in "${PROGRAMS[@]}"; do
+    for c in "${CONFIGS[@]}"; do
+      in=${STDIN[$p]}
+      [ "$in" = - ] && in=/dev/null
+      env "${ENVS[$c]}" MIMALLOC_PROF_SEED=5 LD_PRELOAD="${LIB[$c]}" valgrind --tool=cachegrind --cache-sim=no \
+        --trace-children=yes --cachegrind-out-file=/dev/null ${CMD[$p]} <"$in" >/dev/null 2>"$WORK/cg.log" ||
+        { echo "prof-real: $p under $c failed in cachegrind"; exit 1; }
+      n=$(sed -n 's/^==[0-9]*== I *refs: *//p' "$WORK/cg.log" | tr -d , | awk '{ s += $1 } END { printf "%.0f", s }')
+      echo "$p,$c,$n" >>"$WORK/insn.csv"
+      echo "prof-real: $p under $c: $n instructions" >&2
+    done
+  done
+  ROUNDS=0
+fi
 : >"$WORK/times.csv"
 n=${#CONFIGS[@]}
 for r in $(seq "$ROUNDS"); do
@@ -95,6 +117,26 @@ for r in $(seq "$ROUNDS"); do
 done
 
 mkdir -p "$(dirname "$OUT")"
+if [ "${INSTRUCTIONS:-0}" = 1 ]; then
+  python3 - "$WORK/insn.csv" >"$OUT" <<'EOF'
+import sys
+rows = [l.strip().split(',') for l in open(sys.argv[1]) if l.strip()]
+n = {(p, c): int(v) for p, c, v in rows}
+programs = list(dict.fromkeys(p for p, _, _ in rows))
+ran = {c for _, c, _ in rows}
+pairs = [(a, b) for a, b in [("ours", "ours+prof"), ("ours-secure", "ours-secure+prof")] if a in ran and b in ran]
+print("Instructions (cachegrind, every process of the program; MIMALLOC_PROF_SEED=5); started/idle.\n")
+print("| program | " + " | ".join(f"{a} | {b} | cost" for a, b in pairs) + " |")
+print("|---|" + "---:|---:|---:|" * len(pairs))
+for p in programs:
+    cells = []
+    for a, b in pairs:
+        cells += [f"{n[(p, a)]:,}", f"{n[(p, b)]:,}", f"{(n[(p, b)] / n[(p, a)] - 1) * 100:+.2f}%"]
+    print(f"| {p} | " + " | ".join(cells) + " |")
+EOF
+  cat "$OUT"
+  exit 0
+fi
 python3 - "$WORK/times.csv" "$ROUNDS" >"$OUT" <<'EOF'
 import sys, statistics as st
 from collections import defaultdict

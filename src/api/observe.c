@@ -19,17 +19,17 @@ static void mi_observe_heap_gap(mi_heap_t* heap) {
 /* A sample's block on a page of the heap's samples (page.c), so that the
    page's flag alone tells a free or a resize of it that it is a sample, and
    the other pages' frees and resizes keep their fast paths; the block the
-   fast path took goes back to its page. Left where it is: a block of a
-   single-block segment (a page of its own already: a large block), a block
-   the sampler will not record (its own allocations, a muted thread's), one
-   no sample page had room for, and the secure build's (placed before it is
-   allocated: _mi_secure_malloc_counted; a block taken and freed again would
-   be zeroed for nothing, up to 128 KiB). */
+   fast path took goes back to its page. Small blocks only: a page of them
+   holds up to thousands, whose frees a sample among them would send off
+   the fast path; a medium page holds 4 to 64, and a sample page of medium
+   blocks held on to the memory its samples had touched (randsizes' peak
+   RSS +31%). Left where it is too: a block the sampler will not record (its
+   own allocations, a muted thread's), one no sample page had room for, and
+   the secure build's (placed before it is allocated:
+   _mi_secure_malloc_counted; a block taken and freed again would be zeroed
+   for nothing). */
 static void* mi_observe_sample_place(mi_heap_t* heap, void* p, size_t size) {
-  if (MI_SECURE || size == 0 || size > MI_MEDIUM_BLOCK_MAX || _mi_block_segment(p)->kind >= MI_SEGMENT_SINGLE ||
-      !_mi_prof_records_here()) {
-    return p;
-  }
+  if (MI_SECURE || size == 0 || size > MI_SMALL_BLOCK_MAX || !_mi_prof_records_here()) return p;
   void* q = _mi_page_malloc_sample(heap, size);
   if (q == NULL) return p;
   _mi_free_unobserved(p);
@@ -101,14 +101,14 @@ void* _mi_observe_counted(mi_heap_t* heap, void* p, size_t size) {
    an allocation at or past its heap's sample point, of a size beyond the
    medium blocks or 0, or on a thread whose heap is not set up yet. */
 void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) {
-  if (mi_heap_is_initialized(heap) && size - 1 < MI_MEDIUM_BLOCK_MAX - MI_SECURE_TRAILER) {
+  if (mi_heap_is_initialized(heap) && size - 1 < MI_SMALL_BLOCK_MAX - MI_SECURE_TRAILER) {
     /* a heap set for an earlier epoch is set anew first, as the count's end would */
     uint64_t epoch = atomic_load_explicit(&_mi_observe_epoch, memory_order_acquire);
     if (heap->observe_epoch != epoch) {
       mi_observe_heap_set(heap, atomic_load_explicit(&_mi_observers, memory_order_relaxed), epoch);
     }
-    /* the allocation that reaches the sample point, of a small or medium
-       size: placed on a sample page at once, laid out as a malloc's */
+    /* the allocation that reaches the sample point, of a small size:
+       placed on a sample page at once, laid out as a malloc's */
     if (heap->observe_until < (int64_t)size && _mi_prof_records_here()) {
       mi_block_t* block = (mi_block_t*)_mi_page_malloc_sample(heap, size + MI_SECURE_TRAILER);
       if (block != NULL) {

@@ -211,9 +211,9 @@ struct mi_heap_s {
   mi_page_t* pages_direct[MI_BIN_WSIZE_MAX + 1];
   mi_page_queue_t pages[MI_BIN_COUNT];
   /* pages of sampled blocks (MI_PAGE_FLAG_SAMPLE_PAGE) by size: the pprof
-     sampler places its samples of small and medium blocks there (page.c:
+     sampler places its samples of small blocks there (page.c:
      _mi_page_malloc_sample) */
-  mi_page_queue_t prof_pages[MI_BIN_MEDIUM_MAX + 1];
+  mi_page_queue_t prof_pages[MI_BIN_SMALL_MAX + 1];
   mi_heap_t* next;         /* in the tld's list of heaps */
   mi_page_t* single_first; /* this heap's large and huge blocks (under the single lock) */
   size_t page_count;

@@ -39,7 +39,7 @@ static void mi_check_page(const mi_heap_t* heap, const mi_page_t* page, size_t b
 void _mi_heap_check(const mi_heap_t* heap) {
   if (heap == NULL || !mi_heap_is_initialized(heap)) return;
   size_t pages = 0;
-  for (size_t q = 1; q < MI_BIN_COUNT + MI_BIN_MEDIUM_MAX + 1; q++) { /* the sizes', then the sample pages' */
+  for (size_t q = 1; q < MI_BIN_COUNT + MI_BIN_SMALL_MAX + 1; q++) { /* the sizes', then the sample pages' */
     const mi_page_queue_t* pq = (q < MI_BIN_COUNT ? &heap->pages[q] : &heap->prof_pages[q - MI_BIN_COUNT]);
     const size_t bin = (q < MI_BIN_COUNT ? q : MI_BIN_COUNT); /* MI_BIN_COUNT: a sample page's queue */
     const mi_page_t* prev = NULL;

@@ -98,7 +98,7 @@ static void mi_heap_absorb(mi_heap_t* to, mi_heap_t* from) {
       to->page_count++;
     }
   }
-  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) { /* the sample pages */
+  for (size_t bin = 1; bin <= MI_BIN_SMALL_MAX; bin++) { /* the sample pages */
     mi_page_queue_t* pq = &from->prof_pages[bin];
     while (pq->last != NULL) {
       mi_page_t* page = pq->first;
@@ -128,7 +128,7 @@ void mi_heap_delete(mi_heap_t* heap) {
 
 /* Free every page of the heap, whatever blocks it still holds. */
 static void mi_heap_free_all_pages(mi_heap_t* heap) {
-  for (size_t q = 1; q < MI_BIN_COUNT + MI_BIN_MEDIUM_MAX + 1; q++) { /* the sizes', then the sample pages' */
+  for (size_t q = 1; q < MI_BIN_COUNT + MI_BIN_SMALL_MAX + 1; q++) { /* the sizes', then the sample pages' */
     mi_page_queue_t* pq = (q < MI_BIN_COUNT ? &heap->pages[q] : &heap->prof_pages[q - MI_BIN_COUNT]);
     while (pq->last != NULL) {
       mi_page_t* page = pq->first;
@@ -412,7 +412,7 @@ bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_all_blocks, mi_block
   if (!mi_heap_is_initialized(heap) || visitor == NULL) return false;
   mi_visit_ctx_t ctx = {heap, visit_all_blocks, visitor, arg};
   mi_heap_t* h = (mi_heap_t*)heap;
-  for (size_t q = 1; q < MI_BIN_COUNT + MI_BIN_MEDIUM_MAX + 1; q++) { /* the sizes', then the sample pages' */
+  for (size_t q = 1; q < MI_BIN_COUNT + MI_BIN_SMALL_MAX + 1; q++) { /* the sizes', then the sample pages' */
     mi_page_queue_t* pq = (q < MI_BIN_COUNT ? &h->pages[q] : &h->prof_pages[q - MI_BIN_COUNT]);
     for (mi_page_t* page = (pq->last != NULL ? pq->first : NULL); page != NULL; page = page->next) {
       if (!mi_visit_page(page, &ctx)) return false;

@@ -295,10 +295,10 @@ void _mi_page_retire(mi_page_t* page) {
   mi_heap_t* heap = page->heap;
   mi_page_queue_t* pq = _mi_page_queue_of(heap, page);
   if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLE_PAGE) && pq->first == page && pq->last == page) {
-    /* the only sample page of its size is kept, medium ones too: a page set
-       up and given back at every sample of a size freed before the next was
-       most of a sample's cost (the heap's collection and the thread's exit
-       give it back: mi_heap_free_empty_samples) */
+    /* the only sample page of its size is kept: a page set up and given
+       back at every sample of a size freed before the next was most of a
+       sample's cost (the heap's collection and the thread's exit give it
+       back: mi_heap_free_empty_samples) */
     return;
   }
   if (!(mi_page_flags(page) & MI_PAGE_FLAG_IN_FULL) && page->bin <= MI_BIN_SMALL_MAX && pq->first == page &&
@@ -442,13 +442,13 @@ void* _mi_page_malloc_slow(mi_heap_t* heap, size_t size, bool zero) {
 }
 
 #if MI_PPROF
-/* A block of `size` bytes (at most MI_MEDIUM_BLOCK_MAX) for a sample of the
+/* A block of `size` bytes (at most MI_SMALL_BLOCK_MAX) for a sample of the
    pprof sampler, from a page of the heap's sampled blocks (prof_pages), so
    that the other pages' frees and resizes keep their fast paths and the
    flag of a sample page alone tells the sampler's. A size's queue holds a
    page or a few. NULL without memory (the sample stays where it is). */
 void* _mi_page_malloc_sample(mi_heap_t* heap, size_t size) {
-  mi_assert(mi_heap_is_initialized(heap) && size <= MI_MEDIUM_BLOCK_MAX);
+  mi_assert(mi_heap_is_initialized(heap) && size <= MI_SMALL_BLOCK_MAX);
   size_t bin = _mi_bin(size);
   mi_page_queue_t* pq = &heap->prof_pages[bin];
   mi_page_t* page = (pq->last != NULL ? pq->first : NULL);
@@ -495,7 +495,7 @@ static mi_bin_set_t mi_heap_collect_all(mi_heap_t* heap) {
       page = next;
     }
   }
-  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
+  for (size_t bin = 1; bin <= MI_BIN_SMALL_MAX; bin++) {
     const mi_page_queue_t* pq = &heap->prof_pages[bin];
     for (mi_page_t* page = (pq->last != NULL ? pq->first : NULL); page != NULL; page = page->next) {
       _mi_page_collect(page);
@@ -507,7 +507,7 @@ static mi_bin_set_t mi_heap_collect_all(mi_heap_t* heap) {
 /* The sample pages left empty go back (never kept: the next sample of their
    size takes a fresh page or another's room). */
 static void mi_heap_free_empty_samples(mi_heap_t* heap) {
-  for (size_t bin = 1; bin <= MI_BIN_MEDIUM_MAX; bin++) {
+  for (size_t bin = 1; bin <= MI_BIN_SMALL_MAX; bin++) {
     mi_page_t* page = (heap->prof_pages[bin].last != NULL ? heap->prof_pages[bin].first : NULL);
     while (page != NULL) {
       mi_page_t* next = page->next;
