@@ -156,7 +156,7 @@ static size_t restart_samples_seen;
 
 static void* allocate_across_restart(void* arg) {
   (void)arg;
-  void* first = mi_malloc(64); /* counted under the first start: its point 2^40 bytes away */
+  void* first = mi_malloc(64);            /* counted under the first start: its point 2^40 bytes away */
   pthread_barrier_wait(&restart_barrier); /* main restarts at interval 1 */
   pthread_barrier_wait(&restart_barrier);
   enum { N = 10000 };
