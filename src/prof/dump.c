@@ -124,6 +124,16 @@ static void mi_prof_on_signal(int sig) {
 }
 #endif
 
+/* A dump for the background thread to write: a pass made due now, then the
+   wake. A wake alone was lost when it came as the thread, idle, was ending
+   (segment/background.c: the thread runs on, or its waker starts another,
+   only for something due), and the last dump asked stayed unwritten: a
+   peak file short of the peak (test-prof-highwater, once in a CI run). */
+static void mi_prof_background_ask(void) {
+  _mi_background_due_in(0);
+  _mi_background_wake(); /* (the due time may have been lower already) */
+}
+
 void _mi_prof_note_allocated(uint64_t bytes) {
   if (mi_prof_dump_interval == 0) return;
   uint64_t total = atomic_fetch_add_explicit(&mi_prof_allocated, bytes, memory_order_relaxed) + bytes;
@@ -133,7 +143,7 @@ void _mi_prof_note_allocated(uint64_t bytes) {
   if (atomic_compare_exchange_strong_explicit(&mi_prof_next_dump_at, &next, after, memory_order_relaxed,
                                               memory_order_relaxed)) {
     atomic_store_explicit(&mi_prof_interval_pending, true, memory_order_release);
-    _mi_background_wake();
+    mi_prof_background_ask();
   }
 }
 
@@ -147,7 +157,7 @@ static void mi_prof_inuse_write(mi_prof_snapshot_t* snap);
 void _mi_prof_inuse_high(mi_prof_snapshot_t* snap) {
   mi_prof_snapshot_t* older = atomic_exchange_explicit(&mi_prof_inuse_pending, snap, memory_order_acq_rel);
   _mi_prof_snapshot_release(older); /* not written yet, and lower */
-  _mi_background_wake();
+  mi_prof_background_ask();
 }
 
 /* The next numbered file's name: <prefix>.<n>.heap, or .pb.gz. */
