@@ -20,8 +20,10 @@ for variant in default secure; do
   # own, runs the default build's fault-sweep too), not every test
   cmake --build "$dir" -j2 --target test-fault fault-sweep >"$dir.build.log" 2>&1 || { tail -30 "$dir.build.log"; exit 1; }
   # the knobs and fallbacks, and the single-threaded sweeps (the two-thread
-  # sweep adds interleavings, not paths: it runs in the fault step)
-  (cd "$dir" && ctest --output-on-failure -R '^(test-fault|fault-sweep|fault-sweep-arena)$')
+  # sweep adds interleavings, not paths: it runs in the fault step); two at
+  # a time, each sweep single-threaded (libgcov locks a .gcda file while it
+  # merges into it, so two processes' counts add up)
+  (cd "$dir" && ctest --output-on-failure -j2 -R '^(test-fault|fault-sweep|fault-sweep-arena)$')
   # the library's objects only (the tests link the static one): test objects
   # carry their own copies of the inline helpers, which gcovr cannot merge
   gcovr -r "$root" --filter "$root/src/" --json "$out/$variant.json" "$dir/CMakeFiles/mimalloc-static.dir" >/dev/null

@@ -278,7 +278,7 @@ about clang-secure-debug 95 "" "the secure build (clang, Debug) and the core tes
 about debug3 63 "" "MI_DEBUG=3 (every expensive assertion) and the core tests"
 about debug3-secure 98 "" "the secure build with MI_DEBUG=3 and the core tests"
 about secure-light 70 "" "both secure builds' core tests again at MIMALLOC_SECURE_LEVEL=light (those a run-time option can change)"
-about fault-coverage 189 "coverage" "fault injection: every failure path of the OS layer taken, with gcov"
+about fault-coverage 115 "coverage" "fault injection: every failure path of the OS layer taken, with gcov"
 about fault-sweep-threads 50 "coverage" "the fault sweep with two threads"
 about fault-positive-control 4 "" "a planted unchecked commit the fault sweep must catch"
 about teardown 46 "model" "the teardown protocol: forced interleavings, the spin model, planted races"
