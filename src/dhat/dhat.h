@@ -27,8 +27,10 @@ void _mi_dhat_stack_init(void) mi_decl_hidden;
    recorder need not look the stack up again: the site's number and the
    profile it is of (0: none yet). Thread-local memory (stack.c's cache). */
 typedef struct mi_dhat_site_hint_s {
-  uint32_t site;
-  uint32_t profile;
+  uint32_t site;       /* DHAT's site of the stack ... */
+  uint32_t profile;    /* ... in this profile (0: none) */
+  uint32_t prof_stack; /* the pprof sampler's stack of it ... */
+  uint32_t prof_epoch; /* ... while its stack table is this one (0: none) */
 } mi_dhat_site_hint_t;
 /* The return addresses of the calling thread, innermost first, starting
    outside the allocator where that can be told from the address alone

@@ -243,7 +243,7 @@ static mi_dhat_site_hint_t* mi_dhat_walk_hint(const uintptr_t* frames, int n, ui
   e->slot0 = slot0;
   e->n = (uint32_t)n;
   e->walked = true;
-  e->hint.profile = 0;
+  e->hint = (mi_dhat_site_hint_t){0};
   memcpy(e->ips, frames, (size_t)n * sizeof(uintptr_t));
   return &e->hint;
 }
@@ -300,7 +300,7 @@ static int mi_dhat_capture_unwind(uintptr_t* frames, int max, uintptr_t ret0, ui
     e->slot0 = slot0;
     e->n = (uint32_t)n;
     e->walked = false;
-    e->hint.profile = 0;
+    e->hint = (mi_dhat_site_hint_t){0};
     memcpy(e->ips, frames, (size_t)n * sizeof(uintptr_t));
     *hint = &e->hint;
   } else if (e != NULL) {

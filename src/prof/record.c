@@ -38,6 +38,7 @@ typedef struct mi_prof_state_s {
   size_t stack_count, stack_cap;
   uint32_t* stack_index; /* open addressing: stack + 1 */
   size_t stack_index_cap;
+  uint32_t stack_epoch; /* never 0; a new one each time the table is emptied (the capture's hints) */
   uintptr_t* frames;
   size_t frame_count, frame_cap;
   mi_prof_rec_t* recs; /* open addressing, linear probing, deletion by backward shift */
@@ -59,9 +60,9 @@ typedef struct mi_prof_state_s {
 } mi_prof_state_t;
 
 static mi_lock_t mi_prof_lock;
-static mi_prof_state_t mi_prof;              /* under mi_prof_lock */
-static mi_decl_thread int mi_prof_busy;      /* the profiler's own calls, and visitors */
-static mi_decl_thread bool mi_prof_visiting; /* this thread holds the lock for a visitor */
+static mi_prof_state_t mi_prof = {.stack_epoch = 1}; /* under mi_prof_lock */
+static mi_decl_thread int mi_prof_busy;              /* the profiler's own calls, and visitors */
+static mi_decl_thread bool mi_prof_visiting;         /* this thread holds the lock for a visitor */
 
 /* Live samples per hash of their pointer: a free finds out without the lock
    whether its block may be sampled. 2^18 counters of OS memory, touched
@@ -161,6 +162,20 @@ static uint32_t mi_prof_stack_of(const uintptr_t* frames, int n) {
   while (mi_prof.stack_index[j] != 0) j = (j + 1) & mask;
   mi_prof.stack_index[j] = id + 1;
   return id;
+}
+
+/* The stack of a capture: from the thread's hint (the capture's cache
+   entry, whose frames are these) while the table is the one it was
+   filled from, else looked up and the hint filled in. The lookup, its
+   hash and comparison of every frame, was a tenth of a sample's cost. */
+static uint32_t mi_prof_stack_of_hinted(const uintptr_t* frames, int n, mi_dhat_site_hint_t* hint) {
+  if (hint != NULL && hint->prof_epoch == mi_prof.stack_epoch) return hint->prof_stack;
+  uint32_t stack = mi_prof_stack_of(frames, n);
+  if (hint != NULL && stack != UINT32_MAX) {
+    hint->prof_stack = stack;
+    hint->prof_epoch = mi_prof.stack_epoch;
+  }
+  return stack;
 }
 
 /* ---- The in-use estimate ------------------------------------------------------------ */
@@ -306,12 +321,13 @@ static void mi_prof_rec_free(mi_prof_rec_t* r) {
   mi_prof_rec_remove(r);
 }
 
-static void mi_prof_sample_locked(uintptr_t key, uint64_t size, const uintptr_t* frames, int n) {
+static void mi_prof_sample_locked(uintptr_t key, uint64_t size, const uintptr_t* frames, int n,
+                                  mi_dhat_site_hint_t* hint) {
   mi_lock_assert_held(&mi_prof_lock);
   /* a record left at this address: its block was freed without our seeing it */
   mi_prof_rec_t* stale = mi_prof_rec_find(key);
   if (stale != NULL) mi_prof_rec_free(stale);
-  uint32_t stack = mi_prof_stack_of(frames, n);
+  uint32_t stack = mi_prof_stack_of_hinted(frames, n, hint);
   if (stack == UINT32_MAX || !mi_prof_rec_insert(key, stack, size)) {
     mi_prof.dropped++;
     return;
@@ -371,12 +387,11 @@ static void mi_prof_sample(void* p, size_t size) {
   int depth = (int)mi_prof.max_depth;
   int n =
       _mi_dhat_stack_capture(frames, (depth > 0 && depth <= MI_PROF_MAX_DEPTH ? depth : MI_PROF_DEFAULT_DEPTH), &hint);
-  (void)hint;
   mi_prof_flag_page(p); /* before the record: a free from now on looks */
   mi_prof_snapshot_t* high = NULL;
   _mi_lock_acquire(&mi_prof_lock);
   if (mi_prof_is_on()) {
-    mi_prof_sample_locked((uintptr_t)p, (size == 0 ? 1 : (uint64_t)size), frames, n);
+    mi_prof_sample_locked((uintptr_t)p, (size == 0 ? 1 : (uint64_t)size), frames, n, hint);
     /* a rise of the estimate is a sample's (or a pending resize's, taken in
        by the next snapshot): compared here only */
     if (mi_prof.inuse_watch && mi_prof.inuse >= mi_prof.inuse_next) high = mi_prof_inuse_high_locked();
@@ -394,13 +409,18 @@ void _mi_prof_record_alloc(void* p, size_t size) {
   mi_prof_sample(p, size);
 }
 
-/* A free of a block that may be sampled: the filter, then the records. */
-static void mi_prof_free_record(void* p) {
-  if (!mi_prof_maybe_sampled(p) || mi_prof_visiting) return;
+/* A free of a block that may be sampled: its record, if any, out. */
+static void mi_prof_free_record_unfiltered(void* p) {
   _mi_lock_acquire(&mi_prof_lock);
   mi_prof_rec_t* r = mi_prof_rec_find((uintptr_t)p);
   if (r != NULL) mi_prof_rec_free(r);
   _mi_lock_release(&mi_prof_lock);
+}
+
+/* ... the filter first */
+static void mi_prof_free_record(void* p) {
+  if (!mi_prof_maybe_sampled(p) || mi_prof_visiting) return;
+  mi_prof_free_record_unfiltered(p);
 }
 
 /* No sampled block left in the page: its owner takes the flag off, and the
@@ -450,7 +470,10 @@ void _mi_prof_sampled_page_free(mi_segment_t* segment, mi_page_t* page, void* p)
      it off): the filter's cache miss spared */
   if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) != 0 && mi_prof_page_may_hold(page, p) &&
       mi_prof_is_on()) {
-    mi_prof_free_record(p);
+    /* a sample page holds samples only: its block's record is looked up
+       without the filter's read (a cache miss a sample) */
+    if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLE_PAGE) == 0) mi_prof_free_record(p);
+    else if (!mi_prof_visiting) mi_prof_free_record_unfiltered(p);
   }
   mi_prof_page_unflag(segment, page);
 }
@@ -560,6 +583,7 @@ static void mi_prof_clear_locked(void) {
   mi_prof_release((void**)&mi_prof.frames, &mi_prof.frame_cap, sizeof(uintptr_t));
   mi_prof_release((void**)&mi_prof.recs, &mi_prof.rec_cap, sizeof(mi_prof_rec_t));
   mi_prof.stack_count = mi_prof.frame_count = mi_prof.rec_count = 0;
+  if (++mi_prof.stack_epoch == 0) mi_prof.stack_epoch = 1; /* every thread's hints stale */
   mi_prof.os_bytes = 0;
   mi_prof.live_samples = mi_prof.live_bytes = mi_prof.accum_samples = mi_prof.accum_bytes = 0;
   mi_prof.dropped = mi_prof.overflows = 0;
@@ -780,8 +804,13 @@ void _mi_prof_snapshot_release(mi_prof_snapshot_t* snap) {
 
 /* ---- Process ------------------------------------------------------------------------------ */
 
+/* A spin lock (base/lock.h): a sample and its free each take it once, for a
+   few dozen instructions, and the mutex's calls were a tenth of a sample's
+   cost (randsizes: 116 of 1,160 instructions a sample with its free). Held
+   longer only by a snapshot's copy and a table's growth, rare, during which
+   a waiter gives its processor up after a few spins. */
 void _mi_prof_lock_init(void) {
-  _mi_lock_init(&mi_prof_lock, MI_LOCK_PROF);
+  _mi_lock_init_spin(&mi_prof_lock, MI_LOCK_PROF);
 }
 
 #if MI_LOCKORDER

@@ -186,6 +186,71 @@ static void test_prof_restart_thread_counted_before_samples_after_refill(void** 
   mi_prof_stop();
 }
 
+/* Two call sites of their own. A sample's stack comes from the capture's
+   cache of the site (its hint) while the stack table is the one the hint
+   was filled from; a restart empties the table, and a site sampled before
+   it must be counted at a stack of its own again, not at the number its
+   hint held (which the restart gave another site's stack). */
+static volatile int site_side; /* written after each call: no tail call */
+static __attribute__((noinline)) void* site_before_restart(size_t n) {
+  void* p = mi_malloc(n);
+  site_side = 1;
+  return p;
+}
+static __attribute__((noinline)) void* site_after_restart(size_t n) {
+  void* p = mi_malloc(n);
+  site_side = 2;
+  return p;
+}
+
+typedef struct live_stacks_s {
+  size_t count;
+  size_t objects[8], bytes[8];
+} live_stacks_t;
+
+static bool visit_live_stacks(const mi_prof_sample_info_t* info, void* arg) {
+  live_stacks_t* v = (live_stacks_t*)arg;
+  if (info->live_objects == 0 || v->count == 8) return true;
+  v->objects[v->count] = info->live_objects;
+  v->bytes[v->count] = info->live_bytes;
+  v->count++;
+  return true;
+}
+
+static __attribute__((noinline)) void site_before_restart_blocks(void** out, int count) {
+  for (int i = 0; i < count; i++) out[i] = tu_launder(site_before_restart(24));
+  site_side = 3;
+}
+
+static void test_prof_restart_site_sampled_before_counted_at_own_stack(void** state) {
+  (void)state;
+  void* again[4];
+  void* other = NULL;
+  for (int round = 0; round < 2; round++) {
+    start_exact(); /* the second: the table anew, the other site's stack its first */
+    if (round == 1) other = tu_launder(site_after_restart(40));
+    site_before_restart_blocks(again, 4); /* one call: one stack in both rounds */
+    if (round == 0) {
+      for (int i = 0; i < 4; i++) mi_free(again[i]);
+    }
+  }
+  live_stacks_t v = {0};
+  assert_true(mi_prof_visit(&visit_live_stacks, &v));
+  bool other_alone = false, again_alone = false;
+  for (size_t i = 0; i < v.count; i++) {
+    other_alone = other_alone || (v.objects[i] == 1 && v.bytes[i] == 40);
+    again_alone = again_alone || (v.objects[i] == 4 && v.bytes[i] == 4 * 24);
+  }
+  if (!other_alone || !again_alone) {
+    for (size_t i = 0; i < v.count; i++)
+      print_message("stack %zu: %zu objects, %zu bytes\n", i, v.objects[i], v.bytes[i]);
+    fail_msg("the two sites not counted apart after the restart");
+  }
+  for (int i = 0; i < 4; i++) mi_free(again[i]);
+  mi_free(other);
+  mi_prof_stop();
+}
+
 static void* free_them(void* arg) {
   void** blocks = (void**)arg;
   for (int i = 0; i < 300; i++) mi_free(blocks[i]);
@@ -660,6 +725,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_prof_exact_interval_counts_equal_truth),
       cmocka_unit_test(test_prof_cross_thread_free_live_back_to_zero),
       cmocka_unit_test(test_prof_restart_thread_counted_before_samples_after_refill),
+      cmocka_unit_test(test_prof_restart_site_sampled_before_counted_at_own_stack),
       cmocka_unit_test(test_prof_realloc_in_place_size_follows_moved_old_freed),
       cmocka_unit_test(test_prof_aligned_blocks_tracked_and_freed),
       cmocka_unit_test(test_prof_heap_destroy_samples_retired),
