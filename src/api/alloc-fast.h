@@ -23,13 +23,15 @@ void* _mi_secure_malloc_counted(mi_heap_t* heap, size_t size) mi_decl_hidden;
    (observe.h: mi_observe_fast): an allocation short of it is the plain one,
    a tail call. (A size of 0 or past 2^63 is not positive as a count, and
    goes the counted way; the empty heap's count is 0, so it is never written
-   here.) The rest take _mi_malloc_generic_observed. */
+   here. The three outcomes that go that way, a count run out and those two
+   sizes, are one sign test of `left | (size - 1)`: an instruction fewer a
+   malloc than two tests.) The rest take _mi_malloc_generic_observed. */
 static inline void* _mi_secure_malloc_observed(mi_heap_t* heap, size_t size, uint8_t armed) {
 #if MI_PPROF
   if (armed == MI_OBSERVER_PROF) {
-    const int64_t left = heap->observe_until - (int64_t)size;
-    if (mi_likely((int64_t)size > 0 && left >= 0)) {
-      heap->observe_until = left;
+    const uint64_t left = (uint64_t)heap->observe_until - (uint64_t)size;
+    if (mi_likely((int64_t)(left | (uint64_t)(size - 1)) >= 0)) {
+      heap->observe_until = (int64_t)left;
       return _mi_secure_malloc(heap, size, false);
     }
     return _mi_secure_malloc_counted(heap, size);
