@@ -8,7 +8,7 @@
 # time: PLANT_EXECS_* below). Before the campaigns,
 # the memory gate: the same inputs run again and again in one process must
 # not grow its memory (and its planted leak must fail it).
-#   ci/fuzz.sh OUT_DIR [SECONDS]     (CI: 60; hours by hand)
+#   ci/fuzz.sh OUT_DIR [SECONDS]     (CI: 30; hours by hand)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -41,7 +41,7 @@ saved() { # saved NAME: where the crashing inputs of a run go
 # own way; AFL++ with AFL_BENCH_UNTIL_CRASH) or after this many executions,
 # whatever the time. They were given SECONDS: on a loaded 2-core machine the
 # secure plant took libFuzzer up to 5,504 executions (41 runs; up to 91 s)
-# and AFL++ up to 15,383 (41 runs; up to 58 s), against 60 s in CI; the
+# and AFL++ up to 15,383 (41 runs; up to 58 s), against the 60 s CI gave its campaigns then; the
 # use-after-free plant, since it reads only right after a free, up to 5,022
 # and 18,828 (30 runs each; up to 82 s). Budgets of 7 and 5 times the worst
 # counts; a plant nothing finds any more costs about 10 minutes at CI's
