@@ -206,7 +206,7 @@ void* _mi_realloc_move(void* p, size_t size, void* newp, size_t newsize, bool ze
   /* secure builds: a block's usable size is the size asked for */
   mi_realloc_copy(p, size, newp, newsize, (MI_SECURE ? newsize : _mi_usable_size(newp)), zero);
   /* unobserved: the observers move the old block's record to newp */
-  if (MI_SECURE) _mi_secure_free_copied(p, false);
+  if (MI_SECURE) _mi_secure_free_copied(p);
   else _mi_free_unobserved(p);
   return newp;
 }

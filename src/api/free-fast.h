@@ -45,12 +45,6 @@ static inline void mi_free_inline(void* p) {
 static inline void mi_free_fast(void* p) {
   const uint8_t armed = mi_observers_armed();
   if (mi_unlikely(mi_observing_frees_of(armed))) {
-#if MI_PPROF
-    if (MI_SECURE && armed == MI_OBSERVER_PROF) {
-      _mi_secure_free_sampling(p); /* the sampler alone: told by the page's flag */
-      return;
-    }
-#endif
 #if MI_SECURE_STACKS
     if (armed == MI_OBSERVER_STACKS) { /* the blocks' stacks alone */
       _mi_secure_free_stacked(p, MI_KIND_MALLOC);
@@ -72,12 +66,6 @@ static inline void mi_delete_fast(void* p, mi_alloc_kind_t kind) {
   }
   const uint8_t armed = mi_observers_armed();
   if (mi_unlikely(mi_observing_frees_of(armed))) {
-#if MI_PPROF
-    if (armed == MI_OBSERVER_PROF) {
-      _mi_secure_delete_sampling(p, kind);
-      return;
-    }
-#endif
 #if MI_SECURE_STACKS
     if (armed == MI_OBSERVER_STACKS) {
       _mi_secure_free_stacked(p, kind);

@@ -15,25 +15,26 @@
 #include "../secure/stacks.h" /* the secure build's per-block stacks */
 
 /* Whether frees must be reported one by one, `armed` the observers' word
-   as the caller read it. The pprof sampler needs only
-   the frees of its sampled blocks: their pages are flagged, which sends
-   their frees to the generic path (mi_hook_sampled_page_free), so it
-   leaves the free fast path alone. The secure build's free has no such
-   path: there the sampler's frees take _mi_secure_free_sampling, which
-   reads the page's flag where the free has located the block's page. */
+   as the caller read it. The pprof sampler needs only the frees of its
+   sampled blocks, and leaves the free fast path alone: their pages are
+   flagged, which sends their frees to the generic path
+   (mi_hook_sampled_page_free); in the secure build, a small or medium
+   page's check word is marked too, which the secure free's check finds on
+   its rare path (secure/free.c). */
 static inline bool mi_observing_frees_of(uint8_t armed) {
 #if MI_OBSERVERS
-  const uint8_t mask = (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_PROF | MI_OBSERVER_STACKS : MI_OBSERVER_DHAT) |
-                       MI_OBSERVER_EVENTS | MI_OBSERVER_STATS;
+  const uint8_t mask =
+      (MI_SECURE ? MI_OBSERVER_DHAT | MI_OBSERVER_STACKS : MI_OBSERVER_DHAT) | MI_OBSERVER_EVENTS | MI_OBSERVER_STATS;
   return ((armed & mask) != 0);
 #else
   (void)armed;
   return false;
 #endif
 }
-/* The secure build's free while the sampler runs, its segment validated,
-   before the block goes anywhere: a block of a flagged page may be a sample
-   (a zero-size slot has no page to flag: always looked up). */
+/* The secure build's free of a large block or a zero-size slot while the
+   sampler alone runs, its segment validated, before the block goes
+   anywhere: a block of a flagged page may be a sample (a zero-size slot has
+   no page to flag: always looked up). */
 static inline void mi_hook_secure_sampled_free(mi_segment_t* segment, void* p) {
 #if MI_PPROF
   if (mi_unlikely(segment->kind == MI_SEGMENT_ZERO)) {

@@ -160,6 +160,40 @@ static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
   return _mi_ptr_segment(page);
 }
 
+#if MI_SECURE
+extern uint64_t _mi_secure_geometry_keys[2] mi_decl_hidden;
+/* What a small or medium page's check word is XORed with while the page is
+   flagged MI_PAGE_FLAG_SAMPLED: the secure free, which checks the word
+   anyway, finds the pprof sampler's pages by the check failing, on its
+   rare path (page/secure-validate.h), and makes no test of its own for
+   them. Keyed, so a header written over cannot pass for a marked one. */
+static inline uint64_t mi_geometry_sampled_mark(void) {
+  return _mi_secure_geometry_keys[0] | 1;
+}
+#endif
+
+/* MI_PAGE_FLAG_SAMPLED on or off, by the page's owner, which alone changes
+   it (secure builds: a small or medium page's check word marked with it;
+   it is sealed marked while flagged: segment/secure-header.c). */
+static inline void mi_page_sampled_set(mi_page_t* page, bool on) {
+  const bool was = ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) != 0);
+  if (was == on) return;
+#if MI_SECURE
+  if (_mi_page_segment(page)->kind <= MI_SEGMENT_MEDIUM) {
+    /* marked before the flag goes on, unmarked after it goes off: a free
+       that finds the word marked finds the flag on */
+    if (!on) mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
+    atomic_store_explicit(&page->geometry,
+                          atomic_load_explicit(&page->geometry, memory_order_relaxed) ^ mi_geometry_sampled_mark(),
+                          memory_order_release);
+    if (on) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
+    return;
+  }
+#endif
+  if (on) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
+  else mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
+}
+
 /* A page's holes (page/holes.c), kept beside the segment's pages. */
 static inline mi_page_holes_t* _mi_page_holes(const mi_page_t* page) {
   return &_mi_page_segment(page)->holes[page->index];

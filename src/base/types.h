@@ -102,19 +102,22 @@ typedef struct mi_page_s {
 #if MI_SECURE
   uintptr_t keys[2];       /* free-list link encoding */
   uint64_t block_size_inv; /* ceil(2^40 / block_size): block index by multiplication */
-  uint64_t geometry;       /* keyed check of what free trusts of the page and its segment (page/secure-validate.h) */
-  uintptr_t heap_check;    /* single-block pages: keyed copy of `heap`, checked when unlinked (segment.c) */
-  size_t guard_offset;     /* single-block pages: offset of the guard page after the block (0: none) */
-  bool needs_zero;         /* freed with live contents (heap destroy): zero before reuse */
-  bool is_guarded;         /* a sampled guarded block: it ends at its guard page, no trailer */
-  bool guarded_freed;      /* ... freed: its pages are inaccessible while it waits in quarantine */
-  bool large_fenced;       /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
-  bool large_zeroed;       /* ... zeroed, not given back: counted in the resident bytes held */
-  uint8_t guarded_kind;    /* a guarded block: what allocated it (mi_alloc_kind_t; others keep it in the trailer) */
-  bool held_fenced;        /* a destroyed heap's page, held: its area inaccessible (heap/secure-held-pages.c) */
-  size_t guarded_size;     /* ... where its data ends, from the block's start */
-  size_t user_start;       /* single-block pages: where the pointer handed out lies in the block */
-  uint64_t handed_out;     /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure/memory.c) */
+  /* keyed check of what free trusts of the page and its segment (page/secure-validate.h); a small or
+     medium page flagged MI_PAGE_FLAG_SAMPLED carries it marked (base.h: mi_page_sampled_set), which
+     free's check tells apart; atomic: its owner marks it while other threads' frees read it */
+  _Atomic(uint64_t) geometry;
+  uintptr_t heap_check; /* single-block pages: keyed copy of `heap`, checked when unlinked (segment.c) */
+  size_t guard_offset;  /* single-block pages: offset of the guard page after the block (0: none) */
+  bool needs_zero;      /* freed with live contents (heap destroy): zero before reuse */
+  bool is_guarded;      /* a sampled guarded block: it ends at its guard page, no trailer */
+  bool guarded_freed;   /* ... freed: its pages are inaccessible while it waits in quarantine */
+  bool large_fenced;    /* a freed large block: its pages discarded and inaccessible (secure-large.c) */
+  bool large_zeroed;    /* ... zeroed, not given back: counted in the resident bytes held */
+  uint8_t guarded_kind; /* a guarded block: what allocated it (mi_alloc_kind_t; others keep it in the trailer) */
+  bool held_fenced;     /* a destroyed heap's page, held: its area inaccessible (heap/secure-held-pages.c) */
+  size_t guarded_size;  /* ... where its data ends, from the block's start */
+  size_t user_start;    /* single-block pages: where the pointer handed out lies in the block */
+  uint64_t handed_out;  /* pages of blocks above 8 KiB: bit per block handed out since set-up (secure/memory.c) */
   _Atomic(uint64_t) used_map[MI_SMALL_PAGE_SIZE / 16 / 64]; /* bit per block: handed out and not freed by the owner */
 #endif
 #if MI_SECURE_STACKS

@@ -167,7 +167,7 @@ void _mi_page_collect(mi_page_t* page) {
      off) goes back to the fast path */
   if (mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) &&
       atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0) {
-    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
+    mi_page_sampled_set(page, false);
   }
 #endif
 }

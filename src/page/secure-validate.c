@@ -87,9 +87,9 @@ mi_noinline mi_decl_noreturn void _mi_secure_report_page_not_in_use(const mi_pag
      and page shift that agree) */
   if (segment->kind <= MI_SEGMENT_MEDIUM) {
     uint8_t shift = (segment->kind == MI_SEGMENT_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
-    bool never_set_up = (page->geometry == 0 && page->start == NULL);
+    bool never_set_up = (atomic_load_explicit(&page->geometry, memory_order_relaxed) == 0 && page->start == NULL);
     if (segment->page_shift != shift || segment->page_count != (MI_SEGMENT_SIZE >> shift) ||
-        (!never_set_up && page->geometry != mi_page_geometry(page, mi_segment_bits(segment->kind, shift)))) {
+        (!never_set_up && !mi_geometry_holds(page, mi_page_geometry(page, mi_segment_bits(segment->kind, shift))))) {
       _mi_secure_report_corrupted_header(segment);
     }
   }
@@ -308,7 +308,8 @@ mi_noinline mi_block_t* _mi_secure_validate_single(mi_segment_t* segment, const 
   }
   /* in use, so sealed as it is (a freed one may be changing: a guarded
      block's flag is cleared when it leaves its quarantine) */
-  if (segment->kind != MI_SEGMENT_SINGLE || page->geometry != mi_single_geometry(segment, page)) {
+  if (segment->kind != MI_SEGMENT_SINGLE ||
+      atomic_load_explicit(&page->geometry, memory_order_relaxed) != mi_single_geometry(segment, page)) {
     _mi_secure_report_corrupted_header(segment);
   }
   const uint8_t* b = (const uint8_t*)p;

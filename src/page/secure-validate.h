@@ -99,9 +99,13 @@ static mi_forceinline size_t mi_validate_tail(const mi_page_t* page, const mi_bl
 
 /* The block of a pointer into a small or medium page, handed out and not
    freed since (its bit is set); anything else aborts with a report. The
-   pointer may still be inside the block (see _mi_secure_validate_interior). */
+   pointer may still be inside the block (see _mi_secure_validate_interior).
+   A page of the pprof sampler's (base.h, mi_page_sampled_set) fails the
+   check word's compare, and passes it marked on the rare path, which sets
+   `*marked` and returns NULL at once (`marked` NULL: not asked, and the
+   page's block located as any other). */
 static mi_forceinline mi_block_t* mi_locate_small(mi_segment_t* segment, const void* p, mi_secure_op_t op,
-                                                  mi_page_t** page_out, size_t* idx_out) {
+                                                  mi_page_t** page_out, size_t* idx_out, bool* marked) {
   /* the page index masked to the page table: a page shift written over
      picks a page of this header whose check word then fails */
   uint8_t kind = segment->kind;
@@ -111,13 +115,29 @@ static mi_forceinline mi_block_t* mi_locate_small(mi_segment_t* segment, const v
   if (mi_unlikely(atomic_load_explicit(&page->state, memory_order_acquire) != MI_PAGE_IN_USE)) {
     _mi_secure_report_page_not_in_use(page, p, op);
   }
-  /* each value read once, checked, then used */
+  /* each value read once, checked, then used. The check word is read as a
+     plain word: an atomic load of it cost the free 3 instructions (the
+     compiler neither folds it into the compare nor keeps what it read
+     before it). Its owner changes it while other threads free into the
+     page (marked or not), with an aligned whole-word store; either word
+     read passes, and the rare path reads it again as an atomic. */
+  _Static_assert(sizeof(page->geometry) == sizeof(uint64_t), "the check word is a plain word in memory");
+  const uint64_t sealed = *(const uint64_t*)&page->geometry;
   uint8_t* start = page->start;
   size_t block_size = page->block_size;
   uint32_t capacity = page->capacity;
-  if (mi_unlikely((page->geometry != mi_page_geometry(page, mi_segment_bits(kind, shift))) |
-                  (capacity > page->reserved))) {
-    _mi_secure_report_corrupted_header(segment);
+  const uint64_t geometry = mi_page_geometry(page, mi_segment_bits(kind, shift));
+  if (mi_unlikely((sealed != geometry) | (capacity > page->reserved))) {
+    /* marked, or marked a moment ago (read again: its owner may have
+       unmarked it since) */
+    uint64_t found = atomic_load_explicit(&page->geometry, memory_order_acquire);
+    if ((found != geometry && found != (geometry ^ mi_geometry_sampled_mark())) || capacity > page->reserved) {
+      _mi_secure_report_corrupted_header(segment);
+    }
+    if (marked != NULL && found != geometry) {
+      *marked = true; /* nothing more read or set: the caller locates the block again */
+      return NULL;
+    }
   }
   /* before the page's first block the offset wraps to a huge value; below a
      segment's size the index is exact (mi_block_index) */
@@ -136,7 +156,7 @@ static mi_forceinline mi_block_t* mi_validate_small(mi_segment_t* segment, const
                                                     mi_alloc_kind_t kind, mi_page_t** page_out, size_t* size_out) {
   mi_page_t* page;
   size_t idx;
-  mi_block_t* block = mi_locate_small(segment, p, op, &page, &idx);
+  mi_block_t* block = mi_locate_small(segment, p, op, &page, &idx, NULL);
   if (mi_unlikely((void*)block != p)) _mi_secure_validate_interior(page, block, p, op);
   size_t size = mi_validate_tail(page, block, p, op, false, kind);
   if (page_out != NULL) *page_out = page;

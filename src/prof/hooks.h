@@ -55,7 +55,7 @@ static inline size_t mi_prof_key_hash(uintptr_t key, unsigned bits) {
    fast path. */
 static inline void mi_prof_page_unflag_if_none(mi_page_t* page) {
   if (atomic_load_explicit(&page->prof_samples, memory_order_acquire) == 0) {
-    mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
+    mi_page_sampled_set(page, false);
   }
 }
 

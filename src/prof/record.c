@@ -364,7 +364,7 @@ static void mi_prof_flag_page(void* p) {
   if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) != 0)
     bits |= atomic_load_explicit(&page->prof_bits, memory_order_relaxed);
   atomic_store_explicit(&page->prof_bits, bits, memory_order_relaxed);
-  if ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) == 0) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
+  mi_page_sampled_set(page, true);
 }
 
 static mi_prof_snapshot_t* mi_prof_snapshot_take_locked(void);

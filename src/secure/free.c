@@ -217,26 +217,27 @@ static mi_noinline void mi_secure_free_interior(mi_segment_t* segment, mi_page_t
   mi_secure_free_located(segment, page, block, p, mi_block_index(page, block), kind, stack);
 }
 
-static void mi_secure_free_sampled_page(mi_segment_t* segment, mi_page_t* page, void* p, mi_alloc_kind_t kind,
-                                        uint32_t stack);
+static void mi_secure_free_sampled_page(mi_segment_t* segment, void* p, mi_alloc_kind_t kind, uint32_t stack);
 
-/* A free of a pointer in a segment that passed the segment checks.
-   `sampling`: the pprof sampler runs; its sampled blocks' frees are told
-   where the block's page is at hand (a small block's located, so that the
-   sampler's test costs a flag's load; a flagged page's free goes on out of
-   line, so that the common path keeps making no call that returns). */
-static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, bool sampling, mi_alloc_kind_t kind,
+/* A free of a pointer in a segment that passed the segment checks. The
+   pprof sampler's blocks are told whoever frees them: a small or medium
+   one where its page's check word says so (no test of the sampler's on
+   the common path: the secure free's own entry serves while it samples); a
+   large one or a zero-size slot where the sampler alone runs (the observed
+   frees tell it themselves). */
+static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, bool tell, mi_alloc_kind_t kind,
                                              uint32_t stack) {
   if (mi_unlikely(segment->kind >= MI_SEGMENT_SINGLE)) { /* or a zero segment */
-    if (sampling) mi_hook_secure_sampled_free(segment, p);
+    if (mi_observers_armed() == MI_OBSERVER_PROF) mi_hook_secure_sampled_free(segment, p);
     mi_secure_free_single(segment, p, kind, stack);
     return;
   }
   mi_page_t* page;
   size_t idx;
-  mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx);
-  if (sampling && mi_unlikely(mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED)) {
-    mi_secure_free_sampled_page(segment, page, p, kind, stack);
+  bool marked = false;
+  mi_block_t* block = mi_locate_small(segment, p, MI_OP_FREE, &page, &idx, (tell ? &marked : NULL));
+  if (mi_unlikely(marked)) {
+    mi_secure_free_sampled_page(segment, p, kind, stack);
     return;
   }
   if (mi_unlikely((void*)block != p)) {
@@ -246,67 +247,56 @@ static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, boo
   mi_secure_free_located(segment, page, block, p, idx, kind, stack);
 }
 
-/* A free in a page flagged for samples: the sampler told, then the free
-   (the block located again). */
-static mi_noinline void mi_secure_free_sampled_page(mi_segment_t* segment, mi_page_t* page, void* p,
-                                                    mi_alloc_kind_t kind, uint32_t stack) {
-  mi_hook_sampled_page_free(segment, page, p);
+/* Past a segment's first chunk (a large block's interior) or not ours. */
+/* A free in a small or medium page of the pprof sampler's (its check word
+   marked: mi_locate_small), before the block goes anywhere: the sampler
+   told (prof/hooks.h), then the free (the block located again). */
+static mi_noinline void mi_secure_free_sampled_page(mi_segment_t* segment, void* p, mi_alloc_kind_t kind,
+                                                    uint32_t stack) {
+  mi_hook_sampled_page_free(segment, _mi_segment_page_of(segment, p), p);
   mi_secure_free_in(segment, p, false, kind, stack);
 }
 
-/* Past a segment's first chunk (a large block's interior) or not ours. */
-static mi_noinline void mi_secure_free_far(void* p, bool sampling, mi_alloc_kind_t kind, uint32_t stack) {
+static mi_noinline void mi_secure_free_far(void* p, mi_alloc_kind_t kind, uint32_t stack) {
   mi_segment_t* segment = _mi_secure_validate_far_segment(p, MI_OP_FREE);
-  mi_secure_free_in(segment, p, sampling, kind, stack);
+  mi_secure_free_in(segment, p, true, kind, stack);
 }
 
 /* Every call on the way is a tail call or does not return: the common path
    makes no call that comes back (the register spills stay in one prologue
    on the path past the segment map; a call in the middle cost more).
-   `sampling`: the pprof sampler runs, and its sampled blocks' frees are
-   told, once the segment is known to be ours. `stack`: the free's stack
-   (MIMALLOC_SECURE_STACKS), kept for the block once it passed the checks;
-   0: none. */
-static mi_forceinline void mi_secure_free(void* p, bool sampling, mi_alloc_kind_t kind, uint32_t stack) {
+   `stack`: the free's stack (MIMALLOC_SECURE_STACKS), kept for the block
+   once it passed the checks; 0: none. */
+static mi_forceinline void mi_secure_free(void* p, mi_alloc_kind_t kind, uint32_t stack) {
   if (p == NULL) return;
   if (mi_unlikely(!_mi_segment_map_contains(p))) {
-    mi_secure_free_far(p, sampling, kind, stack);
+    mi_secure_free_far(p, kind, stack);
     return;
   }
   mi_segment_t* segment = _mi_ptr_segment(p); /* a pointer in a segment's first chunk lies within it */
   mi_validate_cookie(segment, p, MI_OP_FREE);
-  mi_secure_free_in(segment, p, sampling, kind, stack);
+  mi_secure_free_in(segment, p, true, kind, stack);
 }
 
 void _mi_secure_free(void* p) {
-  mi_secure_free(p, false, MI_KIND_MALLOC, 0);
+  mi_secure_free(p, MI_KIND_MALLOC, 0);
 }
 
 /* One copy for every delete: the kind it expects is a register here. */
 void _mi_secure_delete(void* p, mi_alloc_kind_t kind) {
-  mi_secure_free(p, false, kind, 0);
+  mi_secure_free(p, kind, 0);
 }
-
-#if MI_PPROF
-void _mi_secure_free_sampling(void* p) {
-  mi_secure_free(p, true, MI_KIND_MALLOC, 0);
-}
-
-void _mi_secure_delete_sampling(void* p, mi_alloc_kind_t kind) {
-  mi_secure_free(p, true, kind, 0);
-}
-#endif
 
 #if MI_SECURE_STACKS
 /* A free or delete while the blocks' stacks are kept (api/free.c: the
    observers were told already). */
 void _mi_secure_free_recorded(void* p, mi_alloc_kind_t kind, uint32_t stack) {
-  mi_secure_free(p, false, kind, stack);
+  mi_secure_free(p, kind, stack);
 }
 
 void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) {
   if (p == NULL) return; /* nothing to record: no stack taken (nor the thread's stack asked for) */
-  mi_secure_free(p, false, kind, mi_stacks_capture(__builtin_frame_address(0)));
+  mi_secure_free(p, kind, mi_stacks_capture(__builtin_frame_address(0)));
 }
 #endif
 
@@ -314,7 +304,7 @@ void _mi_secure_free_stacked(void* p, mi_alloc_kind_t kind) {
 
 /* The old block of a reallocation that moved, just copied from: freed as
    any block is, zeroed in the cache (_mi_secure_zero_in_cache). */
-void _mi_secure_free_copied(void* p, bool sampling) {
+void _mi_secure_free_copied(void* p) {
   _mi_secure_zero_in_cache = true;
   /* its kind was checked by the realloc; with the blocks' stacks kept, the
      realloc is the old block's free */
@@ -322,7 +312,7 @@ void _mi_secure_free_copied(void* p, bool sampling) {
 #if MI_SECURE_STACKS
   if (mi_observers_armed() & MI_OBSERVER_STACKS) stack = _mi_secure_stack_here(__builtin_frame_address(0));
 #endif
-  mi_secure_free(p, sampling, MI_KIND_ANY, stack);
+  mi_secure_free(p, MI_KIND_ANY, stack);
   _mi_secure_zero_in_cache = false;
 }
 
@@ -359,9 +349,9 @@ void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) 
    when the new size fits the block (the canary and trailer move with the
    size); else a new block, the contents copied and the old one freed. */
 /* With `sampling` (the pprof sampler alone runs): a block kept in place
-   whose page is flagged tells the sampler its new size, the old block of a
-   move is freed as the sampler's frees are (its record goes if it was
-   sampled); the new block's sampling decision is api/alloc.c's. */
+   whose page is flagged tells the sampler its new size; the new block's
+   sampling decision is api/alloc.c's. (The old block of a move is freed as
+   every block is: a sampled one's record goes.) */
 static mi_forceinline void* mi_secure_realloc(mi_heap_t* heap, void* p, size_t newsize, bool zero, bool sampling) {
   size_t size;
   mi_page_t* page;
@@ -380,9 +370,9 @@ static mi_forceinline void* mi_secure_realloc(mi_heap_t* heap, void* p, size_t n
   /* (a block's usable size is the size asked for) */
   mi_realloc_copy(p, size, newp, newsize, newsize, zero);
   /* unobserved: the observers move the old block's record to newp (while
-     the sampler alone runs, the old block's free tells it: `sampling`; the
-     new block's sampling decision is the caller's, api/alloc.c) */
-  _mi_secure_free_copied(p, sampling);
+     the sampler alone runs, the old block's free tells it; the new block's
+     sampling decision is the caller's, api/alloc.c) */
+  _mi_secure_free_copied(p);
   return newp;
 }
 

@@ -97,7 +97,6 @@ mi_block_t* _mi_secure_validate_kind(const void* p, mi_secure_op_t op, mi_alloc_
 void _mi_secure_free(void* p) mi_decl_hidden;
 /* operator delete's: the same, the block's kind expected to be `kind` */
 void _mi_secure_delete(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
-void _mi_secure_delete_sampling(void* p, mi_alloc_kind_t kind) mi_decl_hidden;
 /* operator new's and mi_new's allocation (no observers): a block of that kind */
 void* _mi_secure_new(mi_heap_t* heap, size_t size, mi_alloc_kind_t kind) mi_decl_hidden;
 /* p, just allocated (as malloc's kind), becomes of that kind */
@@ -109,10 +108,10 @@ bool _mi_cxx_operators_ours(void) mi_decl_hidden;
 #if MI_STAT >= 2
 size_t _mi_secure_page_requested(const mi_page_t* page) mi_decl_hidden; /* stats/requested.c */
 #endif
-/* The same while the pprof sampler runs: a sampled block's free is told
-   (api/observe.h, mi_hook_secure_sampled_free). */
-void _mi_secure_free_sampling(void* p) mi_decl_hidden;
-void _mi_secure_free_copied(void* p, bool sampling) mi_decl_hidden;
+/* A reallocation's old block, just copied from (zeroed in the cache). (The
+   free serves while the pprof sampler runs too: a sampled block's free is
+   told, secure/free.c.) */
+void _mi_secure_free_copied(void* p) mi_decl_hidden;
 mi_decl_noreturn void _mi_secure_report_collected(const mi_page_t* page, const mi_block_t* block) mi_decl_hidden;
 bool _mi_secure_resize_in_place(mi_page_t* page, mi_block_t* block, void* p, size_t newsize) mi_decl_hidden;
 void* _mi_secure_realloc_block(mi_heap_t* heap, size_t oldsize, size_t newsize) mi_decl_hidden;

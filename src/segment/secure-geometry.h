@@ -7,8 +7,8 @@
 
 #include "../base/base.h"
 
-/* keys derived from the process key at start-up (base/secure-keys.c) */
-extern uint64_t _mi_secure_geometry_keys[2] mi_decl_hidden; /* the second odd */
+/* keys derived from the process key at start-up (base/secure-keys.c; the
+   second odd), declared in base.h */
 
 /* What free trusts of a page to find a block and bound what it reads and
    writes: where the blocks start, their size and the inverse that divides
@@ -48,6 +48,13 @@ static inline uint64_t mi_single_geometry(const mi_segment_t* segment, const mi_
   uint64_t d = (uint64_t)segment->page_count ^ mi_rotl(segment->info_size, 32);
   uint64_t h = mi_page_geometry(page, mi_segment_bits(segment->kind, segment->page_shift));
   return mi_geometry_mix(mi_geometry_mix(h, c), d);
+}
+
+/* The check word as sealed, marked or not (base.h: mi_geometry_sampled_mark):
+   for the checks off free's path, which a page's marking does not concern. */
+static inline bool mi_geometry_holds(const mi_page_t* page, uint64_t geometry) {
+  uint64_t found = atomic_load_explicit(&page->geometry, memory_order_acquire);
+  return (found == geometry || found == (geometry ^ mi_geometry_sampled_mark()));
 }
 
 #endif

@@ -45,8 +45,9 @@ typedef struct scribble_s {
   size_t offset;
   size_t size;
   uint64_t mask;
-  bool remote; /* freed by another thread */
-  bool assign; /* the bytes set to the mask's, not xored with them */
+  bool remote;  /* freed by another thread */
+  bool assign;  /* the bytes set to the mask's, not xored with them */
+  bool sampled; /* the pprof sampler takes every block: a small or medium page's check word is marked */
 } scribble_t;
 
 static scribble_t scribble;
@@ -57,10 +58,24 @@ static void* free_in_thread(void* p) {
   return NULL;
 }
 
+/* Every allocation a sample from here on. */
+static void start_sampling_all(void) {
+  mi_prof_config_t_decl(cfg);
+  cfg.mode = MI_PROF_CONFIG_OVERRIDE;
+  cfg.sample_interval = 1;
+  cfg.seed = 7;
+  assert_true(mi_prof_start_ex(&cfg));
+}
+
 static void case_scribbled(bool misuse) {
+  if (scribble.sampled) start_sampling_all();
   void* keep = alloc_of(scribble.kind); /* its page stays in use */
   void* p = alloc_of(scribble.kind);
   sink = p;
+  if (scribble.sampled) { /* the case is about a marked page: the page must be one */
+    mi_segment_t* segment = _mi_ptr_segment(p);
+    assert_true((mi_page_flags(_mi_segment_page_of(segment, p)) & MI_PAGE_FLAG_SAMPLED) != 0);
+  }
   if (misuse) {
     mi_segment_t* segment = _mi_ptr_segment(p);
     uint8_t* base = (scribble.page ? (uint8_t*)_mi_segment_page_of(segment, p) : (uint8_t*)segment);
@@ -83,7 +98,7 @@ static void case_scribbled(bool misuse) {
 }
 
 static void expect_reported(block_kind_t kind, bool page, size_t offset, size_t size, uint64_t mask) {
-  scribble = (scribble_t){kind, page, offset, size, mask, false, false};
+  scribble = (scribble_t){kind, page, offset, size, mask, false, false, false};
   expect(&case_scribbled, SIGABRT, CORRUPTED);
 }
 
@@ -101,7 +116,7 @@ static void test_scribbled_cookie_is_reported(void** state) {
 /* the cookie zeroed alone is not a purged segment (whose header is all zero) */
 static void test_zeroed_cookie_is_reported(void** state) {
   (void)state;
-  scribble = (scribble_t){B_SMALL, SEG(cookie), 0, false, true};
+  scribble = (scribble_t){B_SMALL, SEG(cookie), 0, false, true, false};
   expect(&case_scribbled, SIGABRT, CORRUPTED);
 }
 
@@ -151,7 +166,7 @@ static void test_scribbled_block_size_is_reported(void** state) {
   expect_reported(B_SMALL, PAGE(block_size), 0x10);     /* within the page */
   expect_reported(B_SMALL, PAGE(block_size), 1u << 30); /* the zeroing would run off the segment */
   expect_reported(B_MEDIUM, PAGE(block_size), 0x4000);
-  scribble = (scribble_t){B_SMALL, PAGE(block_size), 0x100000, true, false};
+  scribble = (scribble_t){B_SMALL, PAGE(block_size), 0x100000, true, false, false};
   expect(&case_scribbled, SIGABRT, CORRUPTED); /* the free of another thread */
 }
 
@@ -165,7 +180,7 @@ static void test_scribbled_page_counts_are_reported(void** state) {
   (void)state;
   expect_reported(B_SMALL, PAGE(reserved), 0x100);
   expect_reported(B_SMALL, PAGE(capacity), 0x10000); /* past the blocks that fit */
-  scribble = (scribble_t){B_SMALL, PAGE(capacity), 0, false, true};
+  scribble = (scribble_t){B_SMALL, PAGE(capacity), 0, false, true, false};
   expect(&case_scribbled, SIGABRT, CORRUPTED); /* none carved, yet a block is handed out */
   expect_reported(B_SMALL, PAGE(bin), 0x40);
   expect_reported(B_MEDIUM, PAGE(reserved), 1);
@@ -183,6 +198,29 @@ static void test_scribbled_check_word_is_reported(void** state) {
   (void)state;
   expect_reported(B_SMALL, PAGE(geometry), 1);
   expect_reported(B_LARGE, PAGE(geometry), (uint64_t)1 << 63);
+}
+
+/* A page of the pprof sampler's carries its check word marked, which the
+   free's check passes on its rare path: a scribble there is reported as
+   anywhere else, freed by its thread or another, and a page marked and
+   left alone frees cleanly. */
+static void expect_reported_sampled(block_kind_t kind, bool page, size_t offset, size_t size, uint64_t mask,
+                                    bool remote) {
+  scribble = (scribble_t){kind, page, offset, size, mask, remote, false, true};
+  expect(&case_scribbled, SIGABRT, CORRUPTED);
+}
+
+static void test_scribbled_sampled_page_is_reported(void** state) {
+  (void)state;
+  expect_reported_sampled(B_SMALL, PAGE(geometry), 1, false);
+  expect_reported_sampled(B_SMALL, PAGE(geometry), 1, true);
+  expect_reported_sampled(B_MEDIUM, PAGE(block_size), 0x4000, false);
+  expect_reported_sampled(B_SMALL, PAGE(start), 0x10, true);
+  expect_reported_sampled(B_ALIGNED, PAGE(reserved), 0x100, false);
+  for (int remote = 0; remote <= 1; remote++) {
+    scribble = (scribble_t){B_SMALL, PAGE(geometry), 1, remote != 0, false, true};
+    expect_clean_exit(&case_scribbled);
+  }
 }
 
 /* ---- A large or huge block's page --------------------------------------------------- */
@@ -300,11 +338,11 @@ static const field_t single_fields[] = {
     {SEG(info_size)}, {PAGE(block_size)},  {PAGE(start)}, {PAGE(guard_offset)}, {PAGE(geometry)}, {PAGE(heap_check)},
 };
 
-static void expect_every_byte_reported(block_kind_t kind, const field_t* fields, size_t count) {
+static void expect_every_byte_reported(block_kind_t kind, const field_t* fields, size_t count, bool sampled) {
   char err[8192];
   for (size_t f = 0; f < count; f++) {
     for (size_t i = 0; i < fields[f].size; i++) {
-      scribble = (scribble_t){kind, fields[f].page, fields[f].offset + i, 1, 0xFF, false, false};
+      scribble = (scribble_t){kind, fields[f].page, fields[f].offset + i, 1, 0xFF, false, false, sampled};
       int status = run_child(&case_scribbled, true, err, sizeof(err));
       if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT || strstr(err, CORRUPTED " 0x") == NULL) {
         print_error("kind %d, %s offset %zu: status %d, stderr: %s\n", (int)kind, fields[f].page ? "page" : "segment",
@@ -318,11 +356,14 @@ static void expect_every_byte_reported(block_kind_t kind, const field_t* fields,
 
 static void test_every_sealed_byte_flipped_is_reported(void** state) {
   (void)state;
-  expect_every_byte_reported(B_SMALL, small_fields, sizeof(small_fields) / sizeof(small_fields[0]));
-  expect_every_byte_reported(B_MEDIUM, small_fields, sizeof(small_fields) / sizeof(small_fields[0]));
-  expect_every_byte_reported(B_ALIGNED, small_fields, sizeof(small_fields) / sizeof(small_fields[0]));
-  expect_every_byte_reported(B_LARGE, single_fields, sizeof(single_fields) / sizeof(single_fields[0]));
-  expect_every_byte_reported(B_HUGE, single_fields, sizeof(single_fields) / sizeof(single_fields[0]));
+  const size_t small_count = sizeof(small_fields) / sizeof(small_fields[0]);
+  expect_every_byte_reported(B_SMALL, small_fields, small_count, false);
+  expect_every_byte_reported(B_MEDIUM, small_fields, small_count, false);
+  expect_every_byte_reported(B_ALIGNED, small_fields, small_count, false);
+  expect_every_byte_reported(B_LARGE, single_fields, sizeof(single_fields) / sizeof(single_fields[0]), false);
+  expect_every_byte_reported(B_HUGE, single_fields, sizeof(single_fields) / sizeof(single_fields[0]), false);
+  /* a page of the sampler's, its check word marked */
+  expect_every_byte_reported(B_SMALL, small_fields, small_count, true);
 }
 
 int main(void) {
@@ -342,6 +383,7 @@ int main(void) {
       cmocka_unit_test(test_scribbled_page_counts_are_reported),
       cmocka_unit_test(test_scribbled_page_state_is_reported),
       cmocka_unit_test(test_scribbled_check_word_is_reported),
+      cmocka_unit_test(test_scribbled_sampled_page_is_reported),
       cmocka_unit_test(test_scribbled_single_page_is_reported),
       cmocka_unit_test(test_scribbled_single_links_are_reported),
       cmocka_unit_test(test_scribbled_segment_counts_are_reported),
