@@ -178,20 +178,17 @@ static inline uint64_t mi_geometry_sampled_mark(void) {
 static inline void mi_page_sampled_set(mi_page_t* page, bool on) {
   const bool was = ((mi_page_flags(page) & MI_PAGE_FLAG_SAMPLED) != 0);
   if (was == on) return;
+  /* marked before the flag goes on, unmarked after it goes off: a free
+     that finds the word marked finds the flag on */
+  if (!on) mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
 #if MI_SECURE
   if (_mi_page_segment(page)->kind <= MI_SEGMENT_MEDIUM) {
-    /* marked before the flag goes on, unmarked after it goes off: a free
-       that finds the word marked finds the flag on */
-    if (!on) mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
     atomic_store_explicit(&page->geometry,
                           atomic_load_explicit(&page->geometry, memory_order_relaxed) ^ mi_geometry_sampled_mark(),
                           memory_order_release);
-    if (on) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
-    return;
   }
 #endif
   if (on) mi_page_flags_add(page, MI_PAGE_FLAG_SAMPLED);
-  else mi_page_flags_clear(page, MI_PAGE_FLAG_SAMPLED);
 }
 
 /* A page's holes (page/holes.c), kept beside the segment's pages. */

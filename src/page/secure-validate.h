@@ -131,7 +131,7 @@ static mi_forceinline mi_block_t* mi_locate_small(mi_segment_t* segment, const v
     /* marked, or marked a moment ago (read again: its owner may have
        unmarked it since) */
     uint64_t found = atomic_load_explicit(&page->geometry, memory_order_acquire);
-    if ((found != geometry && found != (geometry ^ mi_geometry_sampled_mark())) || capacity > page->reserved) {
+    if (!mi_geometry_matches(found, geometry) || capacity > page->reserved) {
       _mi_secure_report_corrupted_header(segment);
     }
     if (marked != NULL && found != geometry) {

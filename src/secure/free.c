@@ -247,7 +247,6 @@ static mi_forceinline void mi_secure_free_in(mi_segment_t* segment, void* p, boo
   mi_secure_free_located(segment, page, block, p, idx, kind, stack);
 }
 
-/* Past a segment's first chunk (a large block's interior) or not ours. */
 /* A free in a small or medium page of the pprof sampler's (its check word
    marked: mi_locate_small), before the block goes anywhere: the sampler
    told (prof/hooks.h), then the free (the block located again). */
@@ -257,6 +256,7 @@ static mi_noinline void mi_secure_free_sampled_page(mi_segment_t* segment, void*
   mi_secure_free_in(segment, p, false, kind, stack);
 }
 
+/* Past a segment's first chunk (a large block's interior) or not ours. */
 static mi_noinline void mi_secure_free_far(void* p, mi_alloc_kind_t kind, uint32_t stack) {
   mi_segment_t* segment = _mi_secure_validate_far_segment(p, MI_OP_FREE);
   mi_secure_free_in(segment, p, true, kind, stack);

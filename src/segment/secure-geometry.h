@@ -50,11 +50,16 @@ static inline uint64_t mi_single_geometry(const mi_segment_t* segment, const mi_
   return mi_geometry_mix(mi_geometry_mix(h, c), d);
 }
 
-/* The check word as sealed, marked or not (base.h: mi_geometry_sampled_mark):
-   for the checks off free's path, which a page's marking does not concern. */
-static inline bool mi_geometry_holds(const mi_page_t* page, uint64_t geometry) {
-  uint64_t found = atomic_load_explicit(&page->geometry, memory_order_acquire);
+/* Whether a check word `found` is `geometry` as sealed, marked or not
+   (base.h: mi_geometry_sampled_mark). */
+static inline bool mi_geometry_matches(uint64_t found, uint64_t geometry) {
   return (found == geometry || found == (geometry ^ mi_geometry_sampled_mark()));
+}
+
+/* ... the page's word: for the checks off free's path, which a page's
+   marking does not concern. */
+static inline bool mi_geometry_holds(const mi_page_t* page, uint64_t geometry) {
+  return mi_geometry_matches(atomic_load_explicit(&page->geometry, memory_order_acquire), geometry);
 }
 
 #endif
